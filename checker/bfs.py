@@ -1,0 +1,247 @@
+"""Exhaustive breadth-first search over numpy batches.
+
+Level by level: each chunk of the frontier is expanded action by action (a
+guard is a boolean vector over the chunk, an update computes only the written
+columns of the enabled rows), successors get Zobrist fingerprints by XOR delta,
+and only fingerprints new to the visited set are materialized as rows. States
+are numbered in BFS order; a new state's canonical discovery is the one with the
+smallest (parent number, action instance), so numbering, parents and traces do
+not depend on the chunk size. Retained per visited state: its fingerprint
+(8 bytes), parent number (4) and action instance (2).
+"""
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from checker.fingerprint import Symmetry, Zobrist
+from checker.visited import VisitedSet
+
+NO_PARENT = np.uint32(0xFFFFFFFF)
+NO_ACTION = np.uint16(0xFFFF)
+
+
+@dataclass
+class Violation:
+    invariant: str
+    state_id: int
+    level: int
+    steps: list = field(default_factory=list)   # [(ActionInstance or None, row)]
+
+
+@dataclass
+class SearchResult:
+    invariants: list
+    violations: dict                 # invariant -> Violation
+    distinct_states: int
+    transitions: int
+    depth: int                       # BFS levels fully explored (the initial state is level 1)
+    seconds: float
+    peak_memory_bytes: int
+    retained_bytes: int
+    complete: bool
+    budget_hit: str | None
+    never_fired: list
+
+    @property
+    def verdicts(self):
+        return {inv: ("violated" if inv in self.violations else "holds" if self.complete else "unknown")
+                for inv in self.invariants}
+
+    @property
+    def states_per_second(self):
+        return self.distinct_states / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def bytes_per_state(self):
+        return self.retained_bytes / max(self.distinct_states, 1)
+
+    @property
+    def collision_probability(self):
+        """Upper bound on the chance that a fingerprint collision hid a state: each lookup meets at most n others."""
+        return min(1.0, self.distinct_states * self.transitions / 2.0 ** 64)
+
+
+def peak_memory():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class Search:
+    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 15):
+        self.spec = spec
+        self.invariants = [spec.invariants[name] for name in invariants]
+        self.zobrist = Zobrist(spec.layout)
+        self.symmetry = Symmetry(spec.layout, self.zobrist, spec.R) if symmetry else None
+        self.chunk = chunk
+
+    # --- successor generation ----------------------------------------------------------
+    def expand(self, batch, fps):
+        """Every enabled (parent, action) of a chunk: parent index, action id, fingerprint, and a materializer."""
+        spec, z = self.spec, self.zobrist
+        parts = []
+        for inst in spec.actions:
+            rows = np.flatnonzero(spec.guard_batch(inst, batch))
+            if rows.size == 0:
+                continue
+            written = spec.update_batch(inst, batch, rows)._written
+            new_cols = {c: np.broadcast_to(np.asarray(v, dtype=np.int8), rows.shape) for c, v in written.items()}
+            if self.symmetry is None:
+                h = fps[rows].copy()
+                for c, v in new_cols.items():
+                    h ^= z.delta(c, batch[c][rows], v)
+            else:
+                h = None
+            parts.append((inst.id, rows, new_cols, h))
+        return parts
+
+    @staticmethod
+    def materialize(batch, parts, picks):
+        """Rows of chosen successors: ``picks`` are (part index, position in part) pairs, in output order."""
+        part_of, pos = picks
+        parents = np.empty(part_of.size, dtype=np.int64)
+        for p, (_, rows, _, _) in enumerate(parts):
+            sel = part_of == p
+            parents[sel] = rows[pos[sel]]
+        out = batch[:, parents]
+        for p, (_, _, cols, _) in enumerate(parts):
+            sel = np.flatnonzero(part_of == p)
+            if sel.size:
+                for c, v in cols.items():
+                    out[c, sel] = v[pos[sel]]
+        return out
+
+    # --- the search ------------------------------------------------------------------------
+    def run(self, max_states=None, max_depth=None, time_limit=None, progress=None):
+        spec = self.spec
+        start = time.perf_counter()
+        init = spec.initial_row()[:, None]
+        init_fp = self.zobrist.full(init)
+        key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
+        visited = VisitedSet()
+        visited.add(np.sort(key_fp))
+        parents = [np.array([NO_PARENT], dtype=np.uint32)]
+        actions = [np.array([NO_ACTION], dtype=np.uint16)]
+        level_start = [0]
+        fired = np.zeros(len(spec.actions), dtype=bool)
+        violations = {}
+        pending = list(self.invariants)
+        self._check(init, 0, 1, pending, violations)
+        frontier, frontier_fps = init, init_fp
+        transitions, depth, budget_hit, complete = 0, 1, None, False
+        n_actions = max(len(spec.actions), 1)
+
+        while frontier.shape[1] and pending:
+            if max_depth is not None and depth >= max_depth:
+                budget_hit = f"max depth {max_depth}"
+                break
+            next_id = level_start[-1] + frontier.shape[1]
+            new_rows, new_fps, new_parents, new_actions = [], [], [], []
+            produced = 0
+            for cs in range(0, frontier.shape[1], self.chunk):
+                batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
+                fps = frontier_fps[cs:cs + self.chunk]
+                parts = self.expand(batch, fps)
+                if not parts:
+                    continue
+                sizes = np.array([p[1].size for p in parts])
+                transitions += int(sizes.sum())
+                fired[[p[0] for p in parts]] = True
+                part_of = np.repeat(np.arange(len(parts)), sizes)
+                pos = np.concatenate([np.arange(s) for s in sizes])
+                parent = np.concatenate([p[1] for p in parts])
+                action_id = np.concatenate([np.full(p[1].size, p[0], dtype=np.int64) for p in parts])
+                if self.symmetry is None:
+                    succ_fp = np.concatenate([p[3] for p in parts])
+                    succ_rows = None
+                else:
+                    succ_rows = self.materialize(batch, parts, (part_of, pos))
+                    succ_fp = self.symmetry.canonical(succ_rows)
+                unique = np.unique(succ_fp)
+                fresh = unique[~visited.contains(unique)]
+                if fresh.size == 0:
+                    continue
+                at = np.minimum(np.searchsorted(fresh, succ_fp), fresh.size - 1)
+                candidates = np.flatnonzero(fresh[at] == succ_fp)
+                key = parent[candidates] * n_actions + action_id[candidates]
+                candidates = candidates[np.argsort(key, kind="stable")]
+                _, first = np.unique(succ_fp[candidates], return_index=True)
+                winners = candidates[np.sort(first)]
+                visited.add(fresh)
+                if succ_rows is None:
+                    rows = self.materialize(batch, parts, (part_of[winners], pos[winners]))
+                    row_fps = succ_fp[winners]
+                else:
+                    rows = succ_rows[:, winners]
+                    row_fps = self.zobrist.full(rows)
+                self._check(rows, next_id + produced, depth + 1, pending, violations)
+                new_rows.append(rows)
+                new_fps.append(row_fps)
+                new_parents.append((level_start[-1] + cs + parent[winners]).astype(np.uint32))
+                new_actions.append(action_id[winners].astype(np.uint16))
+                produced += winners.size
+                if progress is not None:
+                    progress(depth=depth, frontier=frontier.shape[1], distinct=next_id + produced,
+                             seconds=time.perf_counter() - start)
+                if max_states is not None and next_id + produced >= max_states:
+                    budget_hit = f"max states {max_states}"
+                    break
+                if time_limit is not None and time.perf_counter() - start > time_limit:
+                    budget_hit = f"time limit {time_limit:g}s"
+                    break
+            if not produced:
+                complete = budget_hit is None
+                break
+            level_start.append(next_id)
+            parents.append(np.concatenate(new_parents))
+            actions.append(np.concatenate(new_actions))
+            frontier = np.concatenate(new_rows, axis=1)
+            frontier_fps = np.concatenate(new_fps)
+            if budget_hit:
+                break
+            depth += 1
+
+        for v in violations.values():
+            v.steps = self.trace(v.state_id, level_start, parents, actions)
+        retained = visited.nbytes + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions)
+        never = sorted({a.name for a in spec.actions} - {a.name for a in spec.actions if fired[a.id]})
+        return SearchResult(
+            invariants=[i.name for i in self.invariants], violations=violations,
+            distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
+            seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=retained,
+            complete=complete, budget_hit=budget_hit, never_fired=never if complete else [])
+
+    def _check(self, rows, first_id, level, pending, violations):
+        """Check pending invariants on new rows; the first violating row of each becomes its counterexample."""
+        for inv in list(pending):
+            bad = np.flatnonzero(~self.spec.holds_batch(inv, rows))
+            if bad.size:
+                violations[inv.name] = Violation(inv.name, first_id + int(bad[0]), level)
+                pending.remove(inv)
+
+    def trace(self, state_id, level_start, parents, actions):
+        """Replay the path to a state on the scalar backend: [(action or None, row)]."""
+        path = []
+        level = int(np.searchsorted(level_start, state_id, side="right")) - 1
+        sid = state_id
+        while level > 0:
+            k = sid - level_start[level]
+            path.append(int(actions[level][k]))
+            sid = int(parents[level][k])
+            level -= 1
+        row = self.spec.initial_row()
+        steps = [(None, row)]
+        for a in reversed(path):
+            inst = self.spec.actions[a]
+            row = self.spec.step(row, inst)
+            if row is None:
+                raise RuntimeError(f"internal error: {inst.label} not enabled on replay")
+            steps.append((inst, row))
+        return steps
+
+
+def search(spec, invariants, symmetry=False, chunk=1 << 15, **budgets):
+    """Run the exhaustive search for the named invariants."""
+    return Search(spec, invariants, symmetry=symmetry, chunk=chunk).run(**budgets)

@@ -1,0 +1,506 @@
+"""The Kafka replication model for one partition (ZooKeeper-mode controller).
+
+Protocol versions (specs/) subclass :class:`KafkaReplication` and override the
+hooks that changed between versions: what a replica does on becoming follower,
+how a follower truncates before fetching, which fetches a leader accepts, and
+when a follower may rejoin the ISR.
+
+Conventions: replicas are ``0..R-1``; ``R`` itself means "none" in fields that
+hold a replica id. Offsets are ``0..L-1``; log cells at or past the log end
+offset are kept at 0 so that equal logs are equal states. Record ids are
+``1..M`` in the order producers sent them; leader epochs are ``1..E`` (0: none).
+"""
+from __future__ import annotations
+
+from model.expr import all_of, any_of, count_of, max_of, min_of, where
+from model.layout import Field
+from model.spec import Spec, action, invariant
+
+
+class KafkaReplication(Spec):
+    #: a new leader's epoch enters its leader-epoch cache on election, not on its first write (KAFKA-7415, 2.1)
+    epoch_cached_on_election = False
+
+    defaults = dict(replicas=2, log_size=2, max_records=2, max_epochs=3, max_crashes=1,
+                    acks_all=1, min_isr=1, unclean=0, unflushed_loss=0)
+    limits = dict(replicas=(2, 5), log_size=(1, 6), max_records=(1, 8), max_epochs=(1, 8),
+                  max_crashes=(0, 6), acks_all=(0, 1), min_isr=(1, 5), unclean=(0, 1),
+                  unflushed_loss=(0, 1))
+
+    def configure(self, replicas, log_size, max_records, max_epochs, max_crashes,
+                  acks_all, min_isr, unclean, unflushed_loss):
+        self.R, self.L, self.M, self.E, self.C = replicas, log_size, max_records, max_epochs, max_crashes
+        self.NONE = replicas
+        self.NO_OFFSET = log_size + 1     # "no such offset": past any LEO
+        self.acks_all, self.min_isr = bool(acks_all), min_isr
+        self.unclean, self.unflushed_loss = bool(unclean), bool(unflushed_loss)
+        self.REPLICAS = range(replicas)
+        self.OFFSETS = range(log_size)
+        self.EPOCHS = range(1, max_epochs + 1)
+        self.RECORDS = range(1, max_records + 1)
+
+    def fields(self):
+        R, L, M, E, C = self.R, self.L, self.M, self.E, self.C
+        rep, none = ("replica",), R
+        return [
+            # --- each replica's log and offsets (on disk) ---
+            Field("log_record", 0, M, (R, L), axes=("replica", None), doc="record id at each offset (0: empty)"),
+            Field("log_epoch", 0, E, (R, L), axes=("replica", None), doc="leader epoch of each record"),
+            Field("leo", 0, L, (R,), axes=rep, doc="log end offset"),
+            Field("hw", 0, L, (R,), axes=rep, doc="high watermark"),
+            Field("flushed", 0, L, (R,), axes=rep, doc="offset up to which the log is fsynced"),
+            Field("checkpoint_hw", 0, L, (R,), axes=rep, doc="HW in the replication-offset-checkpoint file"),
+            Field("up", 0, 1, (R,), boolean=True, axes=rep, doc="broker process running"),
+            # --- each replica's view from the last LeaderAndIsr it applied (in memory) ---
+            Field("leader_epoch", 0, E, (R,), axes=rep, doc="leader epoch the replica is on"),
+            Field("leader", 0, none, (R,), axes=rep, values="replica", doc="who it believes leads"),
+            Field("isr", 0, 1, (R, R), boolean=True, axes=("replica", "replica"), doc="ISR it believes"),
+            Field("zk_version_current", 0, 1, (R,), boolean=True, axes=rep,
+                  doc="its cached zkVersion equals the quorum's (its ISR writes can succeed)"),
+            Field("remote_leo", -1, L, (R, R), axes=("replica", "replica"),
+                  doc="as leader: each follower's LEO learned from its fetches (-1: unknown)"),
+            Field("truncating", 0, 1, (R,), boolean=True, axes=rep,
+                  doc="follower must truncate by leader epoch before fetching (0.11+)"),
+            # --- the controller and the quorum state (ZooKeeper) ---
+            Field("q_leader", 0, none, values="replica", doc="leader in ZooKeeper (R: none)"),
+            Field("q_epoch", 0, E, doc="leader epoch in ZooKeeper"),
+            Field("q_isr", 0, 1, (R,), boolean=True, axes=rep, doc="ISR in ZooKeeper"),
+            # --- LeaderAndIsr requests, one per leader epoch, delivered any time, any number of times ---
+            Field("req_sent", 0, 1, (E,), boolean=True, doc="the request for this epoch exists"),
+            Field("req_leader", 0, none, (E,), values="replica", doc="its leader"),
+            Field("req_isr", 0, 1, (E, R), boolean=True, axes=(None, "replica"), doc="its ISR"),
+            Field("req_zk_version_current", 0, 1, (E,), boolean=True,
+                  doc="the zkVersion it carries is still the quorum's"),
+            Field("crashes", 0, C, doc="crashes so far (bounded by max_crashes)"),
+            # --- ghosts, for the invariants ---
+            Field("next_record", 1, M + 1, ghost=True, doc="id of the next record a producer sends"),
+            Field("acked_at", -1, L - 1, (M,), ghost=True, doc="offset of each acknowledged record (-1: not acked)"),
+            Field("exposed", 0, M, (L,), ghost=True, doc="record first exposed to consumers at each offset"),
+        ]
+
+    def initial(self, s):
+        """A new partition: every replica up and in the ISR, empty logs, no leader elected yet."""
+        for r in self.REPLICAS:
+            s.up[r] = True
+            s.leader[r] = self.NONE
+            s.q_isr[r] = True
+            for i in self.REPLICAS:
+                s.remote_leo[r][i] = -1
+        s.q_leader = self.NONE
+        for e in self.EPOCHS:
+            s.req_leader[e - 1] = self.NONE
+        for m in self.RECORDS:
+            s.acked_at[m - 1] = -1
+
+    # ------------------------------------------------------------------------------------
+    # helpers over the state (plain functions of the expression language)
+    # ------------------------------------------------------------------------------------
+    def believes_leads(self, s, r):
+        return s.up[r] & (s.leader[r] == r)
+
+    def acting_leader(self, s, r):
+        """r is the quorum's leader and has applied the LeaderAndIsr that made it so."""
+        return self.believes_leads(s, r) & (s.q_leader == r) & (s.leader_epoch[r] == s.q_epoch)
+
+    def latest_epoch(self, s, r):
+        """Epoch of the last record in r's log (0 if empty)."""
+        return where(s.leo[r] > 0, s.log_epoch[r][s.leo[r] - 1], 0)
+
+    def first_offset_after_epoch(self, s, r, epoch):
+        """First offset of r's log holding an epoch larger than ``epoch`` (NO_OFFSET if none)."""
+        return min_of([where((o < s.leo[r]) & (s.log_epoch[r][o] > epoch), o, self.NO_OFFSET)
+                       for o in self.OFFSETS])
+
+    def largest_epoch_at_most(self, s, r, epoch):
+        """Largest epoch <= ``epoch`` among the records of r's log (0 if none)."""
+        return max_of([0] + [where((o < s.leo[r]) & (s.log_epoch[r][o] <= epoch), s.log_epoch[r][o], 0)
+                             for o in self.OFFSETS])
+
+    def end_offset_for_epoch(self, s, r, requested):
+        """LeaderEpochFileCache.endOffsetFor (2.0): (epoch, end offset) for the largest epoch <= requested.
+
+        The end offset is the start of the next larger epoch, or the LEO for the
+        latest epoch; (-1, -1) (UNDEFINED) when r knows no epoch larger than the
+        requested one; (requested, start of the first epoch) when it is below all.
+        """
+        latest = self.latest_epoch(s, r)
+        next_start = self.first_offset_after_epoch(s, r, requested)
+        previous = self.largest_epoch_at_most(s, r, requested)
+        if self.epoch_cached_on_election:
+            # KAFKA-7415 (2.1): a leader's cache holds its own epoch from election on, starting at its LEO.
+            own = where(self.believes_leads(s, r), s.leader_epoch[r], 0)
+            latest = max_of([latest, own])
+            next_start = where((next_start == self.NO_OFFSET) & (own > requested), s.leo[r], next_start)
+            previous = where(own <= requested, max_of([previous, own]), previous)
+        is_latest = (requested == latest) & (latest > 0)
+        undefined = next_start == self.NO_OFFSET
+        epoch = where(is_latest, requested, where(undefined, -1, where(previous == 0, requested, previous)))
+        end = where(is_latest, s.leo[r], where(undefined, -1, next_start))
+        return epoch, end
+
+    def epoch_start_offset(self, s, l):
+        """First offset of leader l's current epoch in its log (its LEO if it wrote nothing yet)."""
+        return min_of([s.leo[l]] + [where((o < s.leo[l]) & (s.log_epoch[l][o] == s.leader_epoch[l]), o, self.L)
+                                    for o in self.OFFSETS])
+
+    def truncate_to(self, s, r, offset):
+        """Drop r's log from ``offset`` on (Log.truncateTo); HW and flush point follow it down."""
+        for o in self.OFFSETS:
+            keep = o < offset
+            s.log_record[r][o] = where(keep, s.log_record[r][o], 0)
+            s.log_epoch[r][o] = where(keep, s.log_epoch[r][o], 0)
+        new_leo = min_of([s.leo[r], offset])
+        s.leo[r] = new_leo
+        s.hw[r] = min_of([s.hw[r], new_leo])
+        s.flushed[r] = min_of([s.flushed[r], new_leo])
+
+    def bump_zk_version(self, s, writer=None, when=True):
+        """A successful write to the partition state in ZooKeeper (where ``when``): every cached zkVersion is now stale."""
+        for r in self.REPLICAS:
+            s.zk_version_current[r] = where(when, r == writer, s.zk_version_current[r])
+        for e in self.EPOCHS:
+            s.req_zk_version_current[e - 1] = where(when, False, s.req_zk_version_current[e - 1])
+
+    def send_leader_and_isr(self, s, epoch, leader, isr):
+        """The controller writes the new LeaderAndIsr to ZooKeeper and sends it to the brokers."""
+        self.bump_zk_version(s)
+        s.q_epoch = epoch
+        s.q_leader = leader
+        for e in self.EPOCHS:
+            new = epoch == e
+            s.req_sent[e - 1] = s.req_sent[e - 1] | new
+            s.req_leader[e - 1] = where(new, leader, s.req_leader[e - 1])
+            s.req_zk_version_current[e - 1] = s.req_zk_version_current[e - 1] | new
+            for i in self.REPLICAS:
+                s.q_isr[i] = isr[i]
+                s.req_isr[e - 1][i] = where(new, isr[i], s.req_isr[e - 1][i])
+
+    def expose(self, s, l):
+        """Records below a leader's HW are visible to consumers: remember the first record seen at each offset."""
+        leads = self.believes_leads(s, l)
+        for o in self.OFFSETS:
+            seen = leads & (o < s.hw[l]) & (s.exposed[o] == 0)
+            s.exposed[o] = where(seen, s.log_record[l][o], s.exposed[o])
+
+    def maybe_increment_hw(self, s, l):
+        """Partition.maybeIncrementLeaderHW: the leader's HW rises to the smallest LEO it knows in its ISR.
+
+        Records below the new HW are acknowledged to acks=all producers if the ISR
+        still has min.insync.replicas members (DelayedProduce).
+        """
+        old = s.hw[l]
+        known = [where(s.isr[l][i], s.leo[l] if i == l else s.remote_leo[l][i], self.L) for i in self.REPLICAS]
+        new = max_of([old, min_of(known)])
+        s.hw[l] = new
+        if self.acks_all:
+            enough = count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr
+            for m in self.RECORDS:
+                for o in self.OFFSETS:
+                    acked = enough & (s.acked_at[m - 1] < 0) & (o >= old) & (o < new) & (s.log_record[l][o] == m)
+                    s.acked_at[m - 1] = where(acked, o, s.acked_at[m - 1])
+        self.expose(s, l)
+
+    def write_isr(self, s, l, new_isr, when=True):
+        """A leader's ISR change (where ``when``): a conditional ZooKeeper write, fenced by the cached zkVersion."""
+        for i in self.REPLICAS:
+            s.isr[l][i] = where(when, new_isr[i], s.isr[l][i])
+            s.q_isr[i] = where(when, new_isr[i], s.q_isr[i])
+        self.bump_zk_version(s, writer=l, when=when)
+
+    def maybe_expand_isr(self, s, l, f, fetched):
+        """Partition.maybeExpandIsr, run on every fetch (0.8-2.6): a caught-up follower rejoins the ISR."""
+        join = fetched & ~s.isr[l][f] & self.may_join_isr(s, l, f) & self.isr_write_succeeds(s, l)
+        self.write_isr(s, l, [s.isr[l][i] | ((i == f) & join) for i in self.REPLICAS], when=join)
+
+    # ------------------------------------------------------------------------------------
+    # hooks that protocol versions override
+    # ------------------------------------------------------------------------------------
+    def become_follower(self, s, r, follows):
+        """What replica r does to its log where ``follows`` holds: a LeaderAndIsr made it a follower."""
+        raise NotImplementedError
+
+    def fetch_accepted(self, s, f, l):
+        """Extra conditions for leader l to serve a fetch (or OffsetsForLeaderEpoch) from f."""
+        return True
+
+    def may_join_isr(self, s, l, f):
+        """Whether leader l considers follower f caught up enough to rejoin the ISR."""
+        return (s.remote_leo[l][f] >= 0) & (s.remote_leo[l][f] >= s.hw[l])
+
+    def isr_write_succeeds(self, s, l):
+        """Whether l's conditional ISR write matches the zkVersion in ZooKeeper."""
+        return s.zk_version_current[l]
+
+    # ------------------------------------------------------------------------------------
+    # controller actions
+    # ------------------------------------------------------------------------------------
+    @action(l="REPLICAS")
+    def elect_leader(self, s, l):
+        """Controller elects l (on leader failure, preferred election, or the old leader's session expiry).
+
+        Clean election picks a live ISR member and keeps the live part of the ISR;
+        unclean election (unclean.leader.election.enable, default off since 0.11,
+        KIP-106) may pick any live replica when no ISR member is alive.
+        """
+        s.require((s.q_epoch < self.E) & s.up[l] & (s.q_leader != l))
+        live_isr = [s.q_isr[i] & s.up[i] for i in self.REPLICAS]
+        clean = s.q_isr[l]
+        if self.unclean:
+            s.require(clean | ~any_of(live_isr))
+            isr = [where(clean, live_isr[i], i == l) for i in self.REPLICAS]
+        else:
+            s.require(clean)
+            isr = live_isr
+        self.send_leader_and_isr(s, s.q_epoch + 1, l, isr)
+
+    @action(r="REPLICAS")
+    def controller_shrink_isr(self, s, r):
+        """Controller removes a dead follower from the ISR and bumps the leader epoch (ZK mode, 0.8+)."""
+        s.require(~s.up[r] & s.q_isr[r] & (s.q_leader != r) & (s.q_epoch < self.E)
+                  & (count_of(s.q_isr[i] for i in self.REPLICAS) > 1))
+        self.send_leader_and_isr(s, s.q_epoch + 1, s.q_leader,
+                                 [s.q_isr[i] & (i != r) for i in self.REPLICAS])
+
+    @action(r="REPLICAS")
+    def controller_offline(self, s, r):
+        """Leader r died and no live ISR member can replace it: the partition goes offline.
+
+        Kafka keeps the last ISR member in the ISR (it may hold data nobody else has).
+        """
+        others_alive = any_of(s.q_isr[i] & s.up[i] for i in self.REPLICAS if i != r)
+        s.require(~s.up[r] & (s.q_leader == r) & ~others_alive & (s.q_epoch < self.E))
+        last = count_of(s.q_isr[i] for i in self.REPLICAS) == 1
+        self.send_leader_and_isr(s, s.q_epoch + 1, self.NONE,
+                                 [s.q_isr[i] & ((i != r) | last) for i in self.REPLICAS])
+
+    # ------------------------------------------------------------------------------------
+    # broker actions
+    # ------------------------------------------------------------------------------------
+    @action(r="REPLICAS", e="EPOCHS")
+    def apply_leader_and_isr(self, s, r, e):
+        """Broker r applies the LeaderAndIsr of epoch e, if newer than its own (ReplicaManager.becomeLeaderOrFollower).
+
+        Requests may arrive late, twice, out of order or never; a stale one is ignored
+        by the leader-epoch check.
+        """
+        s.require(s.req_sent[e - 1] & s.up[r] & (s.leader_epoch[r] < e))
+        new_leader = s.req_leader[e - 1]
+        s.leader_epoch[r] = e
+        s.leader[r] = new_leader
+        s.zk_version_current[r] = s.req_zk_version_current[e - 1]
+        for i in self.REPLICAS:
+            s.isr[r][i] = s.req_isr[e - 1][i]
+            s.remote_leo[r][i] = -1
+        follows = (new_leader != r) & (new_leader != self.NONE)
+        s.truncating[r] = False
+        self.become_follower(s, r, follows)
+        self.expose(s, r)
+
+    @action(l="REPLICAS")
+    def produce(self, s, l):
+        """A producer appends the next record to the replica that believes it leads (Partition.appendRecordsToLeader).
+
+        With acks=all the leader refuses the write when its ISR is smaller than
+        min.insync.replicas; with acks=1 the record is acknowledged on append.
+        """
+        s.require(self.believes_leads(s, l) & (s.leo[l] < self.L) & (s.next_record <= self.M))
+        if self.acks_all:
+            s.require(count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr)
+        record, offset = s.next_record, s.leo[l]
+        s.log_record[l][offset] = record
+        s.log_epoch[l][offset] = s.leader_epoch[l]
+        s.leo[l] = offset + 1
+        s.next_record = record + 1
+        if not self.acks_all:
+            for m in self.RECORDS:
+                s.acked_at[m - 1] = where(record == m, offset, s.acked_at[m - 1])
+        self.maybe_increment_hw(s, l)
+
+    @action(f="REPLICAS", l="REPLICAS")
+    def fetch(self, s, f, l):
+        """Follower f fetches from l, the leader it believes in (ReplicaFetcherThread, 0.8+).
+
+        The leader reads the response (records from f's LEO, and its current HW)
+        before it records f's fetch offset and maybe raises its HW, so the follower
+        learns that new HW only from a later fetch. A fetch offset past the
+        leader's LEO gets OffsetOutOfRange and the follower truncates to it.
+        A caught-up follower rejoins the ISR in the same step.
+        """
+        s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
+                  & self.fetch_accepted(s, f, l))
+        s.require(~s.truncating[f])
+        response_hw, fetch_offset, leader_leo = s.hw[l], s.leo[f], s.leo[l]
+        for o in self.OFFSETS:
+            copy = (o >= fetch_offset) & (o < leader_leo)
+            keep = o < leader_leo
+            s.log_record[f][o] = where(copy, s.log_record[l][o], where(keep, s.log_record[f][o], 0))
+            s.log_epoch[f][o] = where(copy, s.log_epoch[l][o], where(keep, s.log_epoch[f][o], 0))
+        s.leo[f] = leader_leo
+        s.hw[f] = response_hw
+        s.flushed[f] = min_of([s.flushed[f], leader_leo])
+        in_range = fetch_offset <= leader_leo
+        s.remote_leo[l][f] = where(in_range, fetch_offset, s.remote_leo[l][f])
+        self.maybe_expand_isr(s, l, f, in_range)
+        self.maybe_increment_hw(s, l)
+
+    @action(l="REPLICAS", f="REPLICAS")
+    def shrink_isr(self, s, l, f):
+        """Leader l drops follower f from the ISR after replica.lag.time.max.ms (Partition.maybeShrinkIsr)."""
+        s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & self.isr_write_succeeds(s, l))
+        self.write_isr(s, l, [s.isr[l][i] & (i != f) for i in self.REPLICAS])
+        self.maybe_increment_hw(s, l)
+
+    @action(r="REPLICAS")
+    def flush(self, s, r):
+        """The log flusher fsyncs r's log (only matters when a hard crash loses unflushed data)."""
+        s.require(self.unflushed_loss)
+        s.require(s.up[r] & (s.flushed[r] < s.leo[r]))
+        s.flushed[r] = s.leo[r]
+
+    @action(r="REPLICAS")
+    def checkpoint_hw(self, s, r):
+        """The HW checkpoint thread writes r's HW to disk (every replica.high.watermark.checkpoint.interval.ms)."""
+        s.require(s.up[r] & (s.checkpoint_hw[r] != s.hw[r]))
+        s.checkpoint_hw[r] = s.hw[r]
+
+    @action(r="REPLICAS")
+    def crash(self, s, r):
+        """Hard crash: the HW comes back from its checkpoint; with unflushed_loss the unflushed tail is gone too."""
+        s.require(s.up[r] & (s.crashes < self.C))
+        if self.unflushed_loss:
+            self.truncate_to(s, r, s.flushed[r])
+        s.hw[r] = min_of([s.checkpoint_hw[r], s.leo[r]])
+        self.go_down(s, r)
+
+    @action(r="REPLICAS")
+    def shutdown(self, s, r):
+        """Clean shutdown: the log is flushed and the HW checkpointed before the process exits."""
+        s.require(s.up[r] & (s.crashes < self.C))
+        s.flushed[r] = s.leo[r]
+        s.checkpoint_hw[r] = s.hw[r]
+        self.go_down(s, r)
+
+    def go_down(self, s, r):
+        """A stopped broker forgets everything it held in memory."""
+        s.up[r] = False
+        s.crashes = s.crashes + 1
+        s.leader[r] = self.NONE
+        s.leader_epoch[r] = 0
+        s.zk_version_current[r] = False
+        s.truncating[r] = False
+        for i in self.REPLICAS:
+            s.isr[r][i] = False
+            s.remote_leo[r][i] = -1
+
+    @action(r="REPLICAS")
+    def restart(self, s, r):
+        """Broker r starts again; it learns its role from the next LeaderAndIsr it applies.
+
+        The controller may not have handled its failure yet: a fast bounce can go
+        unnoticed (KAFKA-1120), so r may still be in the ISR or even the leader in
+        ZooKeeper. Requests sent before it stopped died with its connection: it
+        accepts the controller's current LeaderAndIsr (resent on broker startup)
+        and newer ones only.
+        """
+        s.require(~s.up[r])
+        s.up[r] = True
+        s.leader_epoch[r] = where(s.q_epoch > 0, s.q_epoch - 1, 0)
+
+    # ------------------------------------------------------------------------------------
+    # invariants
+    # ------------------------------------------------------------------------------------
+    @invariant("no-committed-loss")
+    def no_committed_loss(self, s):
+        """Every acknowledged record stays in the acting leader's log at its offset.
+
+        When it breaks, a producer was told a record was committed (acks=all) and
+        consumers will never see it: silent data loss.
+        """
+        ok = []
+        for l in self.REPLICAS:
+            for m in self.RECORDS:
+                at = s.acked_at[m - 1]
+                has = (s.leo[l] > at) & (s.log_record[l][at] == m)
+                ok.append(~self.acting_leader(s, l) | (at < 0) | has)
+        return all_of(ok)
+
+    @invariant("log-matching")
+    def log_matching(self, s):
+        """Replicas holding the same epoch at an offset agree on the whole log up to it.
+
+        When it breaks, replica logs have diverged below an offset they both
+        consider settled: consumers see different data depending on the leader.
+        """
+        ok = []
+        for a in self.REPLICAS:
+            for b in self.REPLICAS:
+                if a >= b:
+                    continue
+                for o in self.OFFSETS:
+                    same_epoch = (o < s.leo[a]) & (o < s.leo[b]) & (s.log_epoch[a][o] == s.log_epoch[b][o])
+                    prefix_equal = all_of((s.log_record[a][p] == s.log_record[b][p])
+                                          & (s.log_epoch[a][p] == s.log_epoch[b][p]) for p in range(o + 1))
+                    ok.append(~same_epoch | prefix_equal)
+        return all_of(ok)
+
+    @invariant("consistent-reads")
+    def consistent_reads(self, s):
+        """No offset is ever read with two different records.
+
+        Every replica that believes it leads serves, below its HW, exactly the
+        records consumers were first shown there. When it breaks, two consumers
+        read different data at the same offset.
+        """
+        ok = []
+        for r in self.REPLICAS:
+            for o in self.OFFSETS:
+                ok.append(~self.believes_leads(s, r) | (o >= s.hw[r]) | (s.log_record[r][o] == s.exposed[o]))
+        return all_of(ok)
+
+    @invariant("hw-monotonic")
+    def hw_monotonic(self, s):
+        """The partition's committed HW never moves back.
+
+        The acting leader's log reaches every offset ever exposed to consumers.
+        When it breaks, consumers positioned at the old HW get OffsetOutOfRange
+        and reset, skipping or re-reading data.
+        """
+        committed = count_of(s.exposed[o] != 0 for o in self.OFFSETS)
+        return all_of(~self.acting_leader(s, l) | (s.leo[l] >= committed) for l in self.REPLICAS)
+
+    @invariant("single-leader-per-epoch")
+    def single_leader_per_epoch(self, s):
+        """No two replicas believe they lead in the same leader epoch.
+
+        When it breaks, two brokers accept writes under one epoch and epoch-based
+        truncation can no longer tell their logs apart.
+        """
+        return all_of(~(self.believes_leads(s, a) & self.believes_leads(s, b)
+                        & (s.leader_epoch[a] == s.leader_epoch[b]))
+                      for a in self.REPLICAS for b in self.REPLICAS if a < b)
+
+    @invariant("leader-in-isr")
+    def leader_in_isr(self, s):
+        """The leader in ZooKeeper is a member of the ISR in ZooKeeper.
+
+        When it breaks, the partition is led by a replica that is not known to
+        hold the committed records.
+        """
+        return (s.q_leader == self.NONE) | s.q_isr[s.q_leader]
+
+    @invariant("strong-isr")
+    def strong_isr(self, s):
+        """Every ISR member (in ZooKeeper) holds everything below the acting leader's HW.
+
+        When it breaks, the controller could elect an ISR member that lacks
+        committed records.
+        """
+        ok = []
+        for l in self.REPLICAS:
+            for i in self.REPLICAS:
+                if i == l:
+                    continue
+                for o in self.OFFSETS:
+                    below = self.acting_leader(s, l) & s.q_isr[i] & (o < s.hw[l])
+                    ok.append(~below | ((s.leo[i] > o) & (s.log_record[i][o] == s.log_record[l][o])))
+        return all_of(ok)

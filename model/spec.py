@@ -1,0 +1,288 @@
+"""The state-machine interface: fields, one initial state, actions, invariants.
+
+A protocol version is a subclass of :class:`Spec`::
+
+    class Kip101(HwTruncation):
+        name = "kip-101"
+
+        @action(f="REPLICAS", l="REPLICAS")
+        def fetch(self, s, f, l):
+            '''Kafka: the follower fetches from the leader it believes in (0.8+).'''
+            s.require(s.up[f] & (s.leader[f] == l))
+            s.leo[f] = s.leo[l]
+
+        @invariant("log-matching")
+        def log_matching(self, s):
+            '''Replicas holding the same epoch at an offset agree on the log up to it.'''
+            return ...
+
+An action's parameters range over constant domains (attribute names of the
+spec, e.g. ``"REPLICAS"``), so Python control flow over them simply unrolls.
+Its guard is the conjunction of its ``s.require(...)`` calls, which come before
+its first write. A subclass overrides an action or invariant by redefining the
+method, and removes one by setting the name to ``None``.
+
+Loading a spec runs every action instance and invariant on the z3 backend:
+Python control flow on a state value, a bool/int mix-up, or a write that can
+leave a field's bounds in a well-typed state fails there, naming the action.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field as dc_field
+
+import numpy as np
+import z3
+
+from model.expr import DeclarationError, Sym, term
+from model.layout import Layout
+from model.view import GuardDone, View, numpy_reader, scalar_reader, z3_reader, z3_variables
+
+
+class BoundsError(ValueError):
+    """A bound or option outside its allowed range."""
+
+
+def action(**domains):
+    """Declare a guarded command; keyword arguments name each parameter's domain."""
+    def deco(fn):
+        fn.__isrcheck_action__ = domains
+        return fn
+    return deco
+
+
+def invariant(name):
+    """Declare a state invariant under a user-facing name (kebab-case)."""
+    def deco(fn):
+        fn.__isrcheck_invariant__ = name
+        return fn
+    return deco
+
+
+@dataclass
+class ActionInstance:
+    id: int
+    name: str
+    params: dict
+    fn: object = dc_field(repr=False)
+    written: tuple = ()
+
+    @property
+    def label(self):
+        args = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.name}({args})"
+
+
+@dataclass
+class Invariant:
+    name: str
+    fn: object = dc_field(repr=False)
+    meaning: str = ""
+    loss: str = ""
+
+
+def _doc_parts(fn):
+    doc = (fn.__doc__ or "").strip()
+    first, _, rest = doc.partition("\n")
+    return first.strip(), " ".join(rest.split())
+
+
+class Spec:
+    """Base class of a model: subclasses declare fields, initial, actions, invariants."""
+
+    name: str = ""
+    summary: str = ""
+    references: tuple = ()
+    #: bound/option name -> default value
+    defaults: dict = {}
+    #: bound/option name -> (lowest, highest) allowed
+    limits: dict = {}
+    #: invariant name -> "holds" | "violated" at the default bounds
+    expected: dict = {}
+    #: invariant name -> why it is expected so (ticket, KIP)
+    expected_why: dict = {}
+
+    def __init__(self, **bounds):
+        unknown = set(bounds) - set(self.defaults)
+        if unknown:
+            raise BoundsError(f"{self.name}: unknown bound {sorted(unknown)[0]!r} "
+                              f"(known: {', '.join(sorted(self.defaults))})")
+        self.bounds = {**self.defaults, **{k: v for k, v in bounds.items() if v is not None}}
+        for k, v in self.bounds.items():
+            lo, hi = self.limits.get(k, (None, None))
+            if lo is not None and not lo <= v <= hi:
+                raise BoundsError(f"{self.name}: --{k.replace('_', '-')} {v} is outside {lo}..{hi}")
+        self.configure(**self.bounds)
+        self.layout = Layout(self.fields())
+        self.invariants = self._collect_invariants()
+        self.actions = self._instantiate_actions()
+
+    # --- to be provided by subclasses -------------------------------------------------
+    def configure(self, **bounds):
+        """Derive constants and domains from the bounds."""
+
+    def fields(self):
+        raise NotImplementedError
+
+    def initial(self, s):
+        """Write the initial state (cells not written start at their lower bound)."""
+
+    # --- declarations ------------------------------------------------------------------
+    def _members(self, marker):
+        seen, out = set(), []
+        for klass in reversed(type(self).__mro__):
+            for attr in klass.__dict__:
+                if attr not in seen:
+                    seen.add(attr)
+                    out.append(attr)
+        for attr in out:
+            fn = getattr(type(self), attr, None)
+            if fn is not None and hasattr(fn, marker):
+                yield attr, fn
+
+    def _collect_invariants(self):
+        invs = {}
+        for _, fn in self._members("__isrcheck_invariant__"):
+            meaning, loss = _doc_parts(fn)
+            inv = Invariant(fn.__isrcheck_invariant__, fn, meaning, loss)
+            invs[inv.name] = inv
+            value = fn(self, View(self.layout, z3_reader(z3_variables(self.layout))))
+            if not (isinstance(value, Sym) and value.is_bool) and not isinstance(value, (bool, np.bool_)):
+                raise DeclarationError(f"invariant {inv.name}: must return a boolean expression")
+        return invs
+
+    def _instantiate_actions(self):
+        variables = z3_variables(self.layout)
+        type_ok = self.z3_type_ok(variables)
+        solver = z3.Solver()
+        solver.add(type_ok)
+        instances = []
+        for name, fn in self._members("__isrcheck_action__"):
+            domains = fn.__isrcheck_action__
+            values = [list(getattr(self, d) if isinstance(d, str) else d) for d in domains.values()]
+            for combo in itertools.product(*values):
+                params = dict(zip(domains, combo))
+                inst = ActionInstance(len(instances), name, params, fn)
+                view = View(self.layout, z3_reader(variables))
+                try:
+                    fn(self, view, **params)
+                except DeclarationError as e:
+                    raise DeclarationError(f"action {inst.label}: {e}") from None
+                except z3.Z3Exception as e:
+                    raise DeclarationError(f"action {inst.label}: ill-typed expression ({e})") from None
+                guard = term(view.guard)
+                if z3.is_false(z3.simplify(guard)):
+                    continue  # statically disabled instance (a constant require failed)
+                self._check_writes(solver, inst, view, guard)
+                inst.id = len(instances)
+                inst.written = tuple(sorted(view._written))
+                instances.append(inst)
+        if len(instances) >= 2 ** 16:
+            raise DeclarationError("more than 65535 action instances")
+        return instances
+
+    def _check_writes(self, solver, inst, view, guard):
+        lay = self.layout
+        problems = []
+        for c, value in view._written.items():
+            t = term(value)
+            if z3.is_bool(t) != bool(lay.boolean[c]):
+                kind = "boolean" if lay.boolean[c] else "integer"
+                raise DeclarationError(f"action {inst.label}: writes a non-{kind} value to {lay.names[c]}")
+            if not lay.boolean[c]:
+                problems.append((f"may write {lay.names[c]} outside {lay.lo[c]}..{lay.hi[c]}",
+                                 z3.Or(t < int(lay.lo[c]), t > int(lay.hi[c]))))
+        for fname, conds in view._index_obligations:
+            problems.append((f"may write {fname} through an out-of-range index",
+                             z3.Not(z3.Or([term(c) for c in conds]))))
+        if not problems:
+            return
+        solver.push()
+        solver.add(guard, z3.Or([p for _, p in problems]))
+        bad = solver.check() == z3.sat
+        solver.pop()
+        if not bad:
+            return
+        for msg, p in problems:
+            solver.push()
+            solver.add(guard, p)
+            found = solver.check() == z3.sat
+            solver.pop()
+            if found:
+                raise DeclarationError(f"action {inst.label}: {msg}")
+
+    # --- evaluation on each backend -----------------------------------------------------
+    def z3_type_ok(self, variables):
+        """Every integer cell within its declared bounds."""
+        lay = self.layout
+        return z3.And([z3.And(v >= int(lay.lo[c]), v <= int(lay.hi[c]))
+                       for c, v in enumerate(variables) if not lay.boolean[c]])
+
+    def initial_row(self):
+        row = self.layout.lo.astype(np.int8)
+        view = View(self.layout, scalar_reader(self.layout, row))
+        self.initial(view)
+        for c, v in view._written.items():
+            row[c] = int(v)
+        return row
+
+    def run(self, inst, view):
+        """Run one action instance on a view (any backend); returns its guard."""
+        try:
+            inst.fn(self, view, **inst.params)
+        except GuardDone:
+            pass
+        return view.guard
+
+    def step(self, row, inst):
+        """Scalar backend: the successor row, or None when the action is disabled."""
+        view = View(self.layout, scalar_reader(self.layout, row))
+        if not bool(self.run(inst, view)):
+            return None
+        new = row.copy()
+        for c, v in view._written.items():
+            new[c] = int(v)
+        return new
+
+    def holds(self, row, inv):
+        """Scalar backend: whether an invariant holds in a row."""
+        return bool(inv.fn(self, View(self.layout, scalar_reader(self.layout, row))))
+
+    def enabled(self, row):
+        """Scalar backend: every enabled action instance."""
+        return [a for a in self.actions if self.step(row, a) is not None]
+
+    def guard_batch(self, inst, batch):
+        """Numpy backend: the guard of an action over a column-major batch, as a bool vector."""
+        g = self.run(inst, View(self.layout, numpy_reader(self.layout, batch), guard_only=True))
+        n = batch.shape[1]
+        return np.broadcast_to(np.asarray(g, dtype=bool), (n,)) if not isinstance(g, np.ndarray) else g
+
+    def update_batch(self, inst, batch, rows):
+        """Numpy backend: the new values of the written columns for the given rows (guard assumed)."""
+        view = View(self.layout, numpy_reader(self.layout, batch, rows))
+        inst.fn(self, view, **inst.params)
+        return view
+
+    def holds_batch(self, inv, batch):
+        """Numpy backend: the invariant over a batch, as a bool vector."""
+        v = inv.fn(self, View(self.layout, numpy_reader(self.layout, batch)))
+        return np.broadcast_to(np.asarray(v, dtype=bool), (batch.shape[1],)) \
+            if not isinstance(v, np.ndarray) else v
+
+    def z3_action(self, inst, variables):
+        """z3 backend: (guard, {column: new term}) of an action instance."""
+        view = View(self.layout, z3_reader(variables))
+        inst.fn(self, view, **inst.params)
+        return term(view.guard), {c: term(v) for c, v in view._written.items()}
+
+    def z3_invariant(self, inv, variables):
+        """z3 backend: the invariant as a formula."""
+        return term(inv.fn(self, View(self.layout, z3_reader(variables))))
+
+    # --- conveniences -----------------------------------------------------------------------
+    def action_named(self, name, params):
+        for a in self.actions:
+            if a.name == name and a.params == params:
+                return a
+        return None

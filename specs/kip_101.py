@@ -1,0 +1,35 @@
+"""Kafka 0.11 (KIP-101): truncate by OffsetsForLeaderEpoch instead of the high watermark."""
+from model.expr import min_of, where
+from model.spec import action
+from model.kafka import KafkaReplication
+
+
+class Kip101(KafkaReplication):
+    name = "kip-101"
+    summary = ("Kafka 0.11: a new follower asks the leader (OffsetsForLeaderEpoch) for the end offset "
+               "of its latest epoch and truncates there; the answer carries no epoch.")
+    references = ("KIP-101", "KAFKA-1211", "KAFKA-6361 (fast leader fail-over still diverges)")
+
+    def become_follower(self, s, r, follows):
+        """0.11+: the fetcher starts in the truncating state; no truncation to the HW any more."""
+        s.truncating[r] = follows
+
+    def truncation_point(self, s, f, l):
+        """0.11: the leader answers the end offset of f's latest epoch; UNDEFINED sends f back to its HW."""
+        epoch = self.latest_epoch(s, f)
+        latest = self.latest_epoch(s, l)
+        earliest = where(s.leo[l] > 0, s.log_epoch[l][0], 0)
+        next_start = self.first_offset_after_epoch(s, l, epoch)
+        undefined = (next_start == self.NO_OFFSET) | (epoch < earliest)
+        end = where((epoch == latest) & (latest > 0), s.leo[l], where(undefined, -1, next_start))
+        offset = where(epoch == 0, s.leo[f], where(end < 0, s.hw[f], min_of([end, s.leo[f]])))
+        return offset, True
+
+    @action(f="REPLICAS", l="REPLICAS")
+    def truncate_by_epoch(self, s, f, l):
+        """Follower f sends OffsetsForLeaderEpoch to l, the leader it believes in, and truncates (AbstractFetcherThread.maybeTruncate)."""
+        s.require((f != l) & s.up[f] & s.up[l] & s.truncating[f] & (s.leader[f] == l)
+                  & self.believes_leads(s, l) & self.fetch_accepted(s, f, l))
+        offset, done = self.truncation_point(s, f, l)
+        self.truncate_to(s, f, offset)
+        s.truncating[f] = where(done, False, True)

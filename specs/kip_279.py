@@ -1,0 +1,24 @@
+"""Kafka 2.0 (KIP-279): the OffsetsForLeaderEpoch answer carries the epoch, matched backwards."""
+from model.expr import min_of, where
+from specs.kip_101 import Kip101
+
+
+class Kip279(Kip101):
+    name = "kip-279"
+    summary = ("Kafka 2.0: the leader answers with the largest epoch it has at or below the follower's "
+               "and that epoch's end offset; the follower truncates to the smaller of both end offsets "
+               "for that epoch and repeats while it does not hold that epoch.")
+    references = ("KIP-279", "KAFKA-6361", "KAFKA-7128 (lagging HW lets a follower rejoin the ISR too early)")
+
+    def truncation_point(self, s, f, l):
+        """AbstractFetcherThread.getOffsetTruncationState (2.0)."""
+        leader_epoch, leader_end = self.end_offset_for_epoch(s, l, self.latest_epoch(s, f))
+        follower_epoch, follower_end = self.end_offset_for_epoch(s, f, leader_epoch)
+        empty = s.leo[f] == 0
+        offset = where(empty, 0,
+                 where(leader_end < 0, s.hw[f],                                 # leader has no such epoch
+                 where(follower_end < 0, min_of([leader_end, s.leo[f]]),
+                 where(follower_epoch != leader_epoch, min_of([follower_end, s.leo[f]]),   # go round again
+                       min_of([leader_end, follower_end, s.leo[f]])))))
+        done = empty | (leader_end < 0) | (follower_end < 0) | (follower_epoch == leader_epoch)
+        return offset, done

@@ -1,0 +1,20 @@
+"""Kafka 2.1 (KIP-320): fetches fenced by the current leader epoch."""
+from specs.kip_279 import Kip279
+
+
+class Kip320(Kip279):
+    name = "kip-320"
+    summary = ("Kafka 2.1: Fetch and OffsetsForLeaderEpoch carry the follower's current leader epoch and "
+               "the leader rejects any other; a follower rejoins the ISR only once it reached the start "
+               "of the leader's epoch.")
+    references = ("KIP-320", "KAFKA-6880 (zombie replicas must be fenced)", "KAFKA-7128 (fixed here)",
+                  "KAFKA-7415 (fixed here: a new leader answers UNDEFINED for epochs before its first write)")
+    epoch_cached_on_election = True
+
+    def fetch_accepted(self, s, f, l):
+        """KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH unless both are on the same leader epoch."""
+        return s.leader_epoch[f] == s.leader_epoch[l]
+
+    def may_join_isr(self, s, l, f):
+        """KAFKA-7128 fix: caught up to the HW *and* past the start offset of the leader's current epoch."""
+        return super().may_join_isr(s, l, f) & (s.remote_leo[l][f] >= self.epoch_start_offset(s, l))
