@@ -21,7 +21,7 @@ class KafkaReplication(Spec):
     #: a new leader's epoch enters its leader-epoch cache on election, not on its first write (KAFKA-7415, 2.1)
     epoch_cached_on_election = False
 
-    defaults = dict(replicas=2, log_size=2, max_records=2, max_epochs=3, max_crashes=1,
+    defaults = dict(replicas=2, log_size=2, max_records=2, max_epochs=4, max_crashes=1,
                     acks_all=1, min_isr=1, unclean=0, unflushed_loss=0)
     limits = dict(replicas=(2, 5), log_size=(1, 6), max_records=(1, 8), max_epochs=(1, 8),
                   max_crashes=(0, 6), acks_all=(0, 1), min_isr=(1, 5), unclean=(0, 1),

@@ -8,6 +8,17 @@ class HwTruncation(KafkaReplication):
     summary = ("Before Kafka 0.11: a replica that becomes follower (including after every restart) "
                "truncates its log to its own high watermark, which lags the leader's.")
     references = ("KIP-101 (scenarios 1 and 2)", "KAFKA-1211")
+    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "violated"}
+    expected_why = {
+        "no-committed-loss": "KIP-101 scenario 1: a bounced follower truncates to its lagging HW and is elected",
+        "log-matching": "divergence needs a power failure of both replicas (KIP-101 scenario 2): "
+                        "--unflushed-loss 1 --max-crashes 2 breaks it",
+        "consistent-reads": "the new leader exposes offsets it truncated and rewrote",
+        "hw-monotonic": "the new leader's log ends below the committed HW",
+        "strong-isr": "an ISR member truncates committed records to its HW",
+    }
 
     def become_follower(self, s, r, follows):
         """ReplicaManager.makeFollowers (0.8-0.10): truncate to the local HW, then fetch from there."""

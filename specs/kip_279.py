@@ -9,6 +9,15 @@ class Kip279(Kip101):
                "and that epoch's end offset; the follower truncates to the smaller of both end offsets "
                "for that epoch and repeats while it does not hold that epoch.")
     references = ("KIP-279", "KAFKA-6361", "KAFKA-7128 (lagging HW lets a follower rejoin the ISR too early)")
+    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "violated"}
+    expected_why = {
+        "no-committed-loss": "fetches are not fenced by epoch: a stale leader's UNDEFINED answer sends a "
+                             "follower back to its HW (KIP-320, KAFKA-7415)",
+        "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",
+        "strong-isr": "an ISR member truncates committed records to its HW on an UNDEFINED answer",
+    }
 
     def truncation_point(self, s, f, l):
         """AbstractFetcherThread.getOffsetTruncationState (2.0)."""

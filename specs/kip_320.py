@@ -10,6 +10,9 @@ class Kip320(Kip279):
     references = ("KIP-320", "KAFKA-6880 (zombie replicas must be fenced)", "KAFKA-7128 (fixed here)",
                   "KAFKA-7415 (fixed here: a new leader answers UNDEFINED for epochs before its first write)")
     epoch_cached_on_election = True
+    expected = {"no-committed-loss": "holds", "log-matching": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "holds"}
 
     def fetch_accepted(self, s, f, l):
         """KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH unless both are on the same leader epoch."""
