@@ -65,12 +65,20 @@ class SearchResult:
         return min(1.0, self.distinct_states * self.transitions / 2.0 ** 64)
 
 
+def sorted_unique(values):
+    """np.unique for fingerprints, by sort and mask (numpy's hash-based unique is far slower on uint64)."""
+    s = np.sort(values)
+    keep = np.ones(s.size, dtype=bool)
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def peak_memory():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 class Search:
-    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 15):
+    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18):
         self.spec = spec
         self.invariants = [spec.invariants[name] for name in invariants]
         self.zobrist = Zobrist(spec.layout)
@@ -159,16 +167,20 @@ class Search:
                 else:
                     succ_rows = self.materialize(batch, parts, (part_of, pos))
                     succ_fp = self.symmetry.canonical(succ_rows)
-                unique = np.unique(succ_fp)
+                unique = sorted_unique(succ_fp)
                 fresh = unique[~visited.contains(unique)]
                 if fresh.size == 0:
                     continue
                 at = np.minimum(np.searchsorted(fresh, succ_fp), fresh.size - 1)
                 candidates = np.flatnonzero(fresh[at] == succ_fp)
+                # canonical discovery: the smallest (parent, action) key among equal fingerprints
                 key = parent[candidates] * n_actions + action_id[candidates]
                 candidates = candidates[np.argsort(key, kind="stable")]
-                _, first = np.unique(succ_fp[candidates], return_index=True)
-                winners = candidates[np.sort(first)]
+                by_fp = np.argsort(succ_fp[candidates], kind="stable")
+                sorted_fp = succ_fp[candidates][by_fp]
+                first = np.ones(sorted_fp.size, dtype=bool)
+                np.not_equal(sorted_fp[1:], sorted_fp[:-1], out=first[1:])
+                winners = candidates[np.sort(by_fp[first])]
                 visited.add(fresh)
                 if succ_rows is None:
                     rows = self.materialize(batch, parts, (part_of[winners], pos[winners]))
@@ -242,6 +254,6 @@ class Search:
         return steps
 
 
-def search(spec, invariants, symmetry=False, chunk=1 << 15, **budgets):
+def search(spec, invariants, symmetry=False, chunk=1 << 18, **budgets):
     """Run the exhaustive search for the named invariants."""
     return Search(spec, invariants, symmetry=symmetry, chunk=chunk).run(**budgets)

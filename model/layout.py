@@ -72,9 +72,11 @@ class Layout:
         self.boolean = np.zeros(column, dtype=bool)
         self.names = []
         self.field_of = []
+        self.cell_column = {}            # (field name, index tuple) -> column
         for f in self.fields.values():
             for idx in f.cells():
                 c = self.column(f.name, idx)
+                self.cell_column[f.name, idx] = c
                 self.lo[c], self.hi[c], self.boolean[c] = f.lo, f.hi, f.boolean
                 self.names.append(f.name + "".join(f"[{i}]" for i in idx))
                 self.field_of.append(f)

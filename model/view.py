@@ -81,6 +81,9 @@ class View:
             yield self._layout.column(f.name, combo), cond
 
     def read_cell(self, f, idx):
+        c = self._layout.cell_column.get((f.name, idx)) if all(_is_const(i) for i in idx) else None
+        if c is not None:
+            return self._get(c)
         cands = list(self._candidates(f, idx))
         value = self._get(cands[0][0])
         for c, cond in cands[1:]:
@@ -88,6 +91,10 @@ class View:
         return value
 
     def write_cell(self, f, idx, value):
+        c = self._layout.cell_column.get((f.name, idx)) if all(_is_const(i) for i in idx) else None
+        if c is not None:
+            self._set(c, value)
+            return
         cands = list(self._candidates(f, idx))
         if len(cands) == 1:
             self._set(cands[0][0], value)

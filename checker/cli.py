@@ -1,0 +1,257 @@
+"""The ``isrcheck`` command line.
+
+Exit codes: 0 every checked invariant holds (or a replayed trace still
+violates), 1 a violation was found (or a trace no longer reproduces), 2 bad
+usage or input (one line, no traceback), 3 a budget the user set ran out.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from checker import __version__, report, show as show_mod
+from checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
+from model.expr import DeclarationError
+from model.spec import BoundsError
+from specs import SPECS
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
+
+
+class UserError(Exception):
+    """A user's mistake: printed as one line, exit code 2."""
+
+
+def _out():
+    return Console(highlight=False)
+
+
+def _err():
+    return Console(stderr=True, highlight=False)
+
+
+def make_spec(name, bounds):
+    cls = SPECS.get(name)
+    if cls is None:
+        raise UserError(f"unknown spec {name!r} (known: {', '.join(SPECS)})")
+    try:
+        return cls(**bounds)
+    except (BoundsError, DeclarationError) as e:
+        raise UserError(str(e)) from None
+
+
+def pick_invariants(spec, names, every):
+    if every:
+        return list(spec.invariants)
+    if not names:
+        raise UserError(f"name an invariant with --invariant, or use --all "
+                        f"(spec {spec.name} has: {', '.join(spec.invariants)})")
+    for n in names:
+        if n not in spec.invariants:
+            raise UserError(f"spec {spec.name} has no invariant {n!r} (it has: {', '.join(spec.invariants)})")
+    return list(dict.fromkeys(names))
+
+
+def parse_settings(settings):
+    """--set KEY=VALUE pairs (integer options of the model, e.g. unflushed_loss=1)."""
+    out = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.replace("-", "_")] = int(value)
+        except ValueError:
+            raise UserError(f"--set {key}: {value!r} is not an integer") from None
+    return out
+
+
+class Progress:
+    """Live search progress on stderr: a redrawn line on a terminal, a line every few seconds otherwise."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self.console = _err()
+        self.last = time.monotonic()
+        self.live = self.console.is_terminal
+
+    def __call__(self, depth, frontier, distinct, seconds, **_):
+        now = time.monotonic()
+        if not self.enabled or now - self.last < (0.2 if self.live else 5.0):
+            return
+        self.last = now
+        rate = distinct / seconds if seconds > 0 else 0
+        import resource
+        mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        line = (f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · "
+                f"{rate:,.0f} states/s · {mem:,.0f} MB")
+        if self.live:
+            self.console.print(line, end="\r", soft_wrap=True)
+        else:
+            self.console.print(line)
+
+    def done(self):
+        if self.enabled and self.live:
+            self.console.print(" " * 100, end="\r")
+
+
+def bound_options(fn):
+    for flag in ("max_crashes", "max_epochs", "max_records", "log_size", "replicas"):
+        fn = click.option(f"--{flag.replace('_', '-')}", flag, type=int, default=None,
+                          help=f"bound: {flag.replace('_', ' ')} (default: the spec's)")(fn)
+    return click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+                        help="other model option, e.g. --set unflushed_loss=1 (see `isrcheck list`)")(fn)
+
+
+def collect_bounds(kw):
+    bounds = {k: kw.pop(k) for k in ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")}
+    bounds = {k: v for k, v in bounds.items() if v is not None}
+    bounds.update(parse_settings(kw.pop("settings")))
+    return bounds
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="isrcheck")
+def cli():
+    """Model checker and property fuzzer for Kafka's partition replication protocol."""
+
+
+@cli.command()
+@click.option("--spec", "spec_name", required=True, help="protocol version (see `isrcheck list`)")
+@click.option("--invariant", "invariants", multiple=True, help="invariant to check (repeatable)")
+@click.option("--all", "every", is_flag=True, help="check every invariant of the spec")
+@bound_options
+@click.option("--symmetry", is_flag=True, help="replica-symmetry reduction")
+@click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True)
+@click.option("--out", "out_dir", default="counterexamples", show_default=True, help="where traces are written")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--max-states", type=click.IntRange(min=1), default=None, help="budget: distinct states")
+@click.option("--max-depth", type=click.IntRange(min=1), default=None, help="budget: BFS levels")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, help="budget: seconds")
+@click.option("--chunk", type=click.IntRange(min=1), default=1 << 18, hidden=True)
+@click.option("--no-progress", is_flag=True, help="no live progress on stderr")
+def check(spec_name, invariants, every, symmetry, engine, out_dir, fmt, max_states, max_depth, time_limit,
+          chunk, no_progress, **kw):
+    """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
+    from checker.bfs import search
+    spec = make_spec(spec_name, collect_bounds(kw))
+    names = pick_invariants(spec, invariants, every)
+    progress = Progress(not no_progress)
+    try:
+        result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
+                        max_depth=max_depth, time_limit=time_limit, progress=progress)
+    finally:
+        progress.done()
+    trace_files = {}
+    for inv, v in result.violations.items():
+        trace = from_steps(spec, inv, engine, v.steps, symmetry=symmetry)
+        trace_files[inv] = save(trace, default_path(out_dir, spec.name, inv))
+    if fmt == "json":
+        click.echo(json.dumps(report.as_json(spec, engine, result, trace_files), indent=1))
+    else:
+        report.print_text(_out(), spec, engine, result, trace_files)
+    if result.violations:
+        sys.exit(EXIT_VIOLATED)
+    if result.budget_hit:
+        sys.exit(EXIT_BUDGET)
+    sys.exit(EXIT_HOLDS)
+
+
+@cli.command(name="list")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def list_specs(fmt):
+    """Protocol versions and their invariants: summaries, references, default bounds, expected verdicts."""
+    entries = []
+    for name, cls in SPECS.items():
+        spec = cls()
+        entries.append({
+            "spec": name, "summary": cls.summary, "references": list(cls.references),
+            "default_bounds": dict(spec.bounds), "expected": dict(cls.expected),
+            "expected_why": dict(cls.expected_why),
+            "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in spec.invariants.items()},
+        })
+    if fmt == "json":
+        click.echo(json.dumps(entries, indent=1))
+        return
+    console = _out()
+    for e in entries:
+        console.rule(f"[bold cyan]{e['spec']}[/]", align="left")
+        console.print(e["summary"])
+        console.print(f"[dim]references:[/] {'; '.join(e['references'])}")
+        console.print(f"[dim]default bounds:[/] {' '.join(f'{k}={v}' for k, v in e['default_bounds'].items())}")
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        table.add_column("invariant")
+        table.add_column("expected")
+        table.add_column("meaning")
+        for inv, info in e["invariants"].items():
+            why = e["expected_why"].get(inv)
+            expected = e["expected"].get(inv, "-")
+            table.add_row(inv, f"{expected}" + (f" — {why}" if why else ""), info["meaning"])
+        console.print(table)
+
+
+def _load_trace(path):
+    trace = load(path)
+    spec = spec_for(trace, path)
+    return trace, spec
+
+
+@cli.command()
+@click.argument("trace_path", metavar="TRACE")
+def show(trace_path):
+    """Print a trace step by step in Kafka terms."""
+    trace, spec = _load_trace(trace_path)
+    console = _out()
+    meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
+    console.print(f"[bold]{trace.spec}[/] · {meta} · invariant [bold]{trace.invariant}[/] · engine {trace.engine}"
+                  f" · {len(trace.steps)} states")
+    show_mod.render(console, spec, trace)
+    inv = spec.invariants[trace.invariant]
+    console.print(f"[bold red]{trace.invariant} violated at step {len(trace.steps) - 1}:[/] {inv.meaning}")
+    if inv.loss:
+        console.print(f"[dim]{inv.loss}[/]")
+
+
+@cli.command()
+@click.argument("trace_path", metavar="TRACE")
+def replay(trace_path):
+    """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
+    trace, spec = _load_trace(trace_path)
+    result = replay_trace(spec, trace)
+    console = _out()
+    if result.ok:
+        console.print(f"[green]reproduces:[/] {result.message}")
+        sys.exit(EXIT_HOLDS)
+    console.print(f"[red]does not reproduce:[/] {result.message}")
+    sys.exit(EXIT_VIOLATED)
+
+
+def main(argv=None):
+    """Console entry point: user mistakes become one line on stderr and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
+    except (UserError, TraceError) as e:
+        _err().print(f"isrcheck: error: {e}", soft_wrap=True)
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.UsageError as e:
+        _err().print(f"isrcheck: error: {e.format_message()}", soft_wrap=True)
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        _err().print("isrcheck: interrupted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        _err().print("isrcheck: interrupted; traces already written are complete")
+        sys.exit(130)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Reports of a check: a JSON object for machines, rich text for people."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from checker import __version__
+
+
+def as_json(spec, engine, result, trace_files):
+    """The ``--format json`` object (stable keys; see the README)."""
+    first = next(iter(trace_files.values()), None)
+    return {
+        "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
+        "engine": engine, "verdicts": result.verdicts,
+        "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
+        "seconds": round(result.seconds, 3), "states_per_second": round(result.states_per_second, 1),
+        "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": round(result.bytes_per_state, 2),
+        "collision_probability": result.collision_probability, "complete": result.complete,
+        "budget_hit": result.budget_hit, "never_fired": result.never_fired,
+        "trace_file": first, "trace_files": trace_files,
+        "trace_lengths": {k: len(v.steps) for k, v in result.violations.items()},
+    }
+
+
+def _bytes(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def print_text(console: Console, spec, engine, result, trace_files):
+    bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
+    console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{spec.name}[/] · {bounds} · engine {engine}")
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("invariant")
+    table.add_column("verdict")
+    table.add_column("expected")
+    table.add_column("trace")
+    styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+    for inv, verdict in result.verdicts.items():
+        expected = spec.expected.get(inv, "")
+        mark = "" if not expected or expected == verdict or verdict == "unknown" else " [bold yellow](unexpected)[/]"
+        trace = ""
+        if inv in trace_files:
+            trace = f"{trace_files[inv]} ({len(result.violations[inv].steps)} states)"
+        table.add_row(inv, f"[{styles[verdict]}]{verdict}[/]{mark}", expected, trace)
+    console.print(table)
+    console.print(f"{result.distinct_states:,} distinct states · {result.transitions:,} transitions · "
+                  f"depth {result.depth} · {result.seconds:.2f} s · {result.states_per_second:,.0f} states/s")
+    console.print(f"peak memory {_bytes(result.peak_memory_bytes)} · {result.bytes_per_state:.1f} bytes retained "
+                  f"per state · fingerprint collision probability ≤ {result.collision_probability:.1e}")
+    if result.budget_hit:
+        console.print(f"[yellow]stopped: {result.budget_hit} reached; depth {result.depth} fully explored, "
+                      f"{result.distinct_states:,} states[/]")
+    elif result.never_fired:
+        console.print(f"[yellow]never fired: {', '.join(result.never_fired)} — an action that never fires "
+                      f"at these bounds is suspicious (a guard too strong, or bounds too small)[/]")
+    elif result.complete:
+        console.print("every action fired")
+    if trace_files:
+        first = next(iter(trace_files.values()))
+        console.print(f"read a counterexample: [bold]isrcheck show {first}[/]")
