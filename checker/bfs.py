@@ -87,7 +87,11 @@ class Search:
 
     # --- successor generation ----------------------------------------------------------
     def expand(self, batch, fps):
-        """Every enabled (parent, action) of a chunk: parent index, action id, fingerprint, and a materializer."""
+        """Every enabled (parent, action) of a chunk whose successor differs from its parent.
+
+        Returns parts ``(action id, parent rows, {column: new values}, fingerprints)``,
+        one per action instance that fired; rows ascend within a part.
+        """
         spec, z = self.spec, self.zobrist
         parts = []
         for inst in spec.actions:
@@ -97,29 +101,65 @@ class Search:
             written = spec.update_batch(inst, batch, rows)._written
             new_cols = {c: np.broadcast_to(np.asarray(v, dtype=np.int8), rows.shape) for c, v in written.items()}
             if self.symmetry is None:
-                h = fps[rows].copy()
+                h = fps[rows]
                 for c, v in new_cols.items():
-                    h ^= z.delta(c, batch[c][rows], v)
+                    h = h ^ z.delta(c, batch[c][rows], v)
+                moved = h != fps[rows]                 # drop self-loops: same fingerprint, same state
+                if not moved.all():
+                    rows, h = rows[moved], h[moved]
+                    new_cols = {c: v[moved] for c, v in new_cols.items()}
             else:
                 h = None
-            parts.append((inst.id, rows, new_cols, h))
+            if rows.size:
+                parts.append((inst.id, rows, new_cols, h))
         return parts
 
     @staticmethod
     def materialize(batch, parts, picks):
         """Rows of chosen successors: ``picks`` are (part index, position in part) pairs, in output order."""
         part_of, pos = picks
+        by_part = np.argsort(part_of, kind="stable")
+        bounds = np.searchsorted(part_of[by_part], np.arange(len(parts) + 1))
         parents = np.empty(part_of.size, dtype=np.int64)
         for p, (_, rows, _, _) in enumerate(parts):
-            sel = part_of == p
-            parents[sel] = rows[pos[sel]]
+            dest = by_part[bounds[p]:bounds[p + 1]]
+            parents[dest] = rows[pos[dest]]
         out = batch[:, parents]
         for p, (_, _, cols, _) in enumerate(parts):
-            sel = np.flatnonzero(part_of == p)
-            if sel.size:
+            dest = by_part[bounds[p]:bounds[p + 1]]
+            if dest.size:
+                src = pos[dest]
                 for c, v in cols.items():
-                    out[c, sel] = v[pos[sel]]
+                    out[c, dest] = v[src]
         return out
+
+    def dedupe(self, parts, succ_fp, visited):
+        """New successors, one per new fingerprint: its canonical discovery, in (parent, action) order.
+
+        Returns (indices into the concatenated successors, their parent rows, their action ids,
+        the new fingerprints sorted).
+        """
+        n = succ_fp.size
+        parent = np.concatenate([p[1] for p in parts])
+        action_id = np.concatenate([np.full(p[1].size, p[0], dtype=np.int64) for p in parts])
+        order = np.argsort(succ_fp)
+        sorted_fp = succ_fp[order]
+        starts = np.ones(n, dtype=bool)
+        np.not_equal(sorted_fp[1:], sorted_fp[:-1], out=starts[1:])
+        group_start = np.flatnonzero(starts)
+        unique = sorted_fp[group_start]
+        fresh = ~visited.contains(unique)
+        if not fresh.any():
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty, empty, unique[:0]
+        sizes = np.diff(np.append(group_start, n))
+        members = order[np.repeat(fresh, sizes)]
+        fresh_start = np.concatenate([[0], np.cumsum(sizes[fresh])[:-1]])
+        # (parent, action) is unique per successor, so the smallest key names the canonical discovery
+        key = parent[members] * len(self.spec.actions) + action_id[members]
+        winners = np.minimum.reduceat(key * n + members, fresh_start) % n
+        winners = winners[np.argsort(parent[winners] * len(self.spec.actions) + action_id[winners])]
+        return winners, parent[winners], action_id[winners], unique[fresh]
 
     # --- the search ------------------------------------------------------------------------
     def run(self, max_states=None, max_depth=None, time_limit=None, progress=None):
@@ -139,7 +179,6 @@ class Search:
         self._check(init, 0, 1, pending, violations)
         frontier, frontier_fps = init, init_fp
         transitions, depth, budget_hit, complete = 0, 1, None, False
-        n_actions = max(len(spec.actions), 1)
 
         while frontier.shape[1] and pending:
             if max_depth is not None and depth >= max_depth:
@@ -157,33 +196,21 @@ class Search:
                 sizes = np.array([p[1].size for p in parts])
                 transitions += int(sizes.sum())
                 fired[[p[0] for p in parts]] = True
-                part_of = np.repeat(np.arange(len(parts)), sizes)
-                pos = np.concatenate([np.arange(s) for s in sizes])
-                parent = np.concatenate([p[1] for p in parts])
-                action_id = np.concatenate([np.full(p[1].size, p[0], dtype=np.int64) for p in parts])
+                part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
                 if self.symmetry is None:
                     succ_fp = np.concatenate([p[3] for p in parts])
                     succ_rows = None
                 else:
-                    succ_rows = self.materialize(batch, parts, (part_of, pos))
+                    part_of = np.repeat(np.arange(len(parts)), sizes)
+                    succ_rows = self.materialize(batch, parts, (part_of, np.arange(part_of.size) - part_start[part_of]))
                     succ_fp = self.symmetry.canonical(succ_rows)
-                unique = sorted_unique(succ_fp)
-                fresh = unique[~visited.contains(unique)]
-                if fresh.size == 0:
+                winners, win_parent, win_action, fresh = self.dedupe(parts, succ_fp, visited)
+                if winners.size == 0:
                     continue
-                at = np.minimum(np.searchsorted(fresh, succ_fp), fresh.size - 1)
-                candidates = np.flatnonzero(fresh[at] == succ_fp)
-                # canonical discovery: the smallest (parent, action) key among equal fingerprints
-                key = parent[candidates] * n_actions + action_id[candidates]
-                candidates = candidates[np.argsort(key, kind="stable")]
-                by_fp = np.argsort(succ_fp[candidates], kind="stable")
-                sorted_fp = succ_fp[candidates][by_fp]
-                first = np.ones(sorted_fp.size, dtype=bool)
-                np.not_equal(sorted_fp[1:], sorted_fp[:-1], out=first[1:])
-                winners = candidates[np.sort(by_fp[first])]
                 visited.add(fresh)
+                part_w = np.searchsorted(part_start, winners, side="right") - 1
                 if succ_rows is None:
-                    rows = self.materialize(batch, parts, (part_of[winners], pos[winners]))
+                    rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
                     row_fps = succ_fp[winners]
                 else:
                     rows = succ_rows[:, winners]
@@ -191,8 +218,8 @@ class Search:
                 self._check(rows, next_id + produced, depth + 1, pending, violations)
                 new_rows.append(rows)
                 new_fps.append(row_fps)
-                new_parents.append((level_start[-1] + cs + parent[winners]).astype(np.uint32))
-                new_actions.append(action_id[winners].astype(np.uint16))
+                new_parents.append((level_start[-1] + cs + win_parent).astype(np.uint32))
+                new_actions.append(win_action.astype(np.uint16))
                 produced += winners.size
                 if progress is not None:
                     progress(depth=depth, frontier=frontier.shape[1], distinct=next_id + produced,

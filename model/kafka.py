@@ -21,19 +21,29 @@ class KafkaReplication(Spec):
     #: a new leader's epoch enters its leader-epoch cache on election, not on its first write (KAFKA-7415, 2.1)
     epoch_cached_on_election = False
 
+    #: Options added for the fencing specs (specs/no_isr_fencing.py and friends) all default to 0, the
+    #: behaviour above; each adds its state fields only when enabled, so the state layout, the action
+    #: instances and the state counts of a spec that leaves them at 0 are exactly what they were.
+    #:   controller_failover: one controller failover; a deposed (zombie) controller's LeaderAndIsr
+    #:       may still be in flight; requests carry the controller epoch (KAFKA-1188, KAFKA-6082)
+    #:   async_isr: a leader's ISR change is an AlterIsr request the controller commits later (KIP-497, 2.7)
+    #:   elr: eligible leader replicas (KIP-966): ISR may shrink to empty, replicas removed while the ISR
+    #:       is below min.insync.replicas stay electable, an unclean shutdown makes a replica ineligible
     defaults = dict(replicas=2, log_size=2, max_records=2, max_epochs=4, max_crashes=1,
-                    acks_all=1, min_isr=1, unclean=0, unflushed_loss=0)
+                    acks_all=1, min_isr=1, unclean=0, unflushed_loss=0,
+                    controller_failover=0, async_isr=0, elr=0)
     limits = dict(replicas=(2, 5), log_size=(1, 6), max_records=(1, 8), max_epochs=(1, 8),
                   max_crashes=(0, 6), acks_all=(0, 1), min_isr=(1, 5), unclean=(0, 1),
-                  unflushed_loss=(0, 1))
+                  unflushed_loss=(0, 1), controller_failover=(0, 1), async_isr=(0, 1), elr=(0, 1))
 
     def configure(self, replicas, log_size, max_records, max_epochs, max_crashes,
-                  acks_all, min_isr, unclean, unflushed_loss):
+                  acks_all, min_isr, unclean, unflushed_loss, controller_failover=0, async_isr=0, elr=0):
         self.R, self.L, self.M, self.E, self.C = replicas, log_size, max_records, max_epochs, max_crashes
         self.NONE = replicas
         self.NO_OFFSET = log_size + 1     # "no such offset": past any LEO
         self.acks_all, self.min_isr = bool(acks_all), min_isr
         self.unclean, self.unflushed_loss = bool(unclean), bool(unflushed_loss)
+        self.controller_failover, self.async_isr, self.elr = bool(controller_failover), bool(async_isr), bool(elr)
         self.REPLICAS = range(replicas)
         self.OFFSETS = range(log_size)
         self.EPOCHS = range(1, max_epochs + 1)
@@ -76,7 +86,37 @@ class KafkaReplication(Spec):
             Field("next_record", 1, M + 1, ghost=True, doc="id of the next record a producer sends"),
             Field("acked_at", -1, L - 1, (M,), ghost=True, doc="offset of each acknowledged record (-1: not acked)"),
             Field("exposed", 0, M, (L,), ghost=True, doc="record first exposed to consumers at each offset"),
-        ]
+        ] + self.option_fields()
+
+    def option_fields(self):
+        """State fields of the options that are on (none at the defaults)."""
+        R, E = self.R, self.E
+        rep, none = ("replica",), R
+        out = []
+        if self.controller_failover:
+            out += [
+                Field("q_controller_epoch", 1, 2, doc="controller epoch in ZooKeeper (/controller_epoch)"),
+                Field("req_controller_epoch", 0, 2, (E,), doc="controller epoch each LeaderAndIsr carries"),
+                Field("controller_epoch_seen", 0, 2, (R,), axes=rep,
+                      doc="highest controller epoch the broker has seen (ReplicaManager.controllerEpoch)"),
+                Field("zreq_epoch", 0, E, doc="leader epoch of the deposed controller's in-flight LeaderAndIsr (0: none)"),
+                Field("zreq_leader", 0, none, values="replica", doc="its leader"),
+                Field("zreq_isr", 0, 1, (R,), boolean=True, axes=rep, doc="its ISR"),
+            ]
+        if self.async_isr:
+            out += [
+                Field("alter_pending", 0, 1, (R,), boolean=True, axes=rep,
+                      doc="as leader: an AlterIsr request is in flight (Partition.isrState is pending)"),
+                Field("pending_isr", 0, 1, (R, R), boolean=True, axes=("replica", "replica"),
+                      doc="as leader: the ISR that request proposes"),
+            ]
+        if self.elr:
+            out += [
+                Field("q_elr", 0, 1, (R,), boolean=True, axes=rep, doc="eligible leader replicas in the quorum state"),
+                Field("unclean_shutdown", 0, 1, (R,), boolean=True, axes=rep,
+                      doc="the broker's last stop was a hard crash that lost unflushed data"),
+            ]
+        return out
 
     def initial(self, s):
         """A new partition: every replica up and in the ISR, empty logs, no leader elected yet."""
@@ -91,6 +131,11 @@ class KafkaReplication(Spec):
             s.req_leader[e - 1] = self.NONE
         for m in self.RECORDS:
             s.acked_at[m - 1] = -1
+        if self.controller_failover:
+            s.q_controller_epoch = 1
+            s.zreq_leader = self.NONE
+            for r in self.REPLICAS:
+                s.controller_epoch_seen[r] = 1
 
     # ------------------------------------------------------------------------------------
     # helpers over the state (plain functions of the expression language)
@@ -163,6 +208,11 @@ class KafkaReplication(Spec):
 
     def send_leader_and_isr(self, s, epoch, leader, isr):
         """The controller writes the new LeaderAndIsr to ZooKeeper and sends it to the brokers."""
+        if self.elr:
+            self.update_elr(s, isr)
+        if self.controller_failover:
+            for e in self.EPOCHS:
+                s.req_controller_epoch[e - 1] = where(epoch == e, s.q_controller_epoch, s.req_controller_epoch[e - 1])
         self.bump_zk_version(s)
         s.q_epoch = epoch
         s.q_leader = leader
@@ -189,8 +239,12 @@ class KafkaReplication(Spec):
         still has min.insync.replicas members (DelayedProduce).
         """
         old = s.hw[l]
-        known = [where(s.isr[l][i], s.leo[l] if i == l else s.remote_leo[l][i], self.L) for i in self.REPLICAS]
+        known = [where(self.hw_isr_member(s, l, i), s.leo[l] if i == l else s.remote_leo[l][i], self.L)
+                 for i in self.REPLICAS]
         new = max_of([old, min_of(known)])
+        may_advance = self.hw_may_advance(s, l)
+        if may_advance is not True:
+            new = where(may_advance, new, old)
         s.hw[l] = new
         if self.acks_all:
             enough = count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr
@@ -202,15 +256,49 @@ class KafkaReplication(Spec):
 
     def write_isr(self, s, l, new_isr, when=True):
         """A leader's ISR change (where ``when``): a conditional ZooKeeper write, fenced by the cached zkVersion."""
+        if self.elr:
+            self.update_elr(s, new_isr, when)
         for i in self.REPLICAS:
             s.isr[l][i] = where(when, new_isr[i], s.isr[l][i])
             s.q_isr[i] = where(when, new_isr[i], s.q_isr[i])
         self.bump_zk_version(s, writer=l, when=when)
 
     def maybe_expand_isr(self, s, l, f, fetched):
-        """Partition.maybeExpandIsr, run on every fetch (0.8-2.6): a caught-up follower rejoins the ISR."""
+        """Partition.maybeExpandIsr, run on every fetch (0.8-2.6): a caught-up follower rejoins the ISR.
+
+        With async_isr (2.7+, KIP-497) the leader only sends an AlterIsr request, one at a time.
+        """
+        if self.async_isr:
+            join = fetched & ~s.isr[l][f] & self.may_join_isr(s, l, f) & ~s.alter_pending[l]
+            self.propose_isr(s, l, [s.isr[l][i] | (i == f) for i in self.REPLICAS], when=join)
+            return
         join = fetched & ~s.isr[l][f] & self.may_join_isr(s, l, f) & self.isr_write_succeeds(s, l)
         self.write_isr(s, l, [s.isr[l][i] | ((i == f) & join) for i in self.REPLICAS], when=join)
+
+    def propose_isr(self, s, l, new_isr, when=True):
+        """async_isr: leader l sends AlterIsr proposing ``new_isr`` (where ``when``); its ISR changes only on commit."""
+        s.alter_pending[l] = s.alter_pending[l] | when
+        for i in self.REPLICAS:
+            s.pending_isr[l][i] = where(when, new_isr[i], s.pending_isr[l][i])
+
+    def clear_pending_isr(self, s, r):
+        """async_isr: r forgets its in-flight AlterIsr (response received, new LeaderAndIsr, or restart)."""
+        s.alter_pending[r] = False
+        for i in self.REPLICAS:
+            s.pending_isr[r][i] = False
+
+    def update_elr(self, s, new_isr, when=True):
+        """elr (KIP-966): keep the eligible leader replicas in step with an ISR change to ``new_isr`` (where ``when``).
+
+        Members of the new ISR leave the ELR; with an ISR of at least min.insync.replicas
+        the ELR is empty; otherwise replicas leaving the ISR join the ELR unless their
+        last stop was an unclean shutdown.
+        """
+        below = count_of(new_isr[i] for i in self.REPLICAS) < self.min_isr
+        for i in self.REPLICAS:
+            leaving = s.q_isr[i] & ~new_isr[i] & ~s.unclean_shutdown[i]
+            elr = ~new_isr[i] & below & (s.q_elr[i] | leaving)
+            s.q_elr[i] = where(when, elr, s.q_elr[i])
 
     # ------------------------------------------------------------------------------------
     # hooks that protocol versions override
@@ -231,6 +319,22 @@ class KafkaReplication(Spec):
         """Whether l's conditional ISR write matches the zkVersion in ZooKeeper."""
         return s.zk_version_current[l]
 
+    def hw_isr_member(self, s, l, i):
+        """Whether leader l waits for replica i before raising its HW: its current ISR (before KIP-497's maximal ISR)."""
+        return s.isr[l][i]
+
+    def hw_may_advance(self, s, l):
+        """Extra condition for leader l to raise its HW at all (KIP-966: an ISR of at least min.insync.replicas)."""
+        return True
+
+    def controller_epoch_accepted(self, s, r, controller_epoch):
+        """controller_failover: whether broker r accepts a LeaderAndIsr from that controller epoch.
+
+        Kafka rejects a request from a controller epoch older than the newest it has seen
+        (STALE_CONTROLLER_EPOCH, ReplicaManager.becomeLeaderOrFollower).
+        """
+        return controller_epoch >= s.controller_epoch_seen[r]
+
     # ------------------------------------------------------------------------------------
     # controller actions
     # ------------------------------------------------------------------------------------
@@ -245,6 +349,10 @@ class KafkaReplication(Spec):
         s.require((s.q_epoch < self.E) & s.up[l] & (s.q_leader != l))
         live_isr = [s.q_isr[i] & s.up[i] for i in self.REPLICAS]
         clean = s.q_isr[l]
+        if self.elr:
+            # KIP-966: with no live ISR member, a live eligible leader replica is a clean choice
+            clean = clean | (s.q_elr[l] & ~any_of(live_isr))
+            live_isr = [live_isr[i] | ((i == l) & ~s.q_isr[l]) for i in self.REPLICAS]
         if self.unclean:
             s.require(clean | ~any_of(live_isr))
             isr = [where(clean, live_isr[i], i == l) for i in self.REPLICAS]
@@ -256,8 +364,9 @@ class KafkaReplication(Spec):
     @action(r="REPLICAS")
     def controller_shrink_isr(self, s, r):
         """Controller removes a dead follower from the ISR and bumps the leader epoch (ZK mode, 0.8+)."""
-        s.require(~s.up[r] & s.q_isr[r] & (s.q_leader != r) & (s.q_epoch < self.E)
-                  & (count_of(s.q_isr[i] for i in self.REPLICAS) > 1))
+        s.require(~s.up[r] & s.q_isr[r] & (s.q_leader != r) & (s.q_epoch < self.E))
+        if not self.elr:        # KIP-966 lets the ISR become empty
+            s.require(count_of(s.q_isr[i] for i in self.REPLICAS) > 1)
         self.send_leader_and_isr(s, s.q_epoch + 1, s.q_leader,
                                  [s.q_isr[i] & (i != r) for i in self.REPLICAS])
 
@@ -270,6 +379,8 @@ class KafkaReplication(Spec):
         others_alive = any_of(s.q_isr[i] & s.up[i] for i in self.REPLICAS if i != r)
         s.require(~s.up[r] & (s.q_leader == r) & ~others_alive & (s.q_epoch < self.E))
         last = count_of(s.q_isr[i] for i in self.REPLICAS) == 1
+        if self.elr:
+            last = False        # KIP-966: the ISR may become empty (the last member goes to the ELR)
         self.send_leader_and_isr(s, s.q_epoch + 1, self.NONE,
                                  [s.q_isr[i] & ((i != r) | last) for i in self.REPLICAS])
 
@@ -284,13 +395,24 @@ class KafkaReplication(Spec):
         by the leader-epoch check.
         """
         s.require(s.req_sent[e - 1] & s.up[r] & (s.leader_epoch[r] < e))
-        new_leader = s.req_leader[e - 1]
-        s.leader_epoch[r] = e
+        if self.controller_failover:
+            s.require(self.controller_epoch_accepted(s, r, s.req_controller_epoch[e - 1]))
+        self.become_leader_or_follower(s, r, e, s.req_leader[e - 1], [s.req_isr[e - 1][i] for i in self.REPLICAS],
+                                       s.req_zk_version_current[e - 1],
+                                       s.req_controller_epoch[e - 1] if self.controller_failover else None)
+
+    def become_leader_or_follower(self, s, r, epoch, new_leader, isr, zk_version_current, controller_epoch=None):
+        """ReplicaManager.becomeLeaderOrFollower: broker r takes the role a LeaderAndIsr gives it."""
+        s.leader_epoch[r] = epoch
         s.leader[r] = new_leader
-        s.zk_version_current[r] = s.req_zk_version_current[e - 1]
+        s.zk_version_current[r] = zk_version_current
         for i in self.REPLICAS:
-            s.isr[r][i] = s.req_isr[e - 1][i]
+            s.isr[r][i] = isr[i]
             s.remote_leo[r][i] = -1
+        if controller_epoch is not None:
+            s.controller_epoch_seen[r] = max_of([s.controller_epoch_seen[r], controller_epoch])
+        if self.async_isr:
+            self.clear_pending_isr(s, r)
         follows = (new_leader != r) & (new_leader != self.NONE)
         s.truncating[r] = False
         self.become_follower(s, r, follows)
@@ -346,8 +468,32 @@ class KafkaReplication(Spec):
     @action(l="REPLICAS", f="REPLICAS")
     def shrink_isr(self, s, l, f):
         """Leader l drops follower f from the ISR after replica.lag.time.max.ms (Partition.maybeShrinkIsr)."""
+        if self.async_isr:
+            # 2.7+ (KIP-497): the leader sends AlterIsr and keeps its current ISR until the controller commits
+            s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & ~s.alter_pending[l])
+            self.propose_isr(s, l, [s.isr[l][i] & (i != f) for i in self.REPLICAS])
+            return
         s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & self.isr_write_succeeds(s, l))
         self.write_isr(s, l, [s.isr[l][i] & (i != f) for i in self.REPLICAS])
+        self.maybe_increment_hw(s, l)
+
+    @action(l="REPLICAS")
+    def alter_isr(self, s, l):
+        """async_isr: the controller handles leader l's AlterIsr request and l reads the response (KIP-497, 2.7+).
+
+        The controller commits the proposed ISR only if l is still the leader in the
+        leader epoch and partition epoch (zkVersion) it last learnt; otherwise the
+        request fails (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION) and the ISR stays.
+        On success l adopts the ISR and may raise its HW.
+        """
+        if not self.async_isr:
+            s.require(False)
+            return
+        s.require(s.alter_pending[l] & s.up[l])
+        ok = (s.q_leader == l) & (s.leader_epoch[l] == s.q_epoch) & self.isr_write_succeeds(s, l)
+        proposed = [s.pending_isr[l][i] for i in self.REPLICAS]
+        self.clear_pending_isr(s, l)
+        self.write_isr(s, l, proposed, when=ok)
         self.maybe_increment_hw(s, l)
 
     @action(r="REPLICAS")
@@ -369,6 +515,8 @@ class KafkaReplication(Spec):
         s.require(s.up[r] & (s.crashes < self.C))
         if self.unflushed_loss:
             self.truncate_to(s, r, s.flushed[r])
+            if self.elr:
+                s.unclean_shutdown[r] = True
         s.hw[r] = min_of([s.checkpoint_hw[r], s.leo[r]])
         self.go_down(s, r)
 
@@ -391,6 +539,10 @@ class KafkaReplication(Spec):
         for i in self.REPLICAS:
             s.isr[r][i] = False
             s.remote_leo[r][i] = -1
+        if self.controller_failover:
+            s.controller_epoch_seen[r] = 0
+        if self.async_isr:
+            self.clear_pending_isr(s, r)
 
     @action(r="REPLICAS")
     def restart(self, s, r):
@@ -403,8 +555,16 @@ class KafkaReplication(Spec):
         and newer ones only.
         """
         s.require(~s.up[r])
+        if self.elr:
+            # KIP-966 (KRaft): the controller fences the old incarnation out of the ISR before the new one
+            # registers; registering after an unclean shutdown also takes it out of the ELR
+            s.require(~(s.unclean_shutdown[r] & s.q_isr[r]))
+            s.q_elr[r] = s.q_elr[r] & ~s.unclean_shutdown[r]
+            s.unclean_shutdown[r] = False
         s.up[r] = True
         s.leader_epoch[r] = where(s.q_epoch > 0, s.q_epoch - 1, 0)
+        if self.controller_failover:
+            s.controller_epoch_seen[r] = s.q_controller_epoch     # the current controller's startup requests
 
     # ------------------------------------------------------------------------------------
     # invariants

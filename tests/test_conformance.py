@@ -282,8 +282,10 @@ def test_conformance_sample_is_well_typed_and_exercises_every_action(run):
     out = (walked < lay.lo[:, None]) | (walked > lay.hi[:, None])
     assert not out.any(), (f"{spec.name}: a random walk left {lay.names[int(np.argwhere(out)[0][0])]}'s bounds "
                            f"in state {state_text(spec, walked[:, np.argwhere(out)[0][1]])}")
-    # reached states enable far more actions than uniformly random ones
-    assert guards[:, RANDOM_STATES:].mean() > guards[:, :RANDOM_STATES].mean()
+    # the walks really replicate: every election, request, produce and fetch instance fires on reached states
+    core = [a.label for a in spec.actions if a.name in ("elect_leader", "apply_leader_and_isr", "produce", "fetch")
+            and not guards[a.id, RANDOM_STATES:].any()]
+    assert not core, f"{spec.name}: never enabled on a walked state: {core}"
     # every action instance (so every update) is compared on at least one state where it is enabled
     never = [a.label for a in spec.actions if not guards[a.id].any()]
     assert not never, f"{spec.name}: never enabled in the sample, so its update went unchecked: {never}"
