@@ -136,30 +136,44 @@ class Search:
     def dedupe(self, parts, succ_fp, visited):
         """New successors, one per new fingerprint: its canonical discovery, in (parent, action) order.
 
-        Returns (indices into the concatenated successors, their parent rows, their action ids,
-        the new fingerprints sorted).
+        Sorted unique fingerprints are checked against the visited set; a table of
+        the fresh ones finds the successors carrying them; the smallest
+        (parent, action) key per fresh fingerprint wins. Returns (indices into the
+        concatenated successors, their parent rows, their action ids, the new
+        fingerprints sorted).
         """
         n = succ_fp.size
+        fresh = sorted_unique(succ_fp)
+        fresh = fresh[~visited.contains(fresh)]
+        if fresh.size == 0:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty, empty, fresh
+        # a direct-address table on the low fingerprint bits finds each successor's fresh slot;
+        # the few whose bits collide with another fresh fingerprint fall back to a binary search
+        bits = 1 << max(16, int(fresh.size).bit_length() + 3)
+        mask = np.uint64(bits - 1)
+        table = np.full(bits, -1, dtype=np.int64)
+        table[fresh & mask] = np.arange(fresh.size)
+        slot = table[succ_fp & mask]
+        cand = np.flatnonzero(slot >= 0)
+        slot = slot[cand]
+        exact = fresh[slot] == succ_fp[cand]
+        retry = cand[~exact]
+        cand, slot = cand[exact], slot[exact]
+        if retry.size:
+            pos = np.minimum(np.searchsorted(fresh, succ_fp[retry]), fresh.size - 1)
+            found = fresh[pos] == succ_fp[retry]
+            cand = np.concatenate([cand, retry[found]])
+            slot = np.concatenate([slot, pos[found]])
         parent = np.concatenate([p[1] for p in parts])
         action_id = np.concatenate([np.full(p[1].size, p[0], dtype=np.int64) for p in parts])
-        order = np.argsort(succ_fp)
-        sorted_fp = succ_fp[order]
-        starts = np.ones(n, dtype=bool)
-        np.not_equal(sorted_fp[1:], sorted_fp[:-1], out=starts[1:])
-        group_start = np.flatnonzero(starts)
-        unique = sorted_fp[group_start]
-        fresh = ~visited.contains(unique)
-        if not fresh.any():
-            empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty, unique[:0]
-        sizes = np.diff(np.append(group_start, n))
-        members = order[np.repeat(fresh, sizes)]
-        fresh_start = np.concatenate([[0], np.cumsum(sizes[fresh])[:-1]])
         # (parent, action) is unique per successor, so the smallest key names the canonical discovery
-        key = parent[members] * len(self.spec.actions) + action_id[members]
-        winners = np.minimum.reduceat(key * n + members, fresh_start) % n
-        winners = winners[np.argsort(parent[winners] * len(self.spec.actions) + action_id[winners])]
-        return winners, parent[winners], action_id[winners], unique[fresh]
+        n_actions = len(self.spec.actions)
+        best = np.full(fresh.size, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(best, slot, (parent[cand] * n_actions + action_id[cand]) * n + cand)
+        winners = best % n
+        winners = winners[np.argsort(best)]
+        return winners, parent[winners], action_id[winners], fresh
 
     # --- the search ------------------------------------------------------------------------
     def run(self, max_states=None, max_depth=None, time_limit=None, progress=None):

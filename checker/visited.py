@@ -1,8 +1,8 @@
-"""The visited set: 64-bit fingerprints in a few sorted runs (no Python object per state).
+"""The visited set: 64-bit fingerprints in one sorted array (no Python object per state).
 
-New fingerprints arrive sorted, a level chunk at a time, as a new run; runs of
-similar size are merged, so membership costs a binary search per run and the
-set holds 8 bytes per state.
+Membership of a chunk's sorted fingerprints is one vectorized binary search; new
+fingerprints are merged in with one linear insert per chunk, which costs less
+than searching several runs. The set holds 8 bytes per state.
 """
 from __future__ import annotations
 
@@ -11,30 +11,24 @@ import numpy as np
 
 class VisitedSet:
     def __init__(self):
-        self.runs = []
+        self.fps = np.empty(0, dtype=np.uint64)
 
     def __len__(self):
-        return sum(r.size for r in self.runs)
+        return self.fps.size
 
     @property
     def nbytes(self):
-        return sum(r.nbytes for r in self.runs)
+        return self.fps.nbytes
 
     def contains(self, fps):
         """Membership of sorted fingerprints, as a bool vector."""
-        found = np.zeros(fps.size, dtype=bool)
-        for run in self.runs:
-            pos = np.searchsorted(run, fps)
-            pos[pos == run.size] = 0
-            found |= run[pos] == fps
-        return found
+        if self.fps.size == 0:
+            return np.zeros(fps.size, dtype=bool)
+        pos = np.searchsorted(self.fps, fps)
+        pos[pos == self.fps.size] = 0
+        return self.fps[pos] == fps
 
     def add(self, fps):
         """Add sorted fingerprints that are not in the set yet."""
-        if fps.size == 0:
-            return
-        self.runs.append(fps)
-        while len(self.runs) > 1 and self.runs[-2].size <= 2 * self.runs[-1].size:
-            b = self.runs.pop()
-            a = self.runs.pop()
-            self.runs.append(np.insert(a, np.searchsorted(a, b), b))
+        if fps.size:
+            self.fps = np.insert(self.fps, np.searchsorted(self.fps, fps), fps)

@@ -20,6 +20,8 @@ from model.spec import Spec, action, invariant
 class KafkaReplication(Spec):
     #: a new leader's epoch enters its leader-epoch cache on election, not on its first write (KAFKA-7415, 2.1)
     epoch_cached_on_election = False
+    #: for a version built to show a missing fence: one sentence naming it and what Kafka uses instead
+    missing_fence = None
 
     #: Options added for the fencing specs (specs/no_isr_fencing.py and friends) all default to 0, the
     #: behaviour above; each adds its state fields only when enabled, so the state layout, the action
@@ -29,21 +31,25 @@ class KafkaReplication(Spec):
     #:   async_isr: a leader's ISR change is an AlterIsr request the controller commits later (KIP-497, 2.7)
     #:   elr: eligible leader replicas (KIP-966): ISR may shrink to empty, replicas removed while the ISR
     #:       is below min.insync.replicas stay electable, an unclean shutdown makes a replica ineligible
+    #:   fetch_response_loss: a fetch the leader has processed may never reach the follower (no new field)
     defaults = dict(replicas=2, log_size=2, max_records=2, max_epochs=4, max_crashes=1,
                     acks_all=1, min_isr=1, unclean=0, unflushed_loss=0,
-                    controller_failover=0, async_isr=0, elr=0)
+                    controller_failover=0, async_isr=0, elr=0, fetch_response_loss=0)
     limits = dict(replicas=(2, 5), log_size=(1, 6), max_records=(1, 8), max_epochs=(1, 8),
                   max_crashes=(0, 6), acks_all=(0, 1), min_isr=(1, 5), unclean=(0, 1),
-                  unflushed_loss=(0, 1), controller_failover=(0, 1), async_isr=(0, 1), elr=(0, 1))
+                  unflushed_loss=(0, 1), controller_failover=(0, 1), async_isr=(0, 1), elr=(0, 1),
+                  fetch_response_loss=(0, 1))
 
     def configure(self, replicas, log_size, max_records, max_epochs, max_crashes,
-                  acks_all, min_isr, unclean, unflushed_loss, controller_failover=0, async_isr=0, elr=0):
+                  acks_all, min_isr, unclean, unflushed_loss, controller_failover=0, async_isr=0, elr=0,
+                  fetch_response_loss=0):
         self.R, self.L, self.M, self.E, self.C = replicas, log_size, max_records, max_epochs, max_crashes
         self.NONE = replicas
         self.NO_OFFSET = log_size + 1     # "no such offset": past any LEO
         self.acks_all, self.min_isr = bool(acks_all), min_isr
         self.unclean, self.unflushed_loss = bool(unclean), bool(unflushed_loss)
         self.controller_failover, self.async_isr, self.elr = bool(controller_failover), bool(async_isr), bool(elr)
+        self.fetch_response_loss = bool(fetch_response_loss)
         self.REPLICAS = range(replicas)
         self.OFFSETS = range(log_size)
         self.EPOCHS = range(1, max_epochs + 1)
@@ -319,6 +325,14 @@ class KafkaReplication(Spec):
         """Whether l's conditional ISR write matches the zkVersion in ZooKeeper."""
         return s.zk_version_current[l]
 
+    def restart_allowed(self, s, r):
+        """Extra condition for broker r to register again after it stopped.
+
+        True here: a fast bounce can go unnoticed by the controller (ZooKeeper mode
+        before 2.2, KAFKA-1120).
+        """
+        return True
+
     def hw_isr_member(self, s, l, i):
         """Whether leader l waits for replica i before raising its HW: its current ISR (before KIP-497's maximal ISR)."""
         return s.isr[l][i]
@@ -384,6 +398,30 @@ class KafkaReplication(Spec):
         self.send_leader_and_isr(s, s.q_epoch + 1, self.NONE,
                                  [s.q_isr[i] & ((i != r) | last) for i in self.REPLICAS])
 
+    @action(l="REPLICAS")
+    def controller_failover(self, s, l):
+        """controller_failover: the controller loses its ZooKeeper session; another broker takes over (controller epoch 2).
+
+        The deposed controller had just decided to elect l (a live ISR member) in the
+        next leader epoch; its ZooKeeper write dies with its session but its
+        LeaderAndIsr request is in flight, and the new controller knows nothing of it.
+        The new controller announces its epoch to every live broker before it acts
+        (onControllerFailover sends UpdateMetadata first); brokers that are down learn
+        it when they restart. (The race where the zombie's request overtakes that
+        announcement is closed in Kafka on the ZooKeeper side, KAFKA-6082, and is not
+        modelled.)
+        """
+        if not self.controller_failover:
+            s.require(False)
+            return
+        s.require((s.q_controller_epoch == 1) & (s.q_epoch < self.E) & s.up[l] & s.q_isr[l] & (s.q_leader != l))
+        s.q_controller_epoch = 2
+        s.zreq_epoch = s.q_epoch + 1
+        s.zreq_leader = l
+        for i in self.REPLICAS:
+            s.zreq_isr[i] = s.q_isr[i] & s.up[i]
+            s.controller_epoch_seen[i] = where(s.up[i], 2, s.controller_epoch_seen[i])
+
     # ------------------------------------------------------------------------------------
     # broker actions
     # ------------------------------------------------------------------------------------
@@ -417,6 +455,21 @@ class KafkaReplication(Spec):
         s.truncating[r] = False
         self.become_follower(s, r, follows)
         self.expose(s, r)
+
+    @action(r="REPLICAS")
+    def apply_stale_leader_and_isr(self, s, r):
+        """controller_failover: broker r receives the deposed controller's in-flight LeaderAndIsr (controller epoch 1).
+
+        Only the broker's checks stand between it and a decision the new controller
+        never made: the leader-epoch check, and the controller-epoch check.
+        """
+        if not self.controller_failover:
+            s.require(False)
+            return
+        s.require((s.zreq_epoch > 0) & s.up[r] & (s.leader_epoch[r] < s.zreq_epoch)
+                  & self.controller_epoch_accepted(s, r, 1))
+        self.become_leader_or_follower(s, r, s.zreq_epoch, s.zreq_leader, [s.zreq_isr[i] for i in self.REPLICAS],
+                                       False, 1)
 
     @action(l="REPLICAS")
     def produce(self, s, l):
@@ -461,6 +514,26 @@ class KafkaReplication(Spec):
         s.hw[f] = response_hw
         s.flushed[f] = min_of([s.flushed[f], leader_leo])
         in_range = fetch_offset <= leader_leo
+        s.remote_leo[l][f] = where(in_range, fetch_offset, s.remote_leo[l][f])
+        self.maybe_expand_isr(s, l, f, in_range)
+        self.maybe_increment_hw(s, l)
+
+    @action(f="REPLICAS", l="REPLICAS")
+    def fetch_response_lost(self, s, f, l):
+        """fetch_response_loss: leader l handles f's fetch, but the response never reaches f (the connection drops).
+
+        The leader records f's fetch offset, may add f to the ISR and raise its HW,
+        exactly as for a delivered fetch; f's log and HW stay as they were and it
+        will fetch again from the same offset.
+        """
+        if not self.fetch_response_loss:
+            s.require(False)
+            return
+        s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
+                  & self.fetch_accepted(s, f, l))
+        s.require(~s.truncating[f])
+        fetch_offset = s.leo[f]
+        in_range = fetch_offset <= s.leo[l]
         s.remote_leo[l][f] = where(in_range, fetch_offset, s.remote_leo[l][f])
         self.maybe_expand_isr(s, l, f, in_range)
         self.maybe_increment_hw(s, l)
@@ -555,6 +628,9 @@ class KafkaReplication(Spec):
         and newer ones only.
         """
         s.require(~s.up[r])
+        allowed = self.restart_allowed(s, r)
+        if allowed is not True:
+            s.require(allowed)
         if self.elr:
             # KIP-966 (KRaft): the controller fences the old incarnation out of the ISR before the new one
             # registers; registering after an unclean shutdown also takes it out of the ELR
@@ -637,6 +713,20 @@ class KafkaReplication(Spec):
         """
         return all_of(~(self.believes_leads(s, a) & self.believes_leads(s, b)
                         & (s.leader_epoch[a] == s.leader_epoch[b]))
+                      for a in self.REPLICAS for b in self.REPLICAS if a < b)
+
+    @invariant("single-acting-leader")
+    def single_acting_leader(self, s):
+        """At most one replica believes it leads at any moment.
+
+        Violated in every Kafka version, by design: a deposed leader keeps believing
+        it leads until its LeaderAndIsr arrives (benign split brain). It costs
+        nothing while the fences hold: the deposed leader's ISR writes fail on the
+        zkVersion, followers on the new epoch refuse it (KIP-320), and acks=all
+        records it takes are never acknowledged. When a fence is missing, this is
+        where committed-record loss starts.
+        """
+        return all_of(~(self.believes_leads(s, a) & self.believes_leads(s, b))
                       for a in self.REPLICAS for b in self.REPLICAS if a < b)
 
     @invariant("leader-in-isr")

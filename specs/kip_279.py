@@ -10,9 +10,11 @@ class Kip279(Kip101):
                "for that epoch and repeats while it does not hold that epoch.")
     references = ("KIP-279", "KAFKA-6361", "KAFKA-7128 (lagging HW lets a follower rejoin the ISR too early)")
     expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "violated"}
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
+                "leader-in-isr": "holds", "strong-isr": "violated"}
     expected_why = {
+        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes "
+                                "it leads until its LeaderAndIsr arrives",
         "no-committed-loss": "fetches are not fenced by epoch: a stale leader's UNDEFINED answer sends a "
                              "follower back to its HW (KIP-320, KAFKA-7415)",
         "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",

@@ -11,8 +11,12 @@ class Kip320(Kip279):
                   "KAFKA-7415 (fixed here: a new leader answers UNDEFINED for epochs before its first write)")
     epoch_cached_on_election = True
     expected = {"no-committed-loss": "holds", "log-matching": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "holds"}
+                "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
+                "leader-in-isr": "holds", "strong-isr": "holds"}
+    expected_why = {**Kip279.expected_why,
+                    "single-acting-leader": "benign split brain, in every version: a deposed leader still believes "
+                                            "it leads until its LeaderAndIsr arrives",
+                    }
 
     def fetch_accepted(self, s, f, l):
         """KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH unless both are on the same leader epoch."""

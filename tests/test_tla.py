@@ -675,3 +675,16 @@ def test_tlc_numbers_at_three_replicas(name):
         assert "strong-isr" not in r.violations
     else:
         assert len(r.violations["strong-isr"].steps) == strong
+
+
+@pytest.mark.parametrize("name", sorted(TLA_SPECS))
+def test_same_reachable_states_as_naive_tla_longer_logs(name):
+    """Longer logs and more records, fewer epochs: the same agreement, state for state."""
+    bounds = dict(replicas=2, log_size=3, max_records=3, max_epochs=1)
+    spec = TLA_SPECS[name](**bounds)
+    engine = CollectingSearch(spec, ["type-ok"])
+    full = engine.run()
+    ours = {to_naive(spec, row) for rows in engine.rows for row in rows.T}
+    reachable, depth, _ = naive_bfs(NAIVE[name](**bounds))
+    assert len(ours) == full.distinct_states == len(reachable) and depth == full.depth
+    assert ours == reachable

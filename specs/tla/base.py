@@ -33,7 +33,7 @@ membership test in ``LogRecords`` literally (it always holds in a well-typed sta
 """
 from __future__ import annotations
 
-from model.expr import all_of, any_of, max_of, min_of, where
+from model.expr import all_of, max_of, min_of, where
 from model.layout import Field
 from model.spec import Spec, action, invariant
 
@@ -185,7 +185,7 @@ class TlaKafkaReplication(Spec):
         return s.req_sent[e]
 
     def controller_update_isr_guard(self, s):
-        """ControllerUpdateIsr's guard: LeaderEpochSeq!NextId(newLeaderEpoch) needs nextLeaderEpoch <= MaxLeaderEpoch."""
+        """ControllerUpdateIsr's guard: LeaderEpochSeq!NextId needs nextLeaderEpoch <= MaxLeaderEpoch."""
         return s.next_leader_epoch <= self.E
 
     def controller_update_isr(self, s, new_leader, new_isr):
@@ -213,7 +213,8 @@ class TlaKafkaReplication(Spec):
             s.isr[l][i] = new_isr[i]
 
     def is_follower_caught_up(self, s, leader, follower, end_offset):
-        """IsFollowerCaughtUp: the follower follows the leader and, unless endOffset = 0, both hold offset endOffset - 1."""
+        """IsFollowerCaughtUp: the follower follows the leader and, unless endOffset = 0,
+        both hold offset endOffset - 1."""
         last = end_offset - 1
         return self.is_following(s, follower, leader) & (
             (end_offset == 0)
@@ -416,7 +417,7 @@ class TlaKafkaReplication(Spec):
 
     @invariant("strong-isr")
     def strong_isr(self, s):
-        """StrongIsr: members of the true (quorum) ISR hold exactly a presumed leader's records below its high watermark.
+        """StrongIsr: members of the quorum's ISR hold exactly a presumed leader's records below its high watermark.
 
         This ensures that data exposed to consumers is present on any broker that
         becomes leader. When it breaks, the controller can elect an ISR member that

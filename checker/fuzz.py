@@ -1,0 +1,576 @@
+"""Property fuzzing: Hypothesis drives long random executions at bounds far beyond exhaustive reach.
+
+API (the CLI's ``isrcheck fuzz`` calls these)::
+
+    fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
+         progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
+         minimize_steps=True) -> FuzzResult
+
+    CompiledModel.of(spec)      the fast one-state-at-a-time executor the fuzzer runs on
+    CompiledModel.backend()     the same, as a ``spec``-like object for checker.minimize
+
+``FuzzResult`` is a :class:`checker.bfs.SearchResult` (same report keys as
+``check``): ``violations[name].steps`` is ``[(ActionInstance or None, row)]``
+replayed on the scalar backend; ``distinct_states`` counts Zobrist
+fingerprints of every state visited; ``transitions`` counts steps executed
+(shrinking included); ``complete`` is always False (fuzzing proves nothing), so
+an invariant not found is reported "unknown". Extra fields: ``runs``,
+``seed`` (the Hypothesis seed of the first session; session k uses seed+k),
+``found`` (per invariant: seconds to first find, run length when found,
+after Hypothesis shrinking, after checker.minimize), ``fired`` (action kinds
+that ever fired).
+
+How a run works: one Hypothesis test case is one execution from the initial
+state. It first draws a swarm subset of action kinds (each kind on or off; the
+kinds needed to get the partition going, computed from the model, are always
+on), then up to ``max_steps`` times draws one enabled instance of an allowed
+kind and takes that step; after each step every requested invariant is
+checked. A violation of a not-yet-found invariant fails the test case, so
+Hypothesis shrinks it; the shortest failing run seen (during search or
+shrinking) is then minimized by :func:`checker.minimize.minimize`.
+``hypothesis.target`` steers towards runs with more leader changes,
+truncations and crashes.
+
+Budget: ``budget_s`` bounds the search (and ``max_examples``, when given,
+bounds the number of runs, which makes a derandomized fuzz independent of the
+machine's speed). Shrinking a failure found may run ``shrink_budget_s`` past
+it (default ``max(10, budget_s / 2)``). The search runs in Hypothesis sessions
+of a few hundred test cases (so Hypothesis's targeting phase runs in each);
+session k uses the Hypothesis seed ``seed + k``, so a fuzz is reproducible
+from ``seed`` (``derandomize=True`` without a seed uses seed 0).
+
+Backend: by default the fuzzer runs on ``CompiledModel``: the spec's own
+guards, updates and invariants taken from its z3 backend and emitted as
+straight-line Python over a tuple of ints, one state at a time. It computes
+exactly what the scalar backend computes (tests/test_fuzz.py checks this on
+random walks) about a hundred times faster. Every counterexample returned is
+replayed on the scalar backend (``spec.step``/``spec.holds``);
+``backend="scalar"`` fuzzes on the scalar backend itself.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import z3
+from z3 import z3core as _z3c
+
+from checker.bfs import SearchResult, Violation, peak_memory
+from checker.fingerprint import Zobrist
+
+DEFAULT_MAX_STEPS = 60
+SESSION_EXAMPLES = 300
+
+
+# ======================================================================================
+# The executor: the spec compiled from its z3 backend to straight-line Python
+# ======================================================================================
+class Unsupported(Exception):
+    """A z3 operator the compiler does not know (the fuzzer falls back to the scalar backend)."""
+
+
+_BINARY = {z3.Z3_OP_EQ: "==", z3.Z3_OP_LE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GE: ">=", z3.Z3_OP_GT: ">"}
+_NARY = {z3.Z3_OP_AND: " and ", z3.Z3_OP_OR: " or ", z3.Z3_OP_ADD: " + ", z3.Z3_OP_SUB: " - ",
+         z3.Z3_OP_MUL: " * "}
+_APP_AST = 1
+_NUMERAL_AST = 0
+
+
+class _Nodes:
+    """Every distinct z3 sub-term reachable from some roots: id -> (kind, child ids, payload)."""
+
+    def __init__(self):
+        self.ctx = z3.main_ctx().ref()
+        self.table = {}
+        self.alive = []           # z3 reuses the id of a freed term: keep every root (and so its sub-terms)
+
+    def add(self, exprs):
+        ctx, table, C = self.ctx, self.table, _z3c
+        self.alive.extend(exprs)
+        roots = [e.as_ast() for e in exprs]
+        ids = [C.Z3_get_ast_id(ctx, a) for a in roots]
+        stack = list(roots)
+        while stack:
+            a = stack.pop()
+            i = C.Z3_get_ast_id(ctx, a)
+            if i in table:
+                continue
+            kind = C.Z3_get_ast_kind(ctx, a)
+            if kind == _NUMERAL_AST:
+                table[i] = ("num", (), int(C.Z3_get_numeral_string(ctx, a)))
+                continue
+            if kind != _APP_AST:
+                raise Unsupported(f"z3 term kind {kind}")
+            app = C.Z3_to_app(ctx, a)
+            d = C.Z3_get_app_decl(ctx, app)
+            k = C.Z3_get_decl_kind(ctx, d)
+            n = C.Z3_get_app_num_args(ctx, app)
+            kids = [C.Z3_get_app_arg(ctx, app, j) for j in range(n)]
+            payload = None
+            if k == z3.Z3_OP_UNINTERPRETED:
+                if n:
+                    raise Unsupported("uninterpreted function")
+                payload = C.Z3_get_symbol_string(ctx, C.Z3_get_decl_name(ctx, d))
+            table[i] = (k, tuple(C.Z3_get_ast_id(ctx, c) for c in kids), payload)
+            stack.extend(kids)
+        return ids
+
+
+class _Emitter:
+    """Python source for some z3 roots: shared or deep sub-terms become temporaries."""
+
+    MAX_DEPTH = 40
+
+    def __init__(self, nodes, columns, roots):
+        self.t, self.columns = nodes.table, columns
+        self.lines, self.done, self.n = [], {}, 0
+        self.uses = {}
+        stack = list(roots)
+        while stack:
+            i = stack.pop()
+            c = self.uses.get(i, 0)
+            self.uses[i] = c + 1
+            if c == 0:
+                stack.extend(self.t[i][1])
+
+    def expr(self, root):
+        stack = [(root, False)]
+        while stack:
+            i, ready = stack.pop()
+            if i in self.done:
+                continue
+            kind, kids, payload = self.t[i]
+            if not ready:
+                stack.append((i, True))
+                stack.extend((k, False) for k in kids if k not in self.done)
+                continue
+            args = [self.done[k] for k in kids]
+            text = self._node(kind, [a[0] for a in args], payload)
+            depth = max((a[1] for a in args), default=0) + 1
+            if kids and (self.uses[i] > 1 or depth > self.MAX_DEPTH):
+                name = f"t{self.n}"
+                self.n += 1
+                self.lines.append(f"{name} = {text}")
+                text, depth = name, 0
+            self.done[i] = (text, depth if kids else 0)
+        return self.done[root][0]
+
+    def _node(self, k, a, payload):
+        if k == "num":
+            return str(payload)
+        if k == z3.Z3_OP_TRUE:
+            return "True"
+        if k == z3.Z3_OP_FALSE:
+            return "False"
+        if k == z3.Z3_OP_UNINTERPRETED:
+            return f"r[{self.columns[payload]}]"
+        if k in _NARY:
+            return "(" + _NARY[k].join(a) + ")"
+        if k in _BINARY and len(a) == 2:
+            return f"({a[0]} {_BINARY[k]} {a[1]})"
+        if k == z3.Z3_OP_NOT:
+            return f"(not {a[0]})"
+        if k == z3.Z3_OP_ITE:
+            return f"({a[1]} if {a[0]} else {a[2]})"
+        if k == z3.Z3_OP_DISTINCT:
+            return f"({a[0]} != {a[1]})" if len(a) == 2 else f"(len({{{', '.join(a)}}}) == {len(a)})"
+        if k == z3.Z3_OP_UMINUS:
+            return f"(-{a[0]})"
+        if k == z3.Z3_OP_IMPLIES:
+            return f"((not {a[0]}) or {a[1]})"
+        if k == z3.Z3_OP_XOR:
+            return f"(bool({a[0]}) != bool({a[1]}))"
+        if k == z3.Z3_OP_IFF:
+            return f"(bool({a[0]}) == bool({a[1]}))"
+        raise Unsupported(f"z3 operator kind {k}")
+
+
+def _define(name, lines, filename):
+    ns = {}
+    exec(compile("\n".join(lines), filename, "exec"), ns)
+    return ns[name]
+
+
+class CompiledModel:
+    """A spec on tuples of ints: ``enabled(r)`` (instance ids), ``step(r, i)``, ``holds(r, name)``.
+
+    Built from the spec's z3 backend (``spec.z3_action``, ``spec.z3_invariant``),
+    so it evaluates the very guards, updates and invariants the other backends do.
+    """
+
+    _cache = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, spec):
+        """The compiled model of a spec instance (compiled once, then cached)."""
+        model = cls._cache.get(spec)
+        if model is None:
+            model = cls._cache[spec] = cls(spec)
+        return model
+
+    def __init__(self, spec):
+        from model.view import z3_variables
+        self.spec = spec
+        lay = spec.layout
+        self.variables = z3_variables(lay)
+        self.columns = {v.decl().name(): c for c, v in enumerate(self.variables)}
+        self.nodes = _Nodes()
+        guard_ids, update_ids = [], []
+        for inst in spec.actions:
+            g, upd = spec.z3_action(inst, self.variables)
+            cols = list(upd)
+            ids = self.nodes.add([g] + [upd[c] for c in cols])
+            guard_ids.append(ids[0])
+            update_ids.append(list(zip(cols, ids[1:])))
+        em = _Emitter(self.nodes, self.columns, guard_ids)
+        texts = [em.expr(i) for i in guard_ids]
+        src = ["def enabled(r):"] + ["    " + line for line in em.lines] + ["    en = []"]
+        src += [f"    if {t}: en.append({k})" for k, t in enumerate(texts)]
+        src.append("    return en")
+        self.enabled = _define("enabled", src, f"<{spec.name} guards>")
+        self.updates = []
+        for inst, upd in zip(spec.actions, update_ids):
+            em = _Emitter(self.nodes, self.columns, [i for _, i in upd])
+            outs = [(c, em.expr(i)) for c, i in upd]
+            src = ["def update(r):"] + ["    " + line for line in em.lines] + ["    n = list(r)"]
+            src += [f"    n[{c}] = {f'int({t})' if lay.boolean[c] else t}" for c, t in outs]
+            src.append("    return tuple(n)")
+            self.updates.append(_define("update", src, f"<{spec.name} {inst.label}>"))
+        self._invariants = {}
+        self.initial = tuple(int(v) for v in spec.initial_row())
+
+    def step(self, r, i):
+        """The successor of state ``r`` by instance id ``i`` (which must be enabled)."""
+        return self.updates[i](r)
+
+    def invariant(self, name):
+        """The invariant ``name`` as a function of a state tuple."""
+        fn = self._invariants.get(name)
+        if fn is None:
+            term = self.spec.z3_invariant(self.spec.invariants[name], self.variables)
+            root = self.nodes.add([term])[0]
+            em = _Emitter(self.nodes, self.columns, [root])
+            text = em.expr(root)
+            src = ["def holds(r):"] + ["    " + line for line in em.lines] + [f"    return bool({text})"]
+            fn = self._invariants[name] = _define("holds", src, f"<{self.spec.name} {name}>")
+        return fn
+
+    def holds(self, r, name):
+        return self.invariant(name)(r)
+
+    def backend(self):
+        """This model behind the scalar-backend interface checker.minimize uses."""
+        return _Backend(self)
+
+
+class ScalarModel:
+    """The same interface on the spec's scalar backend (slow; for ``backend="scalar"``)."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.initial = tuple(int(v) for v in spec.initial_row())
+
+    def _row(self, r):
+        return np.array(r, dtype=np.int8)
+
+    def enabled(self, r):
+        return [a.id for a in self.spec.enabled(self._row(r))]
+
+    def step(self, r, i):
+        return tuple(int(v) for v in self.spec.step(self._row(r), self.spec.actions[i]))
+
+    def invariant(self, name):
+        inv = self.spec.invariants[name]
+        return lambda r: self.spec.holds(self._row(r), inv)
+
+    def holds(self, r, name):
+        return self.invariant(name)(r)
+
+    def backend(self):
+        return _Backend(self)
+
+
+class _Backend:
+    """``initial_row`` / ``step(row, inst)`` / ``holds(row, inv)`` like a Spec, on tuples."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def initial_row(self):
+        return self.model.initial
+
+    def step(self, row, inst):
+        if inst.id not in self.model.enabled(row):
+            return None
+        return self.model.step(row, inst.id)
+
+    def holds(self, row, inv):
+        return self.model.holds(row, inv.name)
+
+
+# ======================================================================================
+# The fuzzer
+# ======================================================================================
+@dataclass
+class FuzzResult(SearchResult):
+    runs: int = 0
+    seed: int | None = None
+    found: dict = field(default_factory=dict)
+    fired: list = field(default_factory=list)
+
+
+class _OutOfBudget(BaseException):
+    """Stops a Hypothesis session (a BaseException, so Hypothesis does not take it for a failure)."""
+
+
+class _InvariantBroken(AssertionError):
+    """Base of the per-invariant failure classes (one class each, so Hypothesis tells them apart)."""
+
+
+def _features(spec):
+    """Column groups behind the targets: leader changes, truncations, crashes (when the model has them)."""
+    lay = spec.layout
+
+    def cols(name):
+        f = lay.fields.get(name)
+        return [lay.base[name] + k for k in range(f.size)] if f is not None else []
+    return cols("q_epoch"), cols("leo"), cols("up")
+
+
+def _core_kinds(model, spec, kinds, depth=6):
+    """Action kinds on a shortest path from the initial state to a state where half the kinds are enabled.
+
+    Swarm subsets always include them, so no run is stuck at the start.
+    """
+    kind_of = [kinds.index(a.name) for a in spec.actions]
+    want = max(1, len(kinds) // 2)
+    start = model.initial
+    seen = {start: None}
+    queue = deque([(start, 0)])
+    while queue:
+        r, d = queue.popleft()
+        en = model.enabled(r)
+        if len({kind_of[i] for i in en}) >= want or d >= depth:
+            core = set()
+            while seen[r] is not None:
+                r, i = seen[r]
+                core.add(kind_of[i])
+            if core:
+                return core
+            break
+        for i in en:
+            nxt = model.step(r, i)
+            if nxt not in seen:
+                seen[nxt] = (r, i)
+                queue.append((nxt, d + 1))
+    return {kind_of[i] for i in model.enabled(start)}
+
+
+class _Fuzzer:
+    def __init__(self, spec, invariants, budget_s, seed, max_steps, derandomize, progress,
+                 max_examples, shrink_budget_s, backend):
+        self.spec = spec
+        self.names = list(invariants)
+        self.budget_s = budget_s
+        self.max_steps = max_steps
+        self.derandomize = derandomize
+        self.progress = progress
+        self.max_examples = max_examples
+        self.shrink_budget_s = max(10.0, budget_s / 2) if shrink_budget_s is None else shrink_budget_s
+        self.start = time.monotonic()
+        self.deadline = self.start + budget_s
+        self.base_seed = seed if seed is not None else (0 if derandomize else random.getrandbits(32))
+        if backend == "compiled":
+            try:
+                self.model = CompiledModel.of(spec)
+            except Unsupported:
+                self.model = ScalarModel(spec)
+        elif backend == "scalar":
+            self.model = ScalarModel(spec)
+        else:
+            raise ValueError(f"unknown fuzz backend {backend!r}")
+        self.checks = [(n, self.model.invariant(n)) for n in self.names]
+        self.kinds = list(dict.fromkeys(a.name for a in spec.actions))
+        self.kind_of = [self.kinds.index(a.name) for a in spec.actions]
+        self.core = _core_kinds(self.model, spec, self.kinds)
+        self.zobrist = Zobrist(spec.layout)
+        self.fingerprints = set()
+        self.runs = self.transitions = self.search_runs = 0
+        self.longest = 0
+        self.fired = [False] * len(self.kinds)
+        self.pending = list(self.names)
+        self.found = {}               # name -> {"time", "first": path, "best": path}
+        self.failure_class = {n: type(f"Broken_{n.replace('-', '_')}", (_InvariantBroken,), {})
+                              for n in self.names}
+        self.epoch_cols, self.leo_cols, self.up_cols = _features(spec)
+        self.last_progress = 0.0
+        self.shrink_deadline = None
+        self._strategies = {}
+
+    # --- one Hypothesis test case: one execution ------------------------------------------------
+    def _index(self, n):
+        from hypothesis import strategies as st
+        s = self._strategies.get(n)
+        if s is None:
+            s = self._strategies[n] = st.integers(0, n - 1)
+        return s
+
+    def _budget(self):
+        now = time.monotonic()
+        if self.shrink_deadline is not None:
+            if now > self.shrink_deadline:
+                raise _OutOfBudget
+        elif now > self.deadline or (self.max_examples is not None and self.search_runs >= self.max_examples):
+            raise _OutOfBudget
+        if self.progress is not None and now - self.last_progress >= 1.0:
+            self.last_progress = now
+            self.progress(runs=self.runs, transitions=self.transitions, distinct=len(self.fingerprints),
+                          seconds=now - self.start, found=sorted(self.found))
+
+    def run_once(self, data):
+        from hypothesis import strategies as st, target
+        self._budget()
+        self.runs += 1
+        if self.shrink_deadline is None:
+            self.search_runs += 1
+        on = data.draw(st.lists(st.booleans(), min_size=len(self.kinds), max_size=len(self.kinds)), label="swarm")
+        allowed = [on[k] or k in self.core for k in self.kind_of]
+        model, checks = self.model, self.active
+        r = model.initial
+        rows, path = [r], []
+        broken = [n for n, fn in checks if not fn(r)]
+        for _ in range(self.max_steps if not broken else 0):
+            en = [i for i in model.enabled(r) if allowed[i]]
+            if not en:
+                break
+            i = en[data.draw(self._index(len(en)))] if len(en) > 1 else en[0]
+            r = model.step(r, i)
+            path.append(i)
+            rows.append(r)
+            broken = [n for n, fn in checks if not fn(r)]
+            if broken:
+                break
+        self._account(rows, path)
+        leaders, truncations, crashes = self._counts(rows)
+        target(float(leaders), label="leader changes")
+        target(float(truncations), label="truncations")
+        target(float(crashes), label="crashes")
+        if broken:
+            now = time.monotonic()
+            for n in broken:
+                rec = self.found.get(n)
+                if rec is None:
+                    self.found[n] = {"time": now - self.start, "first": list(path), "best": list(path)}
+                elif len(path) < len(rec["best"]):
+                    rec["best"] = list(path)
+            if self.shrink_deadline is None:
+                self.shrink_deadline = max(now, self.deadline) + self.shrink_budget_s
+            raise self.failure_class[broken[0]](f"{broken[0]} violated after {len(path)} steps")
+
+    def _account(self, rows, path):
+        self.transitions += len(path)
+        self.longest = max(self.longest, len(path))
+        for i in path:
+            self.fired[self.kind_of[i]] = True
+        batch = np.array(rows, dtype=np.int8).T
+        self.fingerprints.update(self.zobrist.full(batch).tolist())
+
+    def _counts(self, rows):
+        leaders = truncations = crashes = 0
+        ec, lc, uc = self.epoch_cols, self.leo_cols, self.up_cols
+        for a, b in zip(rows, rows[1:]):
+            leaders += any(b[c] != a[c] for c in ec)
+            truncations += sum(b[c] < a[c] for c in lc)
+            crashes += sum(a[c] > b[c] for c in uc)
+        return leaders, truncations, crashes
+
+    # --- sessions -----------------------------------------------------------------------------
+    def session(self, k):
+        from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, strategies as st
+        examples = SESSION_EXAMPLES
+        if self.max_examples is not None:
+            examples = max(1, min(examples, self.max_examples - self.search_runs))
+
+        @settings(max_examples=examples, deadline=None, database=None, derandomize=self.derandomize,
+                  phases=[Phase.generate, Phase.target, Phase.shrink], verbosity=Verbosity.quiet,
+                  suppress_health_check=list(HealthCheck), report_multiple_bugs=len(self.pending) > 1,
+                  print_blob=False)
+        @given(st.data())
+        def fuzz_run(data):
+            self.run_once(data)
+
+        fuzz_run = seed(self.base_seed + k)(fuzz_run)
+        self.shrink_deadline = None
+        self.active = [(n, fn) for n, fn in self.checks if n in self.pending]
+        try:
+            fuzz_run()
+        except _OutOfBudget:
+            pass
+        except (Exception, BaseExceptionGroup):     # noqa: B902 — the failures found are in self.found
+            pass
+        finally:
+            self.shrink_deadline = None
+
+    def run(self, minimize_steps=True):
+        k = 0
+        while self.pending and time.monotonic() < self.deadline and \
+                (self.max_examples is None or self.search_runs < self.max_examples):
+            before = self.search_runs
+            self.session(k)
+            self.pending = [n for n in self.pending if n not in self.found]
+            k += 1
+            if self.search_runs == before and not self.found:
+                break                          # nothing ran (should not happen): do not spin
+        return self.result(minimize_steps)
+
+    def result(self, minimize_steps):
+        from checker.minimize import minimize
+        spec = self.spec
+        violations, found = {}, {}
+        for n in self.names:
+            rec = self.found.get(n)
+            if rec is None:
+                continue
+            actions = [spec.actions[i] for i in rec["best"]]
+            if minimize_steps:
+                steps = minimize(spec, actions, n, backend=self.model.backend())
+            else:
+                steps = minimize(spec, actions, n, backend=self.model.backend(), reduce=False)
+            violations[n] = Violation(n, -1, len(steps), list(steps))
+            found[n] = {"seconds_to_find": round(rec["time"], 3), "found_length": len(rec["first"]),
+                        "hypothesis_length": len(rec["best"]), "minimized_length": len(steps) - 1}
+        budget_hit = None
+        if self.pending:
+            if self.max_examples is not None and self.search_runs >= self.max_examples:
+                budget_hit = f"max examples {self.max_examples}"
+            else:
+                budget_hit = f"time limit {self.budget_s:g}s"
+        return FuzzResult(
+            invariants=list(self.names), violations=violations, distinct_states=len(self.fingerprints),
+            transitions=self.transitions, depth=self.longest + 1, seconds=time.monotonic() - self.start,
+            peak_memory_bytes=peak_memory(), retained_bytes=8 * len(self.fingerprints), complete=False,
+            budget_hit=budget_hit, never_fired=[], runs=self.runs, seed=self.base_seed, found=found,
+            fired=[k for k, f in zip(self.kinds, self.fired) if f])
+
+
+def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
+         progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
+         minimize_steps=True):
+    """Fuzz ``spec`` for the named invariants for about ``budget_s`` seconds; see the module doc.
+
+    ``progress``, when given, is called about once a second with keyword
+    arguments ``runs``, ``transitions``, ``distinct``, ``seconds``, ``found``.
+    """
+    unknown = [n for n in invariants if n not in spec.invariants]
+    if unknown:
+        raise KeyError(f"spec {spec.name} has no invariant {unknown[0]!r}")
+    if budget_s <= 0 or max_steps < 1:
+        raise ValueError("fuzz needs a positive time budget and max_steps >= 1")
+    fz = _Fuzzer(spec, invariants, budget_s, seed, max_steps, derandomize, progress, max_examples,
+                 shrink_budget_s, backend)
+    return fz.run(minimize_steps)

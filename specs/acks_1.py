@@ -1,0 +1,22 @@
+"""KIP-320 with producers on acks=1: a record is acknowledged as soon as the leader appends it."""
+from specs.kip_320 import Kip320
+
+
+class Acks1(Kip320):
+    name = "acks-1"
+    summary = ("Kafka 2.1 (KIP-320) with acks=1 producers: the leader acknowledges a record on its own "
+               "append, before any follower has it; a failover to a follower loses it (by design).")
+    missing_fence = ("The acknowledgement does not wait for the ISR; Kafka's acks=all waits until the HW passes "
+                     "the record, i.e. every ISR member (at least min.insync.replicas) has it.")
+    references = ("Kafka producer config acks (acks=1 documented to lose records on leader failure)",
+                  "KIP-679 (acks=all default since 3.0)")
+    defaults = {**Kip320.defaults, "acks_all": 0, "max_epochs": 2}
+    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
+                "leader-in-isr": "holds", "strong-isr": "holds"}
+    expected_why = {
+        "no-committed-loss": "by design: the leader acknowledges a record it alone has and the controller elects "
+                             "the follower, which truncates nothing but never had it",
+        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
+                                "until its LeaderAndIsr arrives",
+    }

@@ -1,0 +1,44 @@
+"""AlterIsr (Kafka 2.7): ISR changes go to the controller asynchronously; and KIP-497's maximal ISR."""
+from specs.kip_320 import Kip320
+
+
+class AsyncIsr(Kip320):
+    name = "async-isr"
+    summary = ("Kafka 2.1 (KIP-320) with ISR changes sent to the controller as AlterIsr requests (2.7): "
+               "while an expansion is in flight the leader keeps raising its HW over its old ISR, so the "
+               "controller can commit an ISR member that lacks records acknowledged meanwhile.")
+    missing_fence = ("The leader raises its HW over its committed ISR while an expansion is pending; KIP-497 "
+                     "computes it over the maximal ISR (current ISR plus pending additions), so nothing is "
+                     "acknowledged that a replica about to join the ISR lacks.")
+    references = ("KIP-497 (AlterIsr; maximal ISR for the HW while a change is pending)",
+                  "KAFKA-8836 (AlterIsr in the broker)", "KAFKA-10432 (leader HW with pending ISR expansion)")
+    defaults = {**Kip320.defaults, "async_isr": 1, "max_epochs": 2}
+    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
+                "leader-in-isr": "holds", "strong-isr": "violated"}
+    expected_why = {
+        "no-committed-loss": "the leader, alone in its ISR, proposes adding a caught-up follower, acknowledges a "
+                             "new record on its old ISR, then the controller commits the follower, which is "
+                             "elected without the record (kip-497 holds)",
+        "consistent-reads": "the elected follower writes a different record at the exposed offset",
+        "hw-monotonic": "the elected follower's log ends below the committed HW",
+        "strong-isr": "the controller commits an ISR member that lacks a record below the leader's HW",
+        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
+                                "until its LeaderAndIsr arrives",
+    }
+
+
+class Kip497(AsyncIsr):
+    name = "kip-497"
+    summary = ("Kafka 2.7 (KIP-497): ISR changes are AlterIsr requests the controller commits "
+               "asynchronously, and while one is pending the leader computes its HW over the maximal ISR "
+               "(its ISR plus any replica it proposed to add).")
+    missing_fence = None
+    references = ("KIP-497", "KAFKA-8836")
+    expected = {**AsyncIsr.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "holds", "strong-isr": "holds"}
+    expected_why = {"single-acting-leader": AsyncIsr.expected_why["single-acting-leader"]}
+
+    def hw_isr_member(self, s, l, i):
+        """KIP-497: the maximal ISR: the current ISR plus replicas a pending AlterIsr adds."""
+        return s.isr[l][i] | (s.alter_pending[l] & s.pending_isr[l][i])

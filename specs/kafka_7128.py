@@ -1,0 +1,33 @@
+"""KIP-320's fetch fencing with kip-279's ISR-join rule: KAFKA-7128."""
+from model.kafka import KafkaReplication
+from specs.kip_320 import Kip320
+
+
+class Kafka7128(Kip320):
+    name = "kafka-7128"
+    summary = ("Kafka 2.1's fenced fetches (KIP-320) with the ISR-join rule of 2.0 and before: a follower "
+               "rejoins the ISR once its fetch offset reaches the leader's HW, which lags after a leader "
+               "change, so it can join before it holds every committed record.")
+    missing_fence = ("A follower rejoins the ISR once its LEO reaches the leader's (lagging) HW; since KAFKA-7128 "
+                     "Kafka also requires it to reach the start offset of the leader's current epoch, past every "
+                     "record committed in earlier epochs.")
+    references = ("KAFKA-7128 (lagging high watermark can lead to committed data loss after ISR expansion)",
+                  "KIP-320")
+    defaults = {**Kip320.defaults, "replicas": 3, "log_size": 1, "max_records": 1, "max_epochs": 3,
+                "max_crashes": 0, "fetch_response_loss": 1}
+    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
+                "leader-in-isr": "holds", "strong-isr": "violated"}
+    expected_why = {
+        "no-committed-loss": "KAFKA-7128: a new leader with a lagging HW adds a follower whose fetch offset "
+                             "reached that HW; the response is lost, the follower is elected without the "
+                             "committed record (kip-320 holds at these bounds)",
+        "hw-monotonic": "the same election leaves the leader's log below the committed HW",
+        "strong-isr": "the follower joins the ISR without the committed record",
+        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
+                                "until its LeaderAndIsr arrives",
+    }
+
+    def may_join_isr(self, s, l, f):
+        """2.0 and before: caught up to the leader's HW is enough."""
+        return KafkaReplication.may_join_isr(self, s, l, f)

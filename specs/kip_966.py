@@ -1,0 +1,25 @@
+"""KIP-966 (Kafka 4.0): strict min.insync.replicas for the HW, and eligible leader replicas."""
+from model.expr import count_of
+from specs.last_replica_standing import LastReplicaStanding
+
+
+class Kip966(LastReplicaStanding):
+    name = "kip-966"
+    summary = ("Kafka 4.0 (KIP-966): the HW advances only while the ISR has min.insync.replicas members; "
+               "replicas that leave a smaller ISR stay eligible (ELR) and the ISR may become empty; a replica "
+               "that restarts after an unclean shutdown leaves the ISR and the ELR until it catches up.")
+    missing_fence = None
+    references = ("KIP-966 (Eligible Leader Replicas)", "KAFKA-15583", "KIP-903 (stale broker epochs leave the ISR)")
+    defaults = {**LastReplicaStanding.defaults, "elr": 1}
+    expected = {**LastReplicaStanding.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "holds"}
+    expected_why = {
+        "strong-isr": "a follower that lost committed records in a hard crash stays in the ISR until the "
+                      "controller notices; KIP-966 keeps it from being elected (it leaves the ISR and the ELR "
+                      "before it registers again)",
+        "single-acting-leader": LastReplicaStanding.expected_why["single-acting-leader"],
+    }
+
+    def hw_may_advance(self, s, l):
+        """KIP-966: the HW advances only when the ISR has at least min.insync.replicas members."""
+        return count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr

@@ -1,0 +1,39 @@
+"""The last ISR member loses its unflushed tail in a hard crash and is re-elected (KIP-966)."""
+from model.expr import count_of
+from specs.kip_320 import Kip320
+
+
+class LastReplicaStanding(Kip320):
+    name = "last-replica-standing"
+    summary = ("Kafka 2.1+ (KIP-320) with min.insync.replicas=2 and hard crashes that lose the unflushed log "
+               "tail: once the ISR has shrunk to the leader alone, a crash of that leader loses records "
+               "committed while the ISR was full, and the controller re-elects it as the last ISR member.")
+    missing_fence = ("A replica that lost data in an unclean shutdown stays electable as the last ISR member; "
+                     "KIP-966 lets the ISR become empty, keeps replicas that left it below min.insync.replicas "
+                     "as eligible leader replicas (ELR), and makes an uncleanly shut down replica ineligible.")
+    references = ("KIP-966 (Eligible Leader Replicas: the \"last replica standing\" problem)",
+                  "KIP-380 (the controller detects a bounced broker)")
+    defaults = {**Kip320.defaults, "min_isr": 2, "unflushed_loss": 1, "max_epochs": 3}
+    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
+                "leader-in-isr": "holds", "strong-isr": "violated"}
+    expected_why = {
+        "no-committed-loss": "KIP-966: a record committed by the full ISR, the ISR shrinks to the leader, a hard "
+                             "crash loses its unflushed tail and it is re-elected as the last ISR member",
+        "hw-monotonic": "with the ISR below min.insync.replicas the leader's HW still exposes a record, which "
+                        "the leader loses in a hard crash before it is re-elected",
+        "consistent-reads": "the re-elected leader writes a different record at an offset consumers read",
+        "strong-isr": "a follower's hard crash loses committed records it keeps in the ISR until the "
+                      "controller notices",
+        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
+                                "until its LeaderAndIsr arrives",
+    }
+
+    def restart_allowed(self, s, r):
+        """KIP-380 (2.2+) and KRaft: a broker registers again only after the controller handled its failure.
+
+        It has lost the leadership and left the ISR, unless it is the last member,
+        which Kafka keeps in the ISR.
+        """
+        last = count_of(s.q_isr[i] for i in self.REPLICAS) == 1
+        return (s.q_leader != r) & (~s.q_isr[r] | last)

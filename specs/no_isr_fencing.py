@@ -1,0 +1,34 @@
+"""KIP-320 without the zkVersion fence on ISR writes: a zombie leader shrinks the ISR to itself."""
+from specs.kip_320 import Kip320
+
+
+class NoIsrFencing(Kip320):
+    name = "no-isr-fencing"
+    summary = ("Kafka 2.1 (KIP-320) with one fence removed: a leader's ISR update is an unconditional "
+               "ZooKeeper write, so a deposed leader that has not yet applied its LeaderAndIsr can shrink "
+               "the ISR to itself and commit records alone.")
+    missing_fence = ("The leader's ISR write is not conditional on its cached zkVersion; Kafka writes the ISR "
+                     "with a conditional ZooKeeper setData on that version (the partition epoch in AlterPartition "
+                     "since KIP-497), so a deposed leader's write fails.")
+    references = ("KAFKA-1382 (ISR update must be conditional on the zkVersion; stale cached zkVersion)",
+                  "KIP-497 (AlterIsr, partition epoch)", "KIP-320")
+    defaults = {**Kip320.defaults, "max_epochs": 2}
+    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
+                "leader-in-isr": "violated", "strong-isr": "violated"}
+    expected_why = {
+        "no-committed-loss": "the deposed leader appends a record, shrinks the ISR to itself (its write is not "
+                             "fenced) and acknowledges it alone; the new leader never had it",
+        "consistent-reads": "old and new leader each shrink the ISR to themselves and expose different records "
+                            "at the same offset",
+        "hw-monotonic": "the deposed leader's HW exposes a record the acting leader's log does not reach",
+        "leader-in-isr": "the deposed leader's ISR write removes the acting leader from the ISR in ZooKeeper",
+        "strong-isr": "the deposed leader overwrites the ISR with itself, a member lacking the acting leader's "
+                      "committed record",
+        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
+                                "until its LeaderAndIsr arrives",
+    }
+
+    def isr_write_succeeds(self, s, l):
+        """The missing fence: the write goes through whatever zkVersion the leader cached."""
+        return True

@@ -1,0 +1,24 @@
+"""KIP-320 with unclean leader election enabled."""
+from specs.kip_320 import Kip320
+
+
+class UncleanElection(Kip320):
+    name = "unclean-election"
+    summary = ("Kafka 2.1 (KIP-320) with unclean.leader.election.enable=true: when no ISR member is alive "
+               "the controller elects any live replica, which may lack committed records (by design).")
+    missing_fence = ("Election is not restricted to the ISR; Kafka elects only ISR members unless "
+                     "unclean.leader.election.enable is set (off by default since 0.11, KIP-106).")
+    references = ("KIP-106 (unclean.leader.election.enable defaults to false)",
+                  "KAFKA-3163 (unclean election loses committed data)")
+    defaults = {**Kip320.defaults, "unclean": 1, "max_epochs": 2}
+    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
+                "leader-in-isr": "holds", "strong-isr": "holds"}
+    expected_why = {
+        "no-committed-loss": "by design (KIP-106): the ISR shrinks to the leader, which commits a record and "
+                             "dies; the out-of-sync follower is elected without it",
+        "consistent-reads": "the unclean leader writes a different record at an offset consumers already read",
+        "hw-monotonic": "the unclean leader's log ends below the committed HW",
+        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
+                                "until its LeaderAndIsr arrives",
+    }

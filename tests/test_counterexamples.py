@@ -1,0 +1,28 @@
+"""Every violation a spec expects at its default bounds has a checked-in trace that still replays."""
+import os
+
+import pytest
+
+from checker.trace import load, replay, spec_for
+from specs import SPECS
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "counterexamples")
+
+EXPECTED = [(name, inv) for name, cls in SPECS.items() for inv, v in cls.expected.items() if v == "violated"]
+
+
+@pytest.mark.parametrize("name, invariant", EXPECTED)
+def test_expected_violation_has_a_replaying_trace(name, invariant):
+    path = os.path.join(ROOT, name, f"{invariant}.itf.json")
+    assert os.path.exists(path), f"missing {path}: run isrcheck check --spec {name} --all"
+    trace = load(path)
+    assert (trace.spec, trace.invariant) == (name, invariant)
+    result = replay(spec_for(trace, path), trace)
+    assert result.ok, result.message
+
+
+def test_no_stray_traces():
+    expected = {(n, i) for n, i in EXPECTED}
+    for spec_dir in os.listdir(ROOT):
+        for f in os.listdir(os.path.join(ROOT, spec_dir)):
+            assert (spec_dir, f.removesuffix(".itf.json")) in expected, f"stray trace {spec_dir}/{f}"
