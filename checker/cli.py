@@ -29,7 +29,9 @@ class UserError(Exception):
 
 
 def _out():
-    return Console(highlight=False)
+    """stdout; wide when it is not a terminal, so piped traces and reports do not wrap."""
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=200)
 
 
 def _err():
@@ -230,6 +232,11 @@ def replay(trace_path):
         sys.exit(EXIT_HOLDS)
     console.print(f"[red]does not reproduce:[/] {result.message}")
     sys.exit(EXIT_VIOLATED)
+
+
+from checker.gate import gate  # noqa: E402  (the gate command lives in its own module)
+
+cli.add_command(gate)
 
 
 def main(argv=None):

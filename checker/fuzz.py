@@ -342,33 +342,34 @@ def _features(spec):
     return cols("q_epoch"), cols("leo"), cols("up")
 
 
-def _core_kinds(model, spec, kinds, depth=6):
-    """Action kinds on a shortest path from the initial state to a state where half the kinds are enabled.
+def _enablers(model, spec, kinds, max_states=20_000):
+    """For each action kind, the kinds on a shortest path to a state where it is enabled.
 
-    Swarm subsets always include them, so no run is stuck at the start.
+    A swarm subset gets the enablers of each of its kinds added, so every kind it
+    allows can actually fire (no subset is so small that nothing happens).
     """
     kind_of = [kinds.index(a.name) for a in spec.actions]
-    want = max(1, len(kinds) // 2)
     start = model.initial
-    seen = {start: None}
-    queue = deque([(start, 0)])
-    while queue:
-        r, d = queue.popleft()
+    parent = {start: None}
+    need = {}
+    queue = deque([start])
+    while queue and len(need) < len(kinds) and len(parent) < max_states:
+        r = queue.popleft()
         en = model.enabled(r)
-        if len({kind_of[i] for i in en}) >= want or d >= depth:
-            core = set()
-            while seen[r] is not None:
-                r, i = seen[r]
-                core.add(kind_of[i])
-            if core:
-                return core
-            break
+        fresh = {kind_of[i] for i in en} - set(need)
+        if fresh:
+            path, x = set(), r
+            while parent[x] is not None:
+                x, i = parent[x]
+                path.add(kind_of[i])
+            for k in fresh:
+                need[k] = path
         for i in en:
             nxt = model.step(r, i)
-            if nxt not in seen:
-                seen[nxt] = (r, i)
-                queue.append((nxt, d + 1))
-    return {kind_of[i] for i in model.enabled(start)}
+            if nxt not in parent:
+                parent[nxt] = (r, i)
+                queue.append(nxt)
+    return [need.get(k, set()) for k in range(len(kinds))]
 
 
 class _Fuzzer:
@@ -381,7 +382,7 @@ class _Fuzzer:
         self.derandomize = derandomize
         self.progress = progress
         self.max_examples = max_examples
-        self.shrink_budget_s = max(10.0, budget_s / 2) if shrink_budget_s is None else shrink_budget_s
+        self.shrink_budget_s = min(30.0, max(2.0, budget_s / 5)) if shrink_budget_s is None else shrink_budget_s
         self.start = time.monotonic()
         self.deadline = self.start + budget_s
         self.base_seed = seed if seed is not None else (0 if derandomize else random.getrandbits(32))
@@ -397,7 +398,7 @@ class _Fuzzer:
         self.checks = [(n, self.model.invariant(n)) for n in self.names]
         self.kinds = list(dict.fromkeys(a.name for a in spec.actions))
         self.kind_of = [self.kinds.index(a.name) for a in spec.actions]
-        self.core = _core_kinds(self.model, spec, self.kinds)
+        self.enablers = _enablers(self.model, spec, self.kinds)
         self.zobrist = Zobrist(spec.layout)
         self.fingerprints = set()
         self.runs = self.transitions = self.search_runs = 0
@@ -411,15 +412,11 @@ class _Fuzzer:
         self.last_progress = 0.0
         self.shrink_deadline = None
         self._strategies = {}
+        from hypothesis import strategies as st
+        self._swarm_strategy = st.integers(0, 4 ** len(self.kinds) - 1)
+        self._random_strategy = st.randoms(use_true_random=False, note_method_calls=False)
 
     # --- one Hypothesis test case: one execution ------------------------------------------------
-    def _index(self, n):
-        from hypothesis import strategies as st
-        s = self._strategies.get(n)
-        if s is None:
-            s = self._strategies[n] = st.integers(0, n - 1)
-        return s
-
     def _budget(self):
         now = time.monotonic()
         if self.shrink_deadline is not None:
@@ -432,14 +429,24 @@ class _Fuzzer:
             self.progress(runs=self.runs, transitions=self.transitions, distinct=len(self.fingerprints),
                           seconds=now - self.start, found=sorted(self.found))
 
+    def _swarm(self, bits):
+        """Allowed flag per action instance: a kind is off when both its bits are set (p = 1/4)."""
+        n = len(self.kinds)
+        on = {k for k in range(n) if (bits >> (2 * k)) & 3 != 3}
+        if not on:
+            on = set(range(n))
+        for k in list(on):
+            on |= self.enablers[k]
+        return [k in on for k in self.kind_of]
+
     def run_once(self, data):
         from hypothesis import strategies as st, target
         self._budget()
         self.runs += 1
         if self.shrink_deadline is None:
             self.search_runs += 1
-        on = data.draw(st.lists(st.booleans(), min_size=len(self.kinds), max_size=len(self.kinds)), label="swarm")
-        allowed = [on[k] or k in self.core for k in self.kind_of]
+        allowed = self._swarm(data.draw(self._swarm_strategy, label="swarm"))
+        rnd = data.draw(self._random_strategy, label="choices")
         model, checks = self.model, self.active
         r = model.initial
         rows, path = [r], []
@@ -448,7 +455,7 @@ class _Fuzzer:
             en = [i for i in model.enabled(r) if allowed[i]]
             if not en:
                 break
-            i = en[data.draw(self._index(len(en)))] if len(en) > 1 else en[0]
+            i = en[rnd.randrange(len(en))] if len(en) > 1 else en[0]
             r = model.step(r, i)
             path.append(i)
             rows.append(r)
@@ -468,8 +475,9 @@ class _Fuzzer:
                     self.found[n] = {"time": now - self.start, "first": list(path), "best": list(path)}
                 elif len(path) < len(rec["best"]):
                     rec["best"] = list(path)
+                    rec["shrunk"] = now - self.start
             if self.shrink_deadline is None:
-                self.shrink_deadline = max(now, self.deadline) + self.shrink_budget_s
+                self.shrink_deadline = now + self.shrink_budget_s
             raise self.failure_class[broken[0]](f"{broken[0]} violated after {len(path)} steps")
 
     def _account(self, rows, path):
@@ -536,6 +544,7 @@ class _Fuzzer:
             rec = self.found.get(n)
             if rec is None:
                 continue
+            t0 = time.monotonic()
             actions = [spec.actions[i] for i in rec["best"]]
             if minimize_steps:
                 steps = minimize(spec, actions, n, backend=self.model.backend())
@@ -543,7 +552,9 @@ class _Fuzzer:
                 steps = minimize(spec, actions, n, backend=self.model.backend(), reduce=False)
             violations[n] = Violation(n, -1, len(steps), list(steps))
             found[n] = {"seconds_to_find": round(rec["time"], 3), "found_length": len(rec["first"]),
-                        "hypothesis_length": len(rec["best"]), "minimized_length": len(steps) - 1}
+                        "hypothesis_length": len(rec["best"]), "minimized_length": len(steps) - 1,
+                        "shrink_seconds": round(rec.get("shrunk", rec["time"]) - rec["time"], 3),
+                        "minimize_seconds": round(time.monotonic() - t0, 3)}
         budget_hit = None
         if self.pending:
             if self.max_examples is not None and self.search_runs >= self.max_examples:

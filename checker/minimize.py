@@ -91,7 +91,9 @@ class _Replayer:
 
     A cached prefix maps to (row, whether the invariant holds there); every
     shorter prefix of a cached one is cached and holds (replay stops at the
-    first violation).
+    first violation). A step that is not enabled any more is repaired: the
+    enabled instance of the same action with the nearest parameters takes its
+    place (removing an election renumbers the epochs after it, say).
     """
 
     def __init__(self, spec, backend, inv):
@@ -99,37 +101,54 @@ class _Replayer:
         row = backend.initial_row()
         self.cache = {(): (row, backend.holds(row, inv))}
         self.replays = 0
+        by_name = {}
+        for a in spec.actions:
+            by_name.setdefault(a.name, []).append(a)
+        self.nearest = {}
+        for a in spec.actions:
+            def distance(b, a=a):
+                return (sum(abs(x - y) for x, y in zip(a.params.values(), b.params.values())),
+                        tuple(b.params.values()))
+            self.nearest[a.id] = [b for b in sorted(by_name[a.name], key=distance) if b.id != a.id]
 
-    def violation_at(self, ids):
-        """Number of steps after which the invariant first fails, or None (a step disabled, or it never fails)."""
+    def run(self, ids, repair=True):
+        """The steps actually taken, cut after the first violation; None if it never fails or a step cannot be taken."""
         self.replays += 1
-        b, inv, cache = self.backend, self.inv, self.cache
+        b, inv, cache, actions = self.backend, self.inv, self.cache, self.actions
         ids = tuple(ids)
         k = len(ids)
         while ids[:k] not in cache:
             k -= 1
         row, ok = cache[ids[:k]]
         if not ok:
-            return k
+            return list(ids[:k])
+        taken = list(ids[:k])
         for j in range(k, len(ids)):
-            row = b.step(row, self.actions[ids[j]])
-            if row is None:
+            i = ids[j]
+            nxt = b.step(row, actions[i])
+            if nxt is None and repair:
+                for alt in self.nearest[i]:
+                    nxt = b.step(row, alt)
+                    if nxt is not None:
+                        i = alt.id
+                        break
+            if nxt is None:
                 return None
+            row = nxt
+            taken.append(i)
             ok = b.holds(row, inv)
             if len(cache) < 200_000:
-                cache[ids[:j + 1]] = (row, ok)
+                cache[tuple(taken)] = (row, ok)
             if not ok:
-                return j + 1
+                return taken
         return None
 
 
 def _search(spec, backend, inv, ids, deadline):
     rp = _Replayer(spec, backend, inv)
 
-    def test(candidate):
-        """The valid (possibly cut) version of a candidate, or None."""
-        at = rp.violation_at(candidate)
-        return None if at is None else list(candidate[:at])
+    def better(got, c):
+        return got is not None and (len(got) < len(c) or (len(got) == len(c) and got < c))
 
     def out_of_time():
         return deadline is not None and time.monotonic() > deadline
@@ -142,7 +161,7 @@ def _search(spec, backend, inv, ids, deadline):
             reduced = False
             for i in range(n):
                 complement = [x for j, ch in enumerate(chunks) if j != i for x in ch]
-                got = test(complement)
+                got = rp.run(complement)
                 if got is not None and len(got) < len(c):
                     c, n, reduced = got, max(n - 1, 2), True
                     break
@@ -156,33 +175,28 @@ def _search(spec, backend, inv, ids, deadline):
     for a in spec.actions:
         by_name.setdefault(a.name, []).append(a)
 
-    def params_key(a):
-        return tuple(a.params.values())
-
     def replace_params(c):
-        changed = False
+        """Each step in turn: the same action with smaller parameters (ids of one action are in parameter order)."""
         k = 0
         while k < len(c) and not out_of_time():
             current = spec.actions[c[k]]
-            for alt in sorted(by_name[current.name], key=params_key):
-                if params_key(alt) >= params_key(current) or alt.id == current.id:
-                    continue
-                cand = c[:k] + [alt.id] + c[k + 1:]
-                got = test(cand)
-                if got is not None and len(got) <= len(c):
-                    c, changed = got, True
+            for alt in by_name[current.name]:
+                if alt.id >= current.id:
+                    break
+                got = rp.run(c[:k] + [alt.id] + c[k + 1:])
+                if better(got, c):
+                    c = got
                     break
             k += 1
-        return c, changed
+        return c
 
-    ids = test(ids)
+    ids = rp.run(ids, repair=False)
     if ids is None:
         return None, rp.replays
     while not out_of_time():
-        before = list(ids)
-        ids = ddmin(ids)
-        ids, changed = replace_params(ids)
-        if ids == before or (not changed and len(ids) == len(before)):
+        before = ids
+        ids = replace_params(ddmin(ids))
+        if not better(ids, before):
             break
     return ids, rp.replays
 
@@ -218,10 +232,9 @@ def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
     replays = 0
 
     if not reduce:
-        at = _Replayer(spec, spec, inv).violation_at(ids)
-        if at is None:
+        result = _Replayer(spec, spec, inv).run(ids, repair=False)
+        if result is None:
             raise ValueError(f"the trace does not violate {invariant} on replay")
-        result = ids[:at]
     else:
         result = None
         if backend is not None:

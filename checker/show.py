@@ -8,31 +8,40 @@ requests, ghosts). Cells that changed in the step are highlighted.
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 CHANGED = "bold yellow"
-KAFKA_COLUMNS = {"up": "up", "leader": "leader", "leader_epoch": "epoch", "leo": "LEO", "hw": "HW",
-                 "isr": "ISR"}
+KAFKA_COLUMNS = {"leo": "LEO", "hw": "HW", "leader": "leader", "leader_epoch": "epoch", "isr": "ISR",
+                 "up": "up"}
 
 
-def _replica_fields(spec):
+def replica_fields(spec):
     """Fields whose first axis is the replica (quorum fields, named q_*, are partition-wide)."""
     return [f for f in spec.layout.fields.values()
             if f.axes and f.axes[0] == "replica" and not f.name.startswith("q_")]
 
 
-def _fmt(field, value, spec):
-    """One field value as text: replica ids as r0.., replica bitsets as {r0,r1}, flags as ●/○."""
+def fmt_value(field, value, spec, depth=0):
+    """A field value as text: replica ids as r0.., replica sets as {r0,r1}, flags as ●/○; arrays element-wise."""
+    rank = len(field.shape) - depth
+    if rank > 1 or (rank == 1 and not (field.boolean and field.axes[-1:] == ("replica",))):
+        return "[" + " ".join(fmt_value(field, v, spec, depth + 1) for v in value) + "]"
+    if rank == 1:
+        return "{" + ",".join(f"r{i}" for i, b in enumerate(value) if b) + "}"
     if field.values == "replica":
         return "-" if value == spec.R else f"r{value}"
-    if isinstance(value, list) and field.boolean and field.axes[-1:] == ("replica",):
-        return "{" + ",".join(f"r{i}" for i, b in enumerate(value) if b) + "}"
     if isinstance(value, bool):
         return "●" if value else "○"
     return str(value)
 
 
-def _log(state, r):
+def step_label(name, params):
+    """An action with its parameters, as written in traces: ``fetch(f=1, l=0)``."""
+    return "initial state" if name is None else f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+
+
+def log_text(state, r):
     if not {"log_record", "log_epoch", "leo"} <= state.keys():
         return None
     leo = state["leo"][r]
@@ -40,21 +49,23 @@ def _log(state, r):
 
 
 def _cell(text, changed):
+    text = escape(text)
     return f"[{CHANGED}]{text}[/]" if changed else text
 
 
 def render(console: Console, spec, trace, explanations=None):
     """Print every step of a trace; ``explanations`` maps step index -> sentences to print under it."""
-    fields = _replica_fields(spec)
+    fields = replica_fields(spec)
     shown = [f for f in fields if f.name not in ("log_record", "log_epoch")]
+    shown.sort(key=lambda f: list(KAFKA_COLUMNS).index(f.name) if f.name in KAFKA_COLUMNS else len(KAFKA_COLUMNS))
     others = [f for f in spec.layout.fields.values() if f not in fields]
     prev = None
     for i, (name, params, state) in enumerate(trace.steps):
-        label = "initial state" if name is None else f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+        label = step_label(name, params)
         console.rule(f"[bold]step {i}[/]  {label}", align="left")
         table = Table(box=None, header_style="bold", pad_edge=False)
         table.add_column("replica")
-        has_log = _log(state, 0) is not None
+        has_log = log_text(state, 0) is not None
         if has_log:
             table.add_column("log (offset:record@epoch)")
         for f in shown:
@@ -62,19 +73,19 @@ def render(console: Console, spec, trace, explanations=None):
         for r in range(spec.R):
             row = [f"r{r}"]
             if has_log:
-                changed = prev is not None and _log(prev, r) != _log(state, r)
-                row.append(_cell(_log(state, r), changed))
+                changed = prev is not None and log_text(prev, r) != log_text(state, r)
+                row.append(_cell(log_text(state, r), changed))
             for f in shown:
                 v = state[f.name][r]
                 changed = prev is not None and prev[f.name][r] != v
-                row.append(_cell(_fmt(f, v, spec), changed))
+                row.append(_cell(fmt_value(f, v, spec, 1 if f in fields else 0), changed))
             table.add_row(*row)
         console.print(table)
         parts = []
         for f in others:
             v = state[f.name]
             changed = prev is not None and prev[f.name] != v
-            parts.append(_cell(f"{f.name}={_fmt(f, v, spec)}", changed))
+            parts.append(_cell(f"{f.name}={fmt_value(f, v, spec, 1 if f in fields else 0)}", changed))
         console.print("  " + "  ".join(parts))
         for sentence in (explanations or {}).get(i, []):
             console.print(f"  [bold magenta]▶ {sentence}[/]")

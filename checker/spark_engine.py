@@ -1,72 +1,84 @@
 """Exhaustive breadth-first search on Spark: the local engine's search, partitioned by fingerprint.
 
 ``spark_search`` gives exactly the answers of :func:`checker.bfs.search`
-(distinct states, transitions, depth, verdicts, the violating state's number and
-the same shortest trace, ties broken the same way) for any number of partitions.
+(distinct states, transitions, depth, verdicts, completeness, actions never
+fired, the violating state's number and level, and the same shortest trace with
+ties broken the same way) for any number of partitions.
 
-Data flow (RDD API, numpy batches as records, never one record per state)
--------------------------------------------------------------------------
+Data flow: the RDD API, numpy batches as records, one stage and one shuffle per level
+------------------------------------------------------------------------------------
 Partition ``p`` owns the states whose (canonical) fingerprint is ``p`` modulo
-the partition count. Between levels the search is one persisted RDD with one
-record per partition, a :class:`_Part`: its visited set (a
-:class:`checker.visited.VisitedSet`, sorted uint64 runs), and its share of the
-newest level (rows, fingerprints, sort keys). Each BFS level is one Spark job
-with one shuffle:
+the partition count. After level L the search is one persisted RDD, ``R_L``,
+with a single record per partition (a :class:`_Part`): the partition's visited
+set (a sorted uint64 array), its share of level L (rows, fingerprints) and
+their sort keys. One Spark stage per level runs, in each task:
 
-- map (one task per partition): expand the frontier batch chunk by chunk with
-  the numpy backend (``Search.expand``), de-duplicate successors locally
-  (keeping the smallest (parent id, action)), materialize their rows, and route
-  them by fingerprint to the owning partition;
-- reduce: the owning partition's previous record (read from the cache: the
-  level RDD and the shuffled successors share one partitioner, so their union
-  is partition-aligned and no visited set moves through the shuffle) plus every
-  map task's successors: keep the smallest (parent id, action) per fingerprint,
-  anti-join the visited set, merge the new fingerprints into it, check the
-  pending invariants on the new rows, and write the level's
-  (fingerprint, parent, action) to ``levels/level-NNNNN/part-PPPPP.parquet``,
-  written to a temporary name and renamed into place, so a retried or
-  speculative task rewrites the same file.
+- reduce (level L-1 -> L): the partition's record of ``R_{L-1}``, read from the
+  cache (``R_{L-1}`` and the shuffled successors share one partitioner, so their
+  union is partition-aligned: no visited set moves through a shuffle), and the
+  successors every map task routed here. Keep the smallest (parent, action) per
+  fingerprint, anti-join the visited set and merge the new fingerprints into it
+  (``np.insert``), check the pending invariants on the new rows, and write the
+  level's (fingerprint, parent, action) to
+  ``levels/level-LLLLL/part-PPPPP.parquet`` under a temporary name renamed into
+  place, so a retried or speculative task rewrites the same file. The record
+  becomes ``R_L`` (persisted, memory and disk).
+- map (level L -> L+1), pipelined after it in the same task: expand the
+  partition's share of level L chunk by chunk with the numpy backend
+  (``Search.expand``), de-duplicate locally keeping the smallest
+  (parent, action), materialize those rows, and route them by fingerprint.
 
-Nothing lives in executor-side globals except the spec (re-instantiated from
-its class and bounds once per Python worker): a retried task reads its inputs
-from the cache or the shuffle again and produces the same record. Levels are
-persisted (memory and disk) and checkpointed every few levels (reliable
-checkpoint under ``workdir/checkpoints``) so that lineage, task size and
-recomputation after a lost executor stay bounded.
+Jobs: the driver chains several levels per job while levels are small
+(``batch_states``; a job of B levels is B + 1 stages), one level per job
+once they are large. It learns each level's outcome from task summaries sent
+through an accumulator keyed by (level, partition), so a recomputed task
+changes nothing; the job's action is a JVM-side count, so no extra Python pass
+runs over the cached records. Nothing lives in executor-side globals but the
+spec, re-instantiated from its class and bounds once per Python worker: a
+retried task reads its inputs from the cache, the shuffle and the Parquet files
+of the previous level again and produces the same record. Every
+``checkpoint_every`` levels the level RDD is checkpointed (``workdir/checkpoints``)
+to bound lineage, task size and recomputation after a lost executor.
 
 State numbering (what makes the answers identical)
 --------------------------------------------------
 The local engine numbers the states of a level in the order of their canonical
-discovery ``(parent number, action instance)``, the smallest such pair among all
-discoveries of the state in that level. Each state here carries that pair
-packed into one uint64 sort key, ``parent << 16 | action``; keys are unique
-within a level (a (parent, action) pair has one successor). A state's number is
-then ``level start + its key's rank among all keys of its level``.
-Partition ``p`` holds an arbitrary subset of the level (it is chosen by
-fingerprint), so the rank is global: after each level's job the driver
-collects each partition's sorted key array (8 bytes per state of that level,
-transiently) and broadcasts the list to the next job; a map task numbers its
-frontier as ``level start + sum over partitions of searchsorted(keys_q, key)``.
-The driver also uses the keys to number the first violating state of each
-invariant (each partition reports the smallest key violating it) and, for
-``max_states``, to cut the level exactly where the local engine's chunked loop
-stops. The alternative, range-partitioning each level by key for a second
-shuffle, moves every row twice per level and adds a stage; the driver's share
-here is one sorted uint64 array of the newest level, never the visited set.
+discovery ``(parent number, action instance)``: the smallest such pair among
+all discoveries of the state in that level. Here each level-L state carries
+that pair packed into one uint64 sort key ``K = parent number << 16 | action``
+(unique within the level: a (parent, action) pair has one successor), and
+its number is ``start of level L + rank of K among all level-L keys``.
 
-Traces: the driver takes the violating state's (parent, action) from its key,
-then for each earlier level reads that level's Parquet files, sorts their keys
-and indexes them by rank, back to the initial state, and replays the path on
-the scalar backend (``Search.trace``).
+A partition holds an arbitrary (fingerprint-chosen) subset of a level, so a
+rank is global; but the ranks of level L are needed only one stage later, so
+they come from the Parquet files of level L, complete once the stage that
+wrote them is over (the shuffle is the barrier), and the driver never handles
+per-state data. The map task expanding level L does not know its states'
+numbers, only their keys, and since keys and numbers are in the same order it
+tags each successor with ``K(parent) << 16 | action``, which orders successors
+exactly as (parent number, action) does. The reduce task then picks the
+smallest tag per fingerprint, reads the level-L keys from the files and turns
+each winner's ``K(parent)`` into the parent's number (``level start + sum over
+files of searchsorted``), giving the winner's own key and the Parquet row.
+Packing needs parent numbers below 2**32 (the local engine stores them as
+uint32 as well). The first violating state of an invariant is the smallest key
+violating it in the first level where any partition reports one; the driver
+ranks it against that level's files. ``max_states`` cuts the level where the
+local engine's chunked loop stops (its chunk of parents, ``chunk``): the
+reduce tasks report transitions per chunk of parent numbers.
 
-Budgets: ``max_depth`` and ``max_states`` stop where the local engine stops
-(the level is cut at the same 32768-parent chunk boundary as its loop);
-``time_limit`` is checked after each level, and a level still running at the
-deadline is cancelled and left out.
+Traces: from the violating state, the driver reads each earlier level's keys
+from its Parquet files, indexes them by rank for the parent and the action, and
+replays the path on the scalar backend (``Search.trace``).
 
-Fault tolerance in local mode needs a master with retries, e.g. ``local[2,4]``
-(``local[N]`` fails the job on the first task failure). On a cluster,
-``workdir`` must be a path every executor and the driver can read and write.
+Budgets: ``max_depth`` and ``max_states`` stop where the local engine stops;
+``time_limit`` is checked after each level, and a job still running at the
+deadline is cancelled (the levels it finished are kept).
+
+Fault tolerance in local mode needs a master with task retries, e.g.
+``local[2,4]`` (``local[N]`` fails the job on the first task failure). On a
+cluster, ``workdir`` must be a POSIX path that every executor and the driver
+can read and write (the Parquet files are the numbering barrier).
 """
 from __future__ import annotations
 
@@ -87,30 +99,34 @@ from checker.fingerprint import Symmetry
 
 try:
     from pyspark.accumulators import AccumulatorParam
-except ImportError:                      # pyspark missing: spark_search reports it when called
+except ImportError:                      # pyspark missing: spark_search fails when called, not on import
     AccumulatorParam = object
 
 ACTION_BITS = 16
 ACTION_MASK = np.uint64((1 << ACTION_BITS) - 1)
+MAX_KEY = np.uint64(1 << (64 - ACTION_BITS))      # keys must leave room for one more action
 CHECKPOINT_EVERY = 8
+BATCH_STATES = 50_000          # chain levels into one job while the predicted states stay below this
+MAX_BATCH = 8
 
 
 def local_chunk():
-    """The local engine's default chunk: its max_states granularity, which spark_search reproduces."""
+    """The local engine's default chunk: its max_states granularity, reproduced here."""
     return inspect.signature(Search.__init__).parameters["chunk"].default
 
 
 # ---------------------------------------------------------------------------------------------
-# records and per-worker caches
+# records, caches, helpers
 # ---------------------------------------------------------------------------------------------
 class _Part:
     """One partition's share of the search after a level: the single record of its RDD partition."""
 
-    def __init__(self, visited, rows, fps, keys):
-        self.visited = visited       # uint64, sorted: every owned (canonical) fingerprint seen so far
-        self.rows = rows             # int8, width x n: owned states of the newest level, in key order
-        self.fps = fps               # uint64 (n,): their full Zobrist fingerprints (delta base for expand)
-        self.keys = keys             # uint64 (n,): sorted (parent id << 16 | action) of their discovery
+    def __init__(self, visited, rows, fps, keys, level_start):
+        self.visited = visited          # uint64, sorted: every owned (canonical) fingerprint seen so far
+        self.rows = rows                # int8, width x n: owned states of the newest level, in key order
+        self.fps = fps                  # uint64 (n,): their full Zobrist fingerprints (expand's delta base)
+        self.keys = keys                # uint64 (n,), sorted: parent number << 16 | action
+        self.level_start = level_start  # number of the level's first state
 
 
 class _Job:
@@ -118,6 +134,17 @@ class _Job:
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
+
+
+class _Summaries(AccumulatorParam):
+    """Task summaries keyed by (level, partition): merging is idempotent, so a recomputed task changes nothing."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, a, b):
+        a.update(b)
+        return a
 
 
 _WORKER_CACHE = {}
@@ -129,7 +156,7 @@ def _worker_search(job):
     found = _WORKER_CACHE.get(key)
     if found is None:
         spec = job.spec_class(**dict(job.bounds))
-        search = Search(spec, [], symmetry=False, chunk=job.chunk)
+        search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk)
         sym = Symmetry(spec.layout, search.zobrist, spec.R) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
     return found
@@ -139,8 +166,14 @@ def _ident(k):
     return k
 
 
+def _bind(fn, job):
+    def task(index, records):
+        return fn(job, index, records)
+    return task
+
+
 def _first_per_fingerprint(fp):
-    """Index of the first occurrence of each distinct fingerprint (in fingerprint order)."""
+    """Index of the first occurrence of each distinct fingerprint, in fingerprint order."""
     if fp.size == 0:
         return np.zeros(0, dtype=np.int64)
     order = np.argsort(fp)
@@ -151,7 +184,7 @@ def _first_per_fingerprint(fp):
 
 
 def _ranks(key_lists, keys):
-    """Rank of each key among the union of the sorted key arrays (keys are distinct across arrays)."""
+    """Rank of each key among the union of sorted key arrays (keys are distinct across arrays)."""
     r = np.zeros(keys.size, dtype=np.int64)
     for k in key_lists:
         if k.size:
@@ -159,151 +192,16 @@ def _ranks(key_lists, keys):
     return r
 
 
-def _maybe_fail(job, stage, index):
-    """Test hook: fail the first attempt of one task (``_fault=(stage, level, partition)``)."""
-    if job.fault is not None and job.fault == (stage, job.level, index):
-        from pyspark import TaskContext
-        ctx = TaskContext.get()
-        if ctx is not None and ctx.attemptNumber() == 0:
-            raise RuntimeError(f"injected failure: {stage} task {index} of level {job.level}, attempt 0")
-
-
-# ---------------------------------------------------------------------------------------------
-# the two halves of a level
-# ---------------------------------------------------------------------------------------------
-def _map_task(job, index, records):
-    """Expand this partition's frontier; route locally de-duplicated successors to their owners."""
-    spec, search, sym = _worker_search(job)
-    P, chunk = job.partitions, job.chunk
-    for _, part in records:
-        transitions = np.zeros(job.n_chunks, dtype=np.int64)
-        fired = np.zeros(len(spec.actions), dtype=bool)
-        out_fp, out_key, out_rows = [], [], []
-        n = part.keys.size
-        if n:
-            gids = job.level_start + (_ranks(_read_level_keys(job.workdir, job.level, merged=False), part.keys)
-                                      if job.level > 1 else np.zeros(n, dtype=np.int64))
-            for cs in range(0, n, chunk):
-                batch = np.ascontiguousarray(part.rows[:, cs:cs + chunk])
-                parts = search.expand(batch, part.fps[cs:cs + chunk])
-                if not parts:
-                    continue
-                sizes = np.array([p[1].size for p in parts])
-                fired[[p[0] for p in parts]] = True
-                part_of = np.repeat(np.arange(len(parts)), sizes)
-                pos = np.concatenate([np.arange(s) for s in sizes])
-                parent = np.concatenate([p[1] for p in parts])
-                action = np.concatenate([np.full(p[1].size, p[0], dtype=np.uint64) for p in parts])
-                g = gids[cs + parent]
-                transitions += np.bincount((g - job.level_start) // chunk, minlength=job.n_chunks)
-                key = (g.astype(np.uint64) << np.uint64(ACTION_BITS)) | action
-                if sym is None:
-                    fp = np.concatenate([p[3] for p in parts])
-                    succ = None
-                else:
-                    succ = Search.materialize(batch, parts, (part_of, pos))
-                    fp = sym.canonical(succ)
-                order = np.argsort(key)
-                win = order[_first_per_fingerprint(fp[order])]
-                out_fp.append(fp[win])
-                out_key.append(key[win])
-                out_rows.append(Search.materialize(batch, parts, (part_of[win], pos[win]))
-                                if succ is None else succ[:, win])
-        if out_fp:
-            fp = np.concatenate(out_fp)
-            key = np.concatenate(out_key)
-            rows = np.concatenate(out_rows, axis=1)
-            # across chunks the earlier chunk holds the smaller parent: keep each fingerprint's first
-            first = _first_per_fingerprint(fp)
-            owner = (fp[first] % np.uint64(P)).astype(np.int64)
-            order = first[np.argsort(owner, kind="stable")]
-            owner = np.sort(owner)
-            cuts = np.searchsorted(owner, np.arange(P + 1))
-            for q in range(P):
-                sel = order[cuts[q]:cuts[q + 1]]
-                if sel.size:
-                    yield q, ("d", fp[sel], key[sel], np.ascontiguousarray(rows[:, sel]))
-        _maybe_fail(job, "map", index)
-        yield index, ("s", transitions, fired)
-
-
-def _reduce_task(job, index, records):
-    """Anti-join this partition's successors with its visited set; the new record of the partition."""
-    spec, search, sym = _worker_search(job)
-    prev, fps, keys, rows = None, [], [], []
-    transitions = np.zeros(job.n_chunks, dtype=np.int64)
-    fired = np.zeros(len(spec.actions), dtype=bool)
-    for _, v in records:
-        if isinstance(v, _Part):
-            prev = v
-        elif v[0] == "d":
-            fps.append(v[1])
-            keys.append(v[2])
-            rows.append(v[3])
-        else:
-            transitions += v[1]
-            fired |= v[2]
-    visited = prev.visited
-    width = spec.layout.width
-    if fps:
-        fp = np.concatenate(fps)
-        key = np.concatenate(keys)
-        allrows = np.concatenate(rows, axis=1)
-        order = np.argsort(key)
-        win = order[_first_per_fingerprint(fp[order])]     # smallest key per fingerprint, by fingerprint
-        unique = fp[win]
-        if visited.size:
-            at = np.searchsorted(visited, unique)
-            at[at == visited.size] = 0
-            fresh = visited[at] != unique
-        else:
-            fresh = np.ones(unique.size, dtype=bool)
-        win, unique = win[fresh], unique[fresh]
-        visited = np.insert(visited, np.searchsorted(visited, unique), unique)
-        win = win[np.argsort(key[win])]
-        new_rows = np.ascontiguousarray(allrows[:, win])
-        new_keys = key[win]
-        new_fps = fp[win] if sym is None else search.zobrist.full(new_rows)
-        new_key_fps = fp[win]
-    else:
-        new_rows = np.zeros((width, 0), dtype=np.int8)
-        new_keys = np.zeros(0, dtype=np.uint64)
-        new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
-    violations = {}
-    if new_keys.size:
-        for name in job.pending:
-            bad = np.flatnonzero(~spec.holds_batch(spec.invariants[name], new_rows))
-            if bad.size:
-                violations[name] = int(new_keys[bad[0]])
-    _write_level(job, index, new_key_fps, new_keys)
-    _maybe_fail(job, "reduce", index)
-    job.summaries.add({(job.level, index): dict(
-        count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited_states=int(visited.size))})
-    yield index, _Part(visited, new_rows, new_fps, new_keys)
-
-
-class _Summaries(AccumulatorParam):
-    """Per-(level, partition) task summaries; merging is idempotent, so a recomputed task changes nothing."""
-
-    def zero(self, value):
-        return {}
-
-    def addInPlace(self, a, b):
-        a.update(b)
-        return a
-
-
 def _level_path(workdir, level, index=None):
     d = os.path.join(workdir, "levels", f"level-{level:05d}")
     return d if index is None else os.path.join(d, f"part-{index:05d}.parquet")
 
 
-def _write_level(job, index, fps, keys):
-    """The level's (fingerprint, parent, action) of this partition, in key order; atomic, deterministic."""
+def _write_level(workdir, level, index, fps, keys):
+    """A partition's (fingerprint, parent, action) of a level, in key order; atomic and deterministic."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    path = _level_path(job.workdir, job.level + 1, index)
+    path = _level_path(workdir, level, index)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     table = pa.table({"fingerprint": pa.array(fps, type=pa.uint64()),
                       "parent": pa.array(keys >> np.uint64(ACTION_BITS), type=pa.uint64()),
@@ -315,18 +213,151 @@ def _write_level(job, index, fps, keys):
 
 def _read_level_keys(workdir, level, merged=True):
     """Every key of a level from its Parquet files: one sorted array, or one per partition file."""
-    import pyarrow.parquet as pq
-    d = _level_path(workdir, level)
-    keys = []
-    for name in sorted(os.listdir(d)):
-        if name.endswith(".parquet"):
-            t = pq.read_table(os.path.join(d, name), columns=["parent", "action"])
-            parent = t.column("parent").to_numpy().astype(np.uint64)
-            action = t.column("action").to_numpy().astype(np.uint64)
-            keys.append((parent << np.uint64(ACTION_BITS)) | action)
+    if level == 1:
+        keys = [np.zeros(1, dtype=np.uint64)]                # the initial state: number 0, key 0
+    else:
+        import pyarrow.parquet as pq
+        d = _level_path(workdir, level)
+        keys = []
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".parquet"):
+                t = pq.read_table(os.path.join(d, name), columns=["parent", "action"])
+                parent = t.column("parent").to_numpy().astype(np.uint64)
+                action = t.column("action").to_numpy().astype(np.uint64)
+                keys.append((parent << np.uint64(ACTION_BITS)) | action)
     if not merged:
         return keys
     return np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
+
+
+def _maybe_fail(job, stage, index):
+    """Test hook: fail the first attempt of one task (``_fault=(stage, level, partition)``)."""
+    if job.fault is not None and tuple(job.fault) == (stage, job.level, index):
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        if ctx is not None and ctx.attemptNumber() == 0:
+            raise RuntimeError(f"injected failure: {stage} task {index} of level {job.level}, attempt 0")
+
+
+# ---------------------------------------------------------------------------------------------
+# the two halves of a level
+# ---------------------------------------------------------------------------------------------
+def _map_task(job, index, records):
+    """Expand this partition's share of level ``job.level``; route de-duplicated successors to their owners.
+
+    A successor is tagged ``K(parent) << 16 | action``: the parent's number is not
+    known here, but its key is, in the same order.
+    """
+    spec, search, sym = _worker_search(job)
+    P, chunk = job.partitions, job.chunk
+    for _, part in records:
+        n = part.keys.size
+        counts = np.zeros(n, dtype=np.int64)
+        fired = np.zeros(len(spec.actions), dtype=bool)
+        out_fp, out_tag, out_rows = [], [], []
+        if n and part.keys[-1] >= MAX_KEY:
+            raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
+        for cs in range(0, n, chunk):
+            batch = np.ascontiguousarray(part.rows[:, cs:cs + chunk])
+            parts = search.expand(batch, part.fps[cs:cs + chunk])
+            if not parts:
+                continue
+            sizes = np.array([p[1].size for p in parts])
+            fired[[p[0] for p in parts]] = True
+            part_of = np.repeat(np.arange(len(parts)), sizes)
+            pos = np.arange(part_of.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            parent = np.concatenate([p[1] for p in parts])
+            counts[cs:cs + batch.shape[1]] += np.bincount(parent, minlength=batch.shape[1])
+            action = np.concatenate([np.full(p[1].size, p[0], dtype=np.uint64) for p in parts])
+            tag = (part.keys[cs + parent] << np.uint64(ACTION_BITS)) | action
+            if sym is None:
+                fp = np.concatenate([p[3] for p in parts])
+                succ = None
+            else:
+                succ = Search.materialize(batch, parts, (part_of, pos))
+                fp = sym.canonical(succ)
+            order = np.argsort(tag)
+            win = order[_first_per_fingerprint(fp[order])]
+            out_fp.append(fp[win])
+            out_tag.append(tag[win])
+            out_rows.append(Search.materialize(batch, parts, (part_of[win], pos[win]))
+                            if succ is None else succ[:, win])
+        if out_fp:
+            fp = np.concatenate(out_fp)
+            tag = np.concatenate(out_tag)
+            rows = np.concatenate(out_rows, axis=1)
+            first = _first_per_fingerprint(fp)        # chunks ascend in key: the first is the smallest
+            owner = (fp[first] % np.uint64(P)).astype(np.int64)
+            order = first[np.argsort(owner, kind="stable")]
+            cuts = np.searchsorted(np.sort(owner), np.arange(P + 1))
+            for q in range(P):
+                sel = order[cuts[q]:cuts[q + 1]]
+                if sel.size:
+                    yield q, ("d", fp[sel], tag[sel], np.ascontiguousarray(rows[:, sel]))
+        _maybe_fail(job, "map", index)
+        yield index, ("s", counts, fired)
+
+
+def _reduce_task(job, index, records):
+    """Level ``job.level + 1`` of this partition: anti-join, number, check, write; the new record."""
+    spec, search, sym = _worker_search(job)
+    prev, fps, tags, rows = None, [], [], []
+    counts, fired = None, np.zeros(len(spec.actions), dtype=bool)
+    for _, v in records:
+        if isinstance(v, _Part):
+            prev = v
+        elif v[0] == "d":
+            fps.append(v[1])
+            tags.append(v[2])
+            rows.append(v[3])
+        else:
+            counts, fired = v[1], v[2]
+    level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
+    n_level = sum(k.size for k in level_keys)
+    ls = prev.level_start
+    visited = prev.visited
+    if fps:
+        fp = np.concatenate(fps)
+        tag = np.concatenate(tags)
+        allrows = np.concatenate(rows, axis=1)
+        order = np.argsort(tag)
+        win = order[_first_per_fingerprint(fp[order])]    # smallest (parent, action) per fingerprint
+        unique = fp[win]
+        if visited.size:
+            at = np.searchsorted(visited, unique)
+            at[at == visited.size] = 0
+            fresh = visited[at] != unique
+            win, unique = win[fresh], unique[fresh]
+        visited = np.insert(visited, np.searchsorted(visited, unique), unique)
+        win = win[np.argsort(tag[win])]
+        tag = tag[win]
+        parent = ls + _ranks(level_keys, tag >> np.uint64(ACTION_BITS))
+        new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
+        new_rows = np.ascontiguousarray(allrows[:, win])
+        new_key_fps = fp[win]
+        new_fps = new_key_fps if sym is None else search.zobrist.full(new_rows)
+    else:
+        new_rows = np.zeros((spec.layout.width, 0), dtype=np.int8)
+        new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
+    violations = {}
+    if new_keys.size:
+        for name in job.pending:
+            bad = np.flatnonzero(~spec.holds_batch(spec.invariants[name], new_rows))
+            if bad.size:
+                violations[name] = int(new_keys[bad[0]])
+    # transitions by chunk of parent numbers (the local engine's max_states granularity)
+    n_chunks = -(-n_level // job.chunk)
+    if counts is not None and counts.size:
+        own = _ranks(level_keys, prev.keys) // job.chunk         # the frontier's numbers, less ls
+        transitions = np.bincount(own, weights=counts, minlength=n_chunks).astype(np.int64)
+    else:
+        transitions = np.zeros(n_chunks, dtype=np.int64)
+    _write_level(job.workdir, job.level + 1, index, new_key_fps, new_keys)
+    _maybe_fail(job, "reduce", index)
+    job.summaries.add({(job.level, index): dict(
+        count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
+        visited=int(visited.size))})
+    yield index, _Part(visited, new_rows, new_fps, new_keys, ls + n_level)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,13 +378,18 @@ def _local_cores(master):
     m = re.fullmatch(r"local(?:\[(\*|\d+)(?:\s*,\s*\d+)?\])?", master.strip())
     if not m:
         return None
-    if m.group(1) in (None, ""):
+    if m.group(1) is None:
         return 1
     return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
 
 
 def spark_context(master="local[*]", partitions=None, conf=None):
-    """The active SparkContext, or a new quiet one: (context, whether this call created it)."""
+    """The active SparkContext, or a new quiet one: (context, whether this call created it).
+
+    A new context gets the UI and console progress off, error-level logging, and
+    ``spark.default.parallelism`` / ``spark.sql.shuffle.partitions`` set to the
+    partition count (or the local core count); ``conf`` adds or overrides settings.
+    """
     from pyspark import SparkConf, SparkContext
     sc = SparkContext._active_spark_context
     if sc is not None:
@@ -382,27 +418,32 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 # ---------------------------------------------------------------------------------------------
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, max_states=None,
                  max_depth=None, time_limit=None, progress=None, workdir=None, *, chunk=None,
-                 checkpoint_every=CHECKPOINT_EVERY, conf=None, _fault=None):
+                 checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, _fault=None):
     """Exhaustive search of the named invariants on Spark; the same SearchResult as checker.bfs.search.
 
-    ``master`` is used only when no SparkContext is active (an active one is reused
-    and left running; one created here is stopped at the end). ``partitions``
-    defaults to the context's default parallelism. ``workdir`` receives the
-    per-level Parquet files and checkpoints (a temporary directory, removed at the
-    end, when not given). ``progress`` is called after each level with depth,
-    frontier, distinct, seconds (and level_seconds when it accepts it).
+    ``master`` (and ``conf``, extra Spark settings) are used only when no
+    SparkContext is active: an active one is reused and left running, one
+    created here is stopped at the end. ``partitions`` defaults to the context's
+    default parallelism. ``workdir`` receives the per-level Parquet files and the
+    checkpoints (a temporary directory, removed at the end, when not given).
+    ``progress`` is called after each level with depth, frontier, distinct and
+    seconds like the local engine's, plus level_seconds when it accepts it.
+    ``chunk`` is the local engine's chunk whose max_states cut is reproduced
+    (its default when None) and the map tasks' expansion batch.
+    ``batch_states``: levels are chained into one job while the predicted number
+    of their states stays below it (0: one level per job).
     """
     from pyspark import StorageLevel
     from pyspark.core.rdd import RDD
 
     start = time.perf_counter()
     chunk = chunk or local_chunk()
-    search = Search(spec, invariants, symmetry=symmetry, chunk=chunk)     # checks the invariant names first
+    search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
     sc, created = spark_context(master, partitions, conf)
     P = int(partitions or sc.defaultParallelism)
     own_workdir = workdir is None
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
-    for sub in ("levels", "checkpoints"):            # files of an earlier run would be read as this one's
+    for sub in ("levels", "checkpoints"):            # an earlier run's files would be read as this one's
         shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
     os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)
     if checkpoint_every:
@@ -414,106 +455,126 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     init_fp = search.zobrist.full(init)
     init_key_fp = init_fp if sym is None else sym.canonical(init)
     owner0 = int(init_key_fp[0] % np.uint64(P))
-
-    violations = {}
-    pending = []
+    violations, pending = {}, []
     for inv in search.invariants:
         if spec.holds_batch(inv, init)[0]:
             pending.append(inv.name)
         else:
             violations[inv.name] = Violation(inv.name, 0, 1)
 
-    width = spec.layout.width
-    records = []
-    for p in range(P):
-        if p == owner0:
-            records.append((p, _Part(init_key_fp.copy(), init.copy(), init_fp.copy(), np.zeros(1, np.uint64))))
-        else:
-            records.append((p, _Part(np.zeros(0, np.uint64), np.zeros((width, 0), np.int8), np.zeros(0, np.uint64),
-                                     np.zeros(0, np.uint64))))
+    empty_rows = np.zeros((spec.layout.width, 0), dtype=np.int8)
+    empty = np.zeros(0, dtype=np.uint64)
+    records = [(p, _Part(init_key_fp.copy(), init.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
+                if p == owner0 else _Part(empty, empty_rows, empty, empty, 0)) for p in range(P)]
     summaries = sc.accumulator({}, _Summaries())
     level_rdd = sc.parallelize(records, P).partitionBy(P, _ident).persist(StorageLevel.MEMORY_AND_DISK)
-    rdds = [level_rdd]
+    live = [level_rdd]
     level_start, level_sizes = [0], [1]
     fired = np.zeros(len(spec.actions), dtype=bool)
     transitions, depth, budget_hit, complete = 0, 1, None, False
     visited_states = 1
+    since_checkpoint = 0
+    t_level = time.perf_counter()
     spec_class, bounds = type(spec), tuple(sorted(spec.bounds.items()))
     try:
-        while level_sizes[-1] and pending:
+        stop = False
+        while not stop and level_sizes[-1] and pending:
             if max_depth is not None and depth >= max_depth:
                 budget_hit = f"max depth {max_depth}"
                 break
+            n_levels = _batch_size(level_sizes, batch_states, None if max_depth is None else max_depth - depth)
+            rdd, chained = level_rdd, []
+            for level in range(depth, depth + n_levels):
+                job = _Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
+                           partitions=P, level=level, pending=tuple(pending), workdir=workdir,
+                           summaries=summaries, fault=_fault)
+                disc = rdd.mapPartitionsWithIndex(_bind(_map_task, job)).partitionBy(P, _ident)
+                # the level and its successors share the partitioner: their union is partition-aligned
+                both = RDD(rdd._jrdd.union(disc._jrdd), sc, disc._jrdd_deserializer)
+                both.partitioner = disc.partitioner
+                rdd = both.mapPartitionsWithIndex(_bind(_reduce_task, job), preservesPartitioning=True)
+                rdd.persist(StorageLevel.MEMORY_AND_DISK)
+                chained.append(rdd)
+            since_checkpoint += n_levels
+            if checkpoint_every and since_checkpoint >= checkpoint_every:
+                rdd.checkpoint()
+                since_checkpoint = 0
+            finished = _run_job(sc, rdd, start, time_limit)
+            if not finished:
+                budget_hit = f"time limit {time_limit:g}s"
+                stop = True
+            first = depth
+            for level in range(first, first + n_levels):
+                depth = level                              # the level being expanded, as in the local loop
+                done = [summaries.value.pop((level, p), None) for p in range(P)]
+                if any(s is None for s in done):           # cancelled before this level finished
+                    stop = True
+                    break
+                ls, n_frontier = level_start[-1], level_sizes[-1]
+                next_id = ls + n_frontier
+                n_new = sum(s["count"] for s in done)
+                level_transitions = sum(s["transitions"] for s in done)
+                for s in done:
+                    fired |= s["fired"]
+                visited_states = sum(s["visited"] for s in done)
+                new_keys, cut, level_budget = None, n_new, None
+                if n_new and max_states is not None and next_id + n_new >= max_states:
+                    # the local engine stops after the first chunk of parents that reaches max_states
+                    new_keys = _read_level_keys(workdir, level + 1, merged=False)
+                    parents = (np.concatenate(new_keys) >> np.uint64(ACTION_BITS)).astype(np.int64)
+                    cum = np.cumsum(np.bincount((parents - ls) // chunk, minlength=len(level_transitions)))
+                    c = int(np.searchsorted(cum, max(max_states - next_id, 1)))
+                    cut = int(cum[c])
+                    level_transitions = level_transitions[:c + 1]
+                    level_budget = f"max states {max_states}"
+                transitions += int(np.sum(level_transitions))
+                for name in list(pending):
+                    found = [s["violations"][name] for s in done if name in s["violations"]]
+                    if found:
+                        if new_keys is None:
+                            new_keys = _read_level_keys(workdir, level + 1, merged=False)
+                        rank = int(_ranks(new_keys, np.array([min(found)], dtype=np.uint64))[0])
+                        if rank < cut:
+                            violations[name] = Violation(name, next_id + rank, level + 1)
+                            pending.remove(name)
+                if not n_new:
+                    complete = budget_hit is None
+                    stop = True
+                    break
+                level_start.append(next_id)
+                level_sizes.append(cut)
+                level_rdd = chained[level - first]
+                if report is not None:
+                    now = time.perf_counter()
+                    report(depth=level, frontier=n_frontier, distinct=next_id + cut, seconds=now - start,
+                           level_seconds=(now - t_level) / n_levels)
+                if level_budget:
+                    budget_hit = level_budget
+                    stop = True
+                    break
+                depth = level + 1
+                if not pending:
+                    stop = True
+                    break
+            else:
+                if time_limit is not None and time.perf_counter() - start > time_limit:
+                    # as the local engine: the level during which the time ran out is kept, not counted
+                    budget_hit = f"time limit {time_limit:g}s"
+                    depth -= 1
+                    stop = True
+                elif not finished:
+                    depth -= 1
             t_level = time.perf_counter()
-            ls, n_frontier = level_start[-1], level_sizes[-1]
-            next_id = ls + n_frontier
-            job = _Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
-                       partitions=P, level=depth, level_start=ls, n_chunks=-(-n_frontier // chunk),
-                       pending=tuple(pending), workdir=workdir, summaries=summaries, fault=_fault)
-            disc = level_rdd.mapPartitionsWithIndex(_bind(_map_task, job)).partitionBy(P, _ident)
-            # the level and its successors share the partitioner: their union is partition-aligned
-            both = RDD(level_rdd._jrdd.union(disc._jrdd), sc, disc._jrdd_deserializer)
-            both.partitioner = disc.partitioner
-            nxt = both.mapPartitionsWithIndex(_bind(_reduce_task, job), preservesPartitioning=True)
-            nxt.persist(StorageLevel.MEMORY_AND_DISK)
-            checkpoint = bool(checkpoint_every) and depth % checkpoint_every == 0
-            if checkpoint:
-                nxt.checkpoint()
-            if not _run_level(sc, nxt, start, time_limit):
-                nxt.unpersist(blocking=False)        # cancelled at the time limit: the level is left out
-                budget_hit = f"time limit {time_limit:g}s"
+            for r in live + chained:
+                if r is not level_rdd:
+                    r.unpersist(blocking=False)
+            live = [level_rdd]
+            if stop:
                 break
-            done = [summaries.value.pop((depth, p)) for p in range(P)]
-            n_new = sum(s["count"] for s in done)
-            level_transitions = sum(s["transitions"] for s in done)
-            for s in done:
-                fired |= s["fired"]
-            visited_states = sum(s["visited_states"] for s in done)
-            new_keys = None
-            cut = n_new
-            if n_new and max_states is not None and next_id + n_new >= max_states:
-                # the local engine stops after the first chunk of parents that reaches max_states
-                new_keys = _read_level_keys(workdir, depth + 1, merged=False)
-                parents = (np.concatenate(new_keys) >> np.uint64(ACTION_BITS)).astype(np.int64)
-                cum = np.cumsum(np.bincount((parents - ls) // chunk, minlength=len(level_transitions)))
-                c = int(np.searchsorted(cum, max(max_states - next_id, 1)))
-                cut = int(cum[c])
-                level_transitions = level_transitions[:c + 1]
-                budget_hit = f"max states {max_states}"
-            transitions += int(np.sum(level_transitions))
-            for name in list(pending):
-                found = [s["violations"][name] for s in done if name in s["violations"]]
-                if found:
-                    if new_keys is None:
-                        new_keys = _read_level_keys(workdir, depth + 1, merged=False)
-                    rank = int(_ranks(new_keys, np.array([min(found)], dtype=np.uint64))[0])
-                    if rank < cut:
-                        violations[name] = Violation(name, next_id + rank, depth + 1)
-                        pending.remove(name)
-            if not n_new:
-                complete = budget_hit is None
-                break
-            level_start.append(next_id)
-            level_sizes.append(cut)
-            for old in rdds[:-1]:
-                old.unpersist(blocking=False)
-            rdds = rdds[-1:] + [nxt]
-            level_rdd = nxt
-            if report is not None:
-                now = time.perf_counter()
-                report(depth=depth, frontier=n_frontier, distinct=next_id + cut, seconds=now - start,
-                       level_seconds=now - t_level)
-            if budget_hit:
-                break
-            if time_limit is not None and time.perf_counter() - start > time_limit:
-                budget_hit = f"time limit {time_limit:g}s"
-                break
-            depth += 1
-
         for v in violations.values():
             v.steps = _trace(search, workdir, v, level_start)
     finally:
-        for r in rdds:
+        for r in live:
             r.unpersist(blocking=False)
         if created:
             sc.stop()
@@ -531,10 +592,15 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [])
 
 
-def _bind(fn, job):
-    def task(index, records):
-        return fn(job, index, records)
-    return task
+def _batch_size(level_sizes, batch_states, depth_left):
+    """How many levels the next job computes: more while levels are small, predicted by the last growth."""
+    n = level_sizes[-1]
+    growth = max(n / level_sizes[-2], 1.0) if len(level_sizes) > 1 else 4.0
+    count, total = 1, n * growth
+    while count < MAX_BATCH and total + n * growth ** (count + 1) <= batch_states:
+        count += 1
+        total += n * growth ** count
+    return count if depth_left is None else max(1, min(count, depth_left))
 
 
 def _progress_reporter(progress):
@@ -550,8 +616,11 @@ def _progress_reporter(progress):
     return lambda level_seconds, **kw: progress(**kw)
 
 
-def _run_level(sc, rdd, start, time_limit):
-    """Compute and cache the level (a JVM-side count: no extra Python pass); False if cancelled at the time limit."""
+def _run_job(sc, rdd, start, time_limit):
+    """Compute and cache the chained levels (a JVM-side count: no Python pass over the records).
+
+    False if the job was cancelled at the time limit.
+    """
     if time_limit is None:
         rdd._jrdd.count()
         return True
@@ -563,7 +632,7 @@ def _run_level(sc, rdd, start, time_limit):
         sc.cancelJobGroup(group)
 
     timer = threading.Timer(max(time_limit - (time.perf_counter() - start), 0.0), cancel)
-    sc.setJobGroup(group, "isrcheck level", interruptOnCancel=False)
+    sc.setJobGroup(group, "isrcheck levels", interruptOnCancel=False)
     timer.start()
     try:
         rdd._jrdd.count()
@@ -580,7 +649,7 @@ def _trace(search, workdir, violation, level_start):
     """Walk the Parquet files back from a violating state, then replay on the scalar backend."""
     parents, actions = {}, {}
     sid = violation.state_id
-    level = violation.level            # 1-based; files of level L hold the keys of its states
+    level = violation.level            # 1-based; the files of level L hold its states' keys
     while level > 1:
         idx = level - 1
         k = sid - level_start[idx]

@@ -57,9 +57,10 @@ def save(trace, path):
     """Write atomically (a temp file renamed into place), so an interrupted run never leaves half a trace."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        json.dump(to_itf(trace), fh, indent=1)
-        fh.write("\n")
+    itf = to_itf(trace)
+    with open(tmp, "w") as fh:        # one state per line: readable and diff-friendly
+        fh.write('{"#meta": ' + json.dumps(itf["#meta"]) + ',\n "vars": ' + json.dumps(itf["vars"])
+                 + ',\n "states": [\n  ' + ",\n  ".join(json.dumps(s) for s in itf["states"]) + "\n ]\n}\n")
     os.replace(tmp, path)
     return path
 

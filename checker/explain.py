@@ -1,0 +1,490 @@
+"""Counterexamples in words: what each step did, and where the invariant was lost, in Kafka terms.
+
+API (``isrcheck show`` prints these under the steps)::
+
+    explain(spec, trace, invariant=None) -> list of Line       # Line is a (step index, sentence) tuple
+    summary(spec, trace, invariant=None) -> str                # one line
+
+``trace`` is a :class:`checker.trace.Trace` (from any engine, or loaded from a
+file) or engine steps ``[(ActionInstance or None, row)]`` (then pass
+``invariant``, or nothing is said about which one broke). Step index 0 is the
+initial state; index i is the state after the i-th action.
+
+``explain`` gives one sentence per step (the action, plus what changed: log
+appends and truncations, HW moves, ISR changes, acknowledgements), followed,
+at the same index, by marks for the steps that matter. Each Line has a
+``kind``: ``"step"`` for the per-step sentence, and for the marks:
+
+- ``"acked"``: a record is acknowledged to the producer (it is committed);
+- ``"lost"``: a committed (acknowledged or consumer-visible) record leaves a
+  replica's log, naming the replica and the protocol rule that allowed it
+  ("r1 truncated to its local HW 0 on becoming follower — pre-0.11
+  behaviour", "... after an UNDEFINED OffsetsForLeaderEpoch answer from a
+  leader on an older epoch — fenced since KIP-320");
+- ``"leader"``: a replica becomes the acting leader without a committed record;
+- ``"diverged"``: two replicas' logs first disagree at an offset both hold;
+- ``"violated"``: the invariant fails (the last step), with what that means.
+
+Everything is derived from the decoded states (field differences between
+consecutive states) and the action names of the Kafka model (model/kafka.py);
+fields a spec does not have are skipped, and an action the narration does not
+know is shown by its label and the fields it changed.
+"""
+from __future__ import annotations
+
+UNACKED = -1
+
+
+class Line(tuple):
+    """``(step index, sentence)``, with ``kind`` (see the module doc)."""
+
+    def __new__(cls, step, text, kind="step"):
+        self = tuple.__new__(cls, (step, text))
+        self.kind = kind
+        return self
+
+    @property
+    def step(self):
+        return self[0]
+
+    @property
+    def text(self):
+        return self[1]
+
+
+# ======================================================================================
+# input
+# ======================================================================================
+def _normalize(spec, trace, invariant):
+    """(invariant name or None, [(action name or None, params, decoded state)])."""
+    from checker.trace import Trace
+    if isinstance(trace, Trace):
+        return invariant or trace.invariant, list(trace.steps)
+    steps = []
+    for inst, row in trace:
+        state = row if isinstance(row, dict) else spec.layout.decode(row)
+        steps.append((inst.name if inst is not None else None, dict(inst.params) if inst is not None else {}, state))
+    return invariant, steps
+
+
+class _S:
+    """Read helpers over one decoded state."""
+
+    def __init__(self, state, R):
+        self.d, self.R = state, R
+
+    def has(self, *names):
+        return all(n in self.d for n in names)
+
+    def get(self, name, *idx, default=None):
+        v = self.d.get(name)
+        if v is None:
+            return default
+        for i in idx:
+            v = v[i]
+        return v
+
+    def log(self, r):
+        if not self.has("log_record", "log_epoch", "leo"):
+            return []
+        return [(self.d["log_record"][r][o], self.d["log_epoch"][r][o]) for o in range(self.d["leo"][r])]
+
+    def believes_leads(self, r):
+        return bool(self.get("up", r, default=True)) and self.get("leader", r) == r
+
+    def acting_leader(self, r):
+        return (self.believes_leads(r) and self.get("q_leader") == r
+                and self.get("leader_epoch", r) == self.get("q_epoch"))
+
+    def acting_leaders(self):
+        return [r for r in range(self.R) if self.acting_leader(r)]
+
+    def acked(self):
+        """{record id: offset} of every acknowledged record."""
+        return {m + 1: o for m, o in enumerate(self.get("acked_at", default=[])) if o is not None and o >= 0}
+
+    def exposed(self):
+        return {o: m for o, m in enumerate(self.get("exposed", default=[])) if m}
+
+    def isr(self):
+        return [i for i, b in enumerate(self.get("q_isr", default=[])) if b]
+
+
+def _replicas(spec, steps):
+    R = getattr(spec, "R", None)
+    if R is None and steps:
+        R = len(steps[0][2].get("leo", [])) or 0
+    return R
+
+
+def _set(rs):
+    return "{" + ",".join(f"r{r}" for r in rs) + "}"
+
+
+def _label(name, params):
+    return f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+
+
+def _who(R, r):
+    return "nobody" if r is None or r >= R else f"r{r}"
+
+
+# ======================================================================================
+# why a log got shorter
+# ======================================================================================
+def _latest_epoch(log):
+    return log[-1][1] if log else 0
+
+
+def truncation_rule(prev, cur, name, params, r):
+    """A sentence naming who truncated, to where, and the protocol rule that allowed it."""
+    old, new = prev.log(r), cur.log(r)
+    to = len(new)
+    hw = prev.get("hw", r)
+    R = prev.R
+    if name == "crash":
+        return (f"r{r} lost the unflushed tail of its log in a hard crash "
+                f"(flushed up to offset {prev.get('flushed', r, default='?')})")
+    leader = cur.get("leader", r)
+    if name in ("apply_leader_and_isr", "apply_stale_leader_and_isr") or (
+            name != "truncate_by_epoch" and prev.get("leader", r) != leader and leader is not None
+            and leader < R and leader != r):
+        if to == hw:
+            return (f"r{r} truncated to its local HW {hw} on becoming follower of {_who(R, leader)} "
+                    f"— pre-0.11 behaviour (KIP-101 replaced it with leader-epoch truncation)")
+        return f"r{r} truncated its log to offset {to} on becoming follower of {_who(R, leader)}"
+    if name == "truncate_by_epoch":
+        l = params.get("l")
+        epoch = _latest_epoch(old)
+        leader_log = prev.log(l) if l is not None else []
+        leader_has = any(e >= epoch for _, e in leader_log)
+        if to == hw and not leader_has:
+            text = (f"r{r} truncated to its HW {hw} after an UNDEFINED OffsetsForLeaderEpoch answer from r{l}")
+            le, fe = prev.get("leader_epoch", l), prev.get("leader_epoch", r)
+            if le is not None and fe is not None and le < fe:
+                return text + (f", a leader on an older epoch ({le} < {fe}) — fenced since KIP-320 "
+                               f"(requests carry the current leader epoch)")
+            return text + (f" (its log has no epoch {epoch} or later; since KAFKA-7415 a leader answers "
+                           f"for its own epoch from election on)")
+        return (f"r{r} truncated to offset {to}, the end of epoch {epoch} or earlier as leader r{l} "
+                f"answered OffsetsForLeaderEpoch (KIP-101/KIP-279)")
+    if name in ("fetch", "fetch_response_lost"):
+        l = params.get("l")
+        return f"r{r} truncated to leader r{l}'s LEO {to} (its fetch offset was out of range)"
+    return f"r{r}'s log went from LEO {len(old)} to {to} ({name})"
+
+
+# ======================================================================================
+# one sentence per step
+# ======================================================================================
+def _action_phrase(prev, cur, name, params):
+    R = cur.R
+    p = params
+    if name is None:
+        n_up = sum(1 for r in range(R) if cur.get("up", r, default=True))
+        return (f"Initial state: {R} replicas, {n_up} up, ISR {_set(cur.isr())}, empty logs, "
+                f"no leader elected yet.")
+    if name == "elect_leader":
+        l = p["l"]
+        unclean = "" if prev.get("q_isr", l, default=True) else f" — unclean: r{l} was not in the ISR"
+        return (f"Controller elects r{l} leader for epoch {cur.get('q_epoch')} with ISR {_set(cur.isr())}"
+                f"{unclean}.")
+    if name == "controller_shrink_isr":
+        return (f"Controller removes dead r{p['r']} from the ISR: epoch {cur.get('q_epoch')}, "
+                f"ISR {_set(cur.isr())}.")
+    if name == "controller_offline":
+        return (f"Leader r{p['r']} is dead and no ISR member is alive: the partition goes offline "
+                f"(epoch {cur.get('q_epoch')}, ISR {_set(cur.isr())}).")
+    if name == "controller_failover":
+        return (f"The controller fails over; the deposed controller's LeaderAndIsr electing r{p['l']} "
+                f"is still in flight.")
+    if name in ("apply_leader_and_isr", "apply_stale_leader_and_isr"):
+        r = p["r"]
+        e = p.get("e", cur.get("leader_epoch", r))
+        leader = cur.get("leader", r)
+        src = "the deposed controller's LeaderAndIsr" if name == "apply_stale_leader_and_isr" else "LeaderAndIsr"
+        if leader == r:
+            role = "becomes leader"
+        elif leader is None or leader >= R:
+            role = "learns the partition has no leader"
+        else:
+            role = f"becomes follower of r{leader}"
+        return f"r{r} applies {src} of epoch {e}: {role}."
+    if name == "produce":
+        l = p["l"]
+        o = prev.get("leo", l)
+        rec = cur.get("log_record", l, o) if o is not None else None
+        ep = cur.get("log_epoch", l, o) if o is not None else None
+        return f"Producer appends record {rec} to r{l} at offset {o} (epoch {ep})."
+    if name == "fetch":
+        f, l = p["f"], p["l"]
+        a, b = prev.get("leo", f), cur.get("leo", f)
+        got = f"offsets {a}..{b - 1}" if b is not None and a is not None and b > a else "nothing new"
+        return f"r{f} fetches from r{l}: gets {got}, learns HW {cur.get('hw', f)}."
+    if name == "fetch_response_lost":
+        return f"r{p['f']}'s fetch from r{p['l']} is handled by the leader but the response is lost."
+    if name == "truncate_by_epoch":
+        f, l = p["f"], p["l"]
+        return (f"r{f} asks r{l} for the end offset of epoch {_latest_epoch(prev.log(f))} "
+                f"(OffsetsForLeaderEpoch).")
+    if name == "shrink_isr":
+        return f"Leader r{p['l']} drops r{p['f']} from the ISR."
+    if name == "alter_isr":
+        return f"The controller handles r{p['l']}'s AlterIsr request."
+    if name == "flush":
+        return f"r{p['r']} fsyncs its log up to offset {cur.get('flushed', p['r'])}."
+    if name == "checkpoint_hw":
+        return f"r{p['r']} writes its HW {cur.get('checkpoint_hw', p['r'])} to the checkpoint file."
+    if name == "crash":
+        r = p["r"]
+        return f"r{r} crashes (hard stop): on disk it keeps the HW checkpoint {prev.get('checkpoint_hw', r)}."
+    if name == "shutdown":
+        return f"r{p['r']} shuts down cleanly (log flushed, HW checkpointed)."
+    if name == "restart":
+        return f"r{p['r']} restarts with HW {cur.get('hw', p['r'])}."
+    changed = [k for k in cur.d if prev.d.get(k) != cur.d.get(k)]
+    return f"{_label(name, params)}: changes {', '.join(changed) or 'nothing'}."
+
+
+def _truncated(prev, cur, r):
+    old = prev.log(r)
+    return old != cur.log(r)[:len(old)]
+
+
+def _changes(prev, cur, name, params, marked=()):
+    """Clauses for what else changed: truncations (the rule in full unless a mark will give it), HWs, ISR."""
+    R = cur.R
+    out = []
+    said = set()
+    for r in range(R):
+        if _truncated(prev, cur, r):
+            out.append(f"r{r} truncates its log to offset {len(cur.log(r))}" if r in marked
+                       else truncation_rule(prev, cur, name, params, r))
+            said.add(r)
+    if name == "fetch":
+        said.add(params.get("f"))
+    if name in ("crash", "restart", "shutdown", "checkpoint_hw"):
+        said.add(params.get("r"))
+    if prev.has("hw"):
+        out += [f"r{r}'s HW {prev.get('hw', r)}→{cur.get('hw', r)}" for r in range(R)
+                if r not in said and prev.get("hw", r) != cur.get("hw", r)]
+    if prev.has("q_isr") and prev.isr() != cur.isr() and name not in (
+            "elect_leader", "controller_shrink_isr", "controller_offline"):
+        out.append(f"ISR in ZooKeeper now {_set(cur.isr())}")
+    return out
+
+
+# ======================================================================================
+# the story: acknowledgements, losses, divergence, the violation
+# ======================================================================================
+def _find_loss(states, R):
+    """(record, offset, leader) for an acknowledged record missing from the final acting leader, if any."""
+    last = states[-1]
+    for l in last.acting_leaders():
+        log = last.log(l)
+        for m, o in sorted(last.acked().items()):
+            if o >= len(log) or log[o][0] != m:
+                return m, o, l
+    return None
+
+
+def _first_step(states, pred):
+    for i, s in enumerate(states):
+        if pred(s):
+            return i
+    return None
+
+
+def _became_acting(states, l):
+    """Step from which l is the acting leader until the end."""
+    k = len(states) - 1
+    while k > 0 and states[k - 1].acting_leader(l):
+        k -= 1
+    return k
+
+
+def _divergence(prev, cur, R):
+    """(a, b, offset) of a disagreement at an offset both hold, new in this step."""
+    def diff(s):
+        found = set()
+        for a in range(R):
+            for b in range(a + 1, R):
+                la, lb = s.log(a), s.log(b)
+                for o in range(min(len(la), len(lb))):
+                    if la[o][0] != lb[o][0]:
+                        found.add((a, b, o))
+                        break
+        return found
+    new = diff(cur) - diff(prev) if prev is not None else diff(cur)
+    return min(new) if new else None
+
+
+def _committed_at(s):
+    """{offset: record} committed in state s: acknowledged records and offsets shown to consumers."""
+    out = {o: m for m, o in s.acked().items()}
+    for o, m in s.exposed().items():
+        out.setdefault(o, m)
+    return out
+
+
+def explain(spec, trace, invariant=None):
+    """Per-step sentences and marks (see the module doc)."""
+    invariant, steps = _normalize(spec, trace, invariant)
+    if not steps:
+        return []
+    R = _replicas(spec, steps)
+    states = [_S(st, R) for _, _, st in steps]
+    lines = []
+    loss = _find_loss(states, R) if invariant in (None, "no-committed-loss", "hw-monotonic") else None
+    diverged_once = False
+    lost_seen = set()
+    for i, (name, params, _) in enumerate(steps):
+        prev = states[i - 1] if i else None
+        cur = states[i]
+        phrase = _action_phrase(prev or cur, cur, name, params)
+        if prev is None:
+            lines.append(Line(i, phrase))
+            continue
+        marks = []
+        # committed records leaving a log
+        committed = _committed_at(prev)
+        for r in range(R):
+            old, new = prev.log(r), cur.log(r)
+            for o, m in sorted(committed.items()):
+                if o < len(old) and old[o][0] == m and (o >= len(new) or new[o][0] != m) and (r, m) not in lost_seen:
+                    lost_seen.add((r, m))
+                    what = "acknowledged" if m in prev.acked() else "consumer-visible"
+                    marks.append((r, Line(i, f"Committed record {m} ({what}, offset {o}) disappears from r{r}: "
+                                             f"{truncation_rule(prev, cur, name, params, r)}.", "lost")))
+        extra = _changes(prev, cur, name, params, {r for r, _ in marks})
+        if extra:
+            phrase = phrase[:-1] + "; " + "; ".join(extra) + "."
+        lines.append(Line(i, phrase))
+        # acknowledgements
+        for m, o in sorted(cur.acked().items()):
+            if m not in prev.acked():
+                how = "acks=1: on append" if name == "produce" else f"acks=all: the leader's HW passed offset {o}"
+                lines.append(Line(i, f"Record {m} at offset {o} is acknowledged to the producer ({how}): "
+                                     f"it is committed.", "acked"))
+        lines += [line for _, line in marks]
+        # a leader without a committed record
+        if loss is not None:
+            m, o, l = loss
+            log = cur.log(l)
+            if i == _became_acting(states, l) and (o >= len(log) or log[o][0] != m):
+                had = [r for r in range(R) if o < len(cur.log(r)) and cur.log(r)[o][0] == m]
+                lines.append(Line(i, f"r{l} becomes the acting leader (epoch {cur.get('leader_epoch', l)}) "
+                                     f"without committed record {m} at offset {o}"
+                                     + (f"; only {_set(had)} still hold{'s' if len(had) == 1 else ''} it."
+                                        if had else "; no replica holds it any more."), "leader"))
+        # divergence
+        if not diverged_once:
+            d = _divergence(prev, cur, R)
+            if d is not None:
+                a, b, o = d
+                ra, rb = cur.log(a)[o], cur.log(b)[o]
+                lines.append(Line(i, f"The logs of r{a} and r{b} diverge at offset {o}: r{a} has record {ra[0]} "
+                                     f"(epoch {ra[1]}), r{b} has record {rb[0]} (epoch {rb[1]}).", "diverged"))
+                diverged_once = True
+    if invariant is not None and invariant in spec.invariants:
+        inv = spec.invariants[invariant]
+        row = None
+        try:
+            row = spec.layout.encode(steps[-1][2])
+        except (ValueError, KeyError):
+            pass
+        if row is None or not spec.holds(row, inv):
+            detail = _detail(spec, invariant, states, R)
+            text = f"{invariant} breaks here: {detail}" if detail else f"{invariant} breaks here: {inv.meaning}"
+            if inv.loss:
+                text += f" {inv.loss}"
+            lines.append(Line(len(steps) - 1, text, "violated"))
+    return lines
+
+
+# ======================================================================================
+# what exactly is wrong in the last state
+# ======================================================================================
+def _detail(spec, invariant, states, R):
+    last = states[-1]
+    if invariant == "no-committed-loss":
+        loss = _find_loss(states, R)
+        if loss:
+            m, o, l = loss
+            return f"record {m}, acknowledged at offset {o}, is not in acting leader r{l}'s log."
+    if invariant == "hw-monotonic":
+        committed = len(last.exposed())
+        for l in last.acting_leaders():
+            if last.get("leo", l) < committed:
+                return (f"acting leader r{l}'s log ends at offset {last.get('leo', l)}, below the committed "
+                        f"HW {committed} consumers already saw.")
+    if invariant == "consistent-reads":
+        exposed = last.exposed()
+        for r in range(R):
+            if last.believes_leads(r):
+                log = last.log(r)
+                for o in range(last.get("hw", r) or 0):
+                    if o < len(log) and o in exposed and log[o][0] != exposed[o]:
+                        return (f"r{r} serves record {log[o][0]} at offset {o} below its HW, but consumers "
+                                f"already read record {exposed[o]} there.")
+    if invariant == "log-matching":
+        for a in range(R):
+            for b in range(a + 1, R):
+                la, lb = last.log(a), last.log(b)
+                for o in range(min(len(la), len(lb))):
+                    if la[o][1] == lb[o][1] and la[:o + 1] != lb[:o + 1]:
+                        bad = [p for p in range(o + 1) if la[p] != lb[p]]
+                        return (f"r{a} and r{b} both hold epoch {la[o][1]} at offset {o} but their logs differ "
+                                f"at offset{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))}.")
+    if invariant in ("single-leader-per-epoch", "single-acting-leader"):
+        leaders = [r for r in range(R) if last.believes_leads(r)]
+        if len(leaders) > 1:
+            epochs = ", ".join(f"r{r} on epoch {last.get('leader_epoch', r)}" for r in leaders)
+            return f"{len(leaders)} replicas believe they lead: {epochs}."
+    if invariant == "leader-in-isr":
+        return f"the leader in ZooKeeper, r{last.get('q_leader')}, is not in the ISR {_set(last.isr())}."
+    if invariant == "strong-isr":
+        for l in last.acting_leaders():
+            ll = last.log(l)
+            for i in last.isr():
+                if i == l:
+                    continue
+                li = last.log(i)
+                for o in range(last.get("hw", l) or 0):
+                    if o < len(ll) and (o >= len(li) or li[o][0] != ll[o][0]):
+                        return (f"ISR member r{i} lacks record {ll[o][0]} at offset {o}, below acting leader "
+                                f"r{l}'s HW {last.get('hw', l)}.")
+    return None
+
+
+def summary(spec, trace, invariant=None):
+    """One line: which invariant broke after how many steps, and which record was lost or which offsets diverged."""
+    invariant, steps = _normalize(spec, trace, invariant)
+    if not steps:
+        return "empty trace"
+    R = _replicas(spec, steps)
+    states = [_S(st, R) for _, _, st in steps]
+    n = len(steps) - 1
+    if invariant is None:
+        return f"trace of {n} steps (no invariant named)"
+    detail = _detail(spec, invariant, states, R)
+    head = f"{invariant} violated after {n} step{'s' if n != 1 else ''}"
+    if invariant == "no-committed-loss":
+        loss = _find_loss(states, R)
+        if loss:
+            m, o, l = loss
+            acked = _first_step(states, lambda s: s.acked().get(m) == o)
+            gone = None
+            for i in range(n, 0, -1):
+                log_prev, log_cur = states[i - 1].log(l), states[i].log(l)
+                if o < len(log_prev) and log_prev[o][0] == m and (o >= len(log_cur) or log_cur[o][0] != m):
+                    gone = i
+                    break
+            where = (f"r{l} truncated it at step {gone}" if gone is not None
+                     else f"r{l} never had it")
+            return (f"{head}: record {m}, acknowledged at step {acked} at offset {o}, is missing from "
+                    f"acting leader r{l} ({where}).")
+    if detail:
+        return f"{head}: {detail}"
+    inv = spec.invariants.get(invariant)
+    return f"{head}: {inv.meaning if inv else ''}".rstrip(": ")

@@ -1,0 +1,700 @@
+"""``isrcheck gate``: the CI gate on protocol changes.
+
+Every spec declares, for each of its invariants, whether it must hold or must be
+violated at its default bounds (``expected``), and every expected violation has a
+saved counterexample under ``counterexamples/<spec>/<invariant>.itf.json``. The
+gate runs one exhaustive search per spec over all its invariants and fails when
+
+- an invariant that must hold is violated (the change broke the protocol: the
+  counterexample is written under ``--out`` for CI to attach),
+- an invariant that must be violated now holds (the model or the checker lost
+  its bite), or
+- the saved counterexample of an expected violation is missing or no longer
+  replays on the current model (a fresh one, when the search found it, is
+  written under ``--out`` to replace it).
+
+The spec registry and the directories are parameters of :func:`run_gate`, so
+tests (and other tools) can gate a registry of their own. Reports: a rich table,
+JSON, JUnit XML, SARIF 2.1.0, and a Markdown summary for GitHub Actions
+(``$GITHUB_STEP_SUMMARY``). ``--changed-since REV`` narrows the gate to the specs
+whose behaviour can change with the files changed since a git revision
+(:func:`affected_specs`).
+"""
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from checker import __version__, show as show_mod
+from checker.trace import TraceError, default_path, from_steps, load, replay, save
+from model.expr import DeclarationError
+from model.spec import BoundsError
+from specs import SPECS
+
+EXIT_MET, EXIT_UNMET, EXIT_USAGE = 0, 1, 2
+VERDICTS = ("holds", "violated")
+BOUNDS = ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")   # named in progress lines
+ENGINE_PACKAGES = ("model", "checker")     # a change in either can change every spec's behaviour
+
+# saved-trace statuses
+REPLAYS, MISSING, NO_REPLAY, UNREADABLE, NOT_NEEDED = "replays", "missing", "no longer replays", "unreadable", "-"
+
+
+class GateError(click.UsageError):
+    """Bad input to the gate: one line, exit code 2.
+
+    A ``click.UsageError`` rather than ``checker.cli.UserError`` so that this module
+    need not import ``checker.cli`` (which registers this command): ``isrcheck``'s
+    ``main`` prints a UsageError as one line and exits 2, like a UserError.
+    """
+
+
+# --------------------------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Row:
+    """One expectation: (spec, invariant) must hold / be violated, and what the gate found."""
+    spec: str
+    invariant: str
+    expected: str
+    got: str                             # holds | violated | unknown
+    states: int
+    depth: int
+    seconds: float
+    trace_status: str = NOT_NEEDED       # of the saved counterexample: replays | missing | ...
+    trace_message: str = ""
+    saved_trace: str | None = None       # where the saved counterexample is (or should be)
+    counterexample: str | None = None    # a counterexample this run wrote under --out
+    steps: int | None = None             # its number of states
+
+    @property
+    def verdict_ok(self):
+        return self.got == self.expected
+
+    @property
+    def trace_ok(self):
+        return self.expected != "violated" or self.trace_status == REPLAYS
+
+    @property
+    def ok(self):
+        return self.verdict_ok and self.trace_ok
+
+    @property
+    def kind(self):
+        """The main reason the expectation is unmet (a SARIF rule id), or None."""
+        if self.got != self.expected:
+            if self.got == "violated":
+                return "unexpected-violation"
+            if self.got == "holds":
+                return "expected-violation-not-found"
+            return "inconclusive"
+        if not self.trace_ok:
+            return "counterexample-missing" if self.trace_status == MISSING else "counterexample-does-not-replay"
+        return None
+
+    def problems(self):
+        """Why the expectation is unmet, in words (empty if it is met)."""
+        out = []
+        if self.got == "violated" and self.expected == "holds":
+            at = f" at step {self.steps - 1}" if self.steps else ""
+            out.append(f"{self.invariant} must hold but is violated{at}")
+        elif self.got == "holds" and self.expected == "violated":
+            out.append(f"{self.invariant} must be violated but holds: the model or the checker lost its bite")
+        elif self.got != self.expected:
+            out.append(f"{self.invariant}: expected {self.expected}, got {self.got}")
+        if not self.trace_ok:
+            out.append(f"saved counterexample {self.trace_status}: {self.trace_message}")
+        return out
+
+    def as_json(self):
+        return {"spec": self.spec, "invariant": self.invariant, "expected": self.expected, "got": self.got,
+                "ok": self.ok, "kind": self.kind, "problems": self.problems(),
+                "distinct_states": self.states, "depth": self.depth, "seconds": round(self.seconds, 3),
+                "saved_trace": {"path": self.saved_trace, "status": self.trace_status,
+                                "message": self.trace_message} if self.expected == "violated" else None,
+                "counterexample": self.counterexample, "counterexample_states": self.steps}
+
+
+@dataclass
+class GateReport:
+    rows: list
+    specs: dict                          # name -> spec instance at its default bounds
+    seconds: float
+    never_fired: dict = field(default_factory=dict)    # spec -> actions that never fired
+    changed_since: str | None = None
+    changed_files: list | None = None
+    skipped: list = field(default_factory=list)        # specs --changed-since left out
+    traces: dict = field(default_factory=dict)         # (spec, invariant) -> Trace written under --out
+    sources: dict = field(default_factory=dict)        # spec -> (source file, line) of its class
+
+    @property
+    def ok(self):
+        return all(r.ok for r in self.rows)
+
+    @property
+    def unmet(self):
+        return [r for r in self.rows if not r.ok]
+
+    def headline(self):
+        n = len(self.rows)
+        if not self.rows:
+            return "no spec to check" + (f" (no spec is affected by the changes since {self.changed_since})"
+                                         if self.changed_since else "")
+        specs = f"{len(self.specs)} spec{'s' if len(self.specs) != 1 else ''}"
+        if self.ok:
+            return f"all {n} expectations met ({specs})"
+        return f"{len(self.unmet)} of {n} expectations unmet ({specs})"
+
+
+# --------------------------------------------------------------------------------------------
+# which specs
+# --------------------------------------------------------------------------------------------
+def select(registry, names):
+    """The registry names to check, in registry order (GateError on an unknown name)."""
+    for n in names:
+        if n not in registry:
+            raise GateError(f"unknown spec {n!r} (known: {', '.join(registry)})")
+    wanted = set(names)
+    return [n for n in registry if not wanted or n in wanted]
+
+
+def _source_paths(cls):
+    """Paths of the modules defining cls and every class it inherits from.
+
+    Each is given twice over: the absolute real path, and the path relative to the
+    directory holding the class's top-level package (``specs/kip_320.py``), which is
+    also its path in the repository when isrcheck is installed from a copy of it.
+    """
+    out = set()
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        try:
+            path = inspect.getsourcefile(klass)
+        except TypeError:                # built-in
+            continue
+        if not path:
+            continue
+        path = os.path.realpath(path)
+        out.add(path)
+        top = sys.modules.get(klass.__module__.split(".")[0])
+        top_file = getattr(top, "__file__", None)
+        if top_file:
+            base = os.path.dirname(top_file)
+            if os.path.basename(top_file) == "__init__.py":     # a package: paths are relative to its parent
+                base = os.path.dirname(base)
+            out.add(os.path.relpath(path, os.path.realpath(base)).replace(os.sep, "/"))
+    return out
+
+
+def _engine_prefixes(root):
+    prefixes = {f"{p}/" for p in ENGINE_PACKAGES}
+    for pkg in ENGINE_PACKAGES:
+        mod = sys.modules.get(pkg) or __import__(pkg)
+        rel = os.path.relpath(os.path.realpath(os.path.dirname(mod.__file__)), os.path.realpath(root))
+        if not rel.startswith(".."):
+            prefixes.add(rel.replace(os.sep, "/").rstrip("/") + "/")
+    return prefixes
+
+
+def affected_specs(registry, changed, root=".", counterexamples="counterexamples"):
+    """Names of the specs whose behaviour can change with the ``changed`` files.
+
+    ``changed`` are paths relative to ``root`` (the repository's top level), as
+    ``git diff --name-only`` prints them. A change under ``model/`` or ``checker/``
+    affects every spec; a module that defines a spec class or one of its ancestors
+    (by the class's MRO) affects that spec; a change under
+    ``<counterexamples>/<spec>/`` affects that spec; anything else affects none.
+    """
+    root = os.path.realpath(root)
+    changed = {c.replace(os.sep, "/") for c in changed}
+    engine = _engine_prefixes(root)
+    if any(c.startswith(p) for c in changed for p in engine):
+        return list(registry)
+    cx = os.path.relpath(os.path.realpath(counterexamples), root).replace(os.sep, "/")
+    cx_prefixes = {f"{cx}/"} if not cx.startswith("..") else set()
+    cx_prefixes.add(f"{os.path.basename(os.path.normpath(counterexamples))}/")
+    changed_abs = {os.path.realpath(os.path.join(root, c)) for c in changed}
+    out = []
+    for name, cls in registry.items():
+        sources = _source_paths(cls)
+        if sources & (changed | changed_abs) \
+                or any(c.startswith(f"{p}{name}/") for c in changed for p in cx_prefixes):
+            out.append(name)
+    return out
+
+
+def _git(args, cwd=None):
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=cwd)
+    except OSError as e:
+        raise GateError(f"--changed-since needs git ({e.strerror})") from None
+
+
+def changed_files(rev, cwd=None):
+    """(repository top level, files changed since ``rev``: ``git diff --name-only REV``)."""
+    if not rev or rev.startswith("-"):
+        raise GateError(f"--changed-since: {rev!r} is not a git revision")
+    top = _git(["rev-parse", "--show-toplevel"], cwd)
+    if top.returncode != 0:
+        raise GateError("--changed-since: not inside a git repository")
+    commit = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd)
+    if commit.returncode != 0:
+        raise GateError(f"--changed-since: unknown git revision {rev!r} "
+                        f"(in CI, check out with fetch-depth: 0 so the base branch is there)")
+    diff = _git(["-c", "diff.relative=false", "diff", "--name-only", "--no-renames", commit.stdout.strip(), "--"],
+                cwd)
+    if diff.returncode != 0:
+        msg = (diff.stderr.strip().splitlines() or ["git diff failed"])[-1]
+        raise GateError(f"--changed-since {rev}: {msg}")
+    return top.stdout.strip(), [line for line in diff.stdout.splitlines() if line]
+
+
+# --------------------------------------------------------------------------------------------
+# running the gate
+# --------------------------------------------------------------------------------------------
+def instantiate(registry, names):
+    """Each spec at its default bounds, its ``expected`` checked against its invariants (GateError if not)."""
+    specs = {}
+    for name in names:
+        try:
+            spec = registry[name]()
+        except (BoundsError, DeclarationError) as e:
+            raise GateError(f"spec {name}: {e}") from None
+        expected = registry[name].expected
+        for inv in spec.invariants:
+            if inv not in expected:
+                raise GateError(f"spec {name}: invariant {inv!r} has no expected verdict "
+                                f"(add it to {registry[name].__name__}.expected: 'holds' or 'violated')")
+        for inv, verdict in expected.items():
+            if inv not in spec.invariants:
+                raise GateError(f"spec {name}: expected names {inv!r}, which is not one of its invariants "
+                                f"({', '.join(spec.invariants)})")
+            if verdict not in VERDICTS:
+                raise GateError(f"spec {name}: expected verdict of {inv!r} is {verdict!r} "
+                                f"(must be 'holds' or 'violated')")
+        specs[name] = spec
+    return specs
+
+
+def check_saved_trace(cls, spec, name, invariant, counterexamples, cache=None):
+    """(status, message, path) of the saved counterexample of an expected violation.
+
+    The trace is replayed at the bounds it records, like ``isrcheck replay``;
+    ``spec`` (the default-bounds instance) is reused when those are the bounds.
+    """
+    path = default_path(counterexamples, name, invariant)
+    if not os.path.exists(path):
+        return MISSING, f"no {path} (run: isrcheck check --spec {name} --invariant {invariant})", path
+    try:
+        trace = load(path)
+    except TraceError as e:
+        return UNREADABLE, str(e), path
+    if (trace.spec, trace.invariant) != (name, invariant):
+        return NO_REPLAY, f"{path} is a trace of {trace.spec}/{trace.invariant}, not {name}/{invariant}", path
+    cache = {} if cache is None else cache
+    key = (name, tuple(sorted(trace.bounds.items())))
+    try:
+        if trace.bounds == spec.bounds:
+            at = spec
+        elif key in cache:
+            at = cache[key]
+        else:
+            at = cache[key] = cls(**trace.bounds)
+    except (BoundsError, DeclarationError, TypeError) as e:
+        return NO_REPLAY, f"{path}: {e}", path
+    try:
+        result = replay(at, trace)
+    except Exception as e:      # a saved trace is data: any way it fails to replay is a failed expectation
+        return NO_REPLAY, f"{path}: {type(e).__name__}: {e}", path
+    if result.ok:
+        return REPLAYS, result.message, path
+    return NO_REPLAY, f"{path}: {result.message}", path
+
+
+def _class_source(cls):
+    try:
+        path = inspect.getsourcefile(cls)
+        line = inspect.getsourcelines(cls)[1]
+    except (TypeError, OSError):
+        return None, None
+    return path, line
+
+
+def run_gate(names=(), registry=None, counterexamples="counterexamples", out="gate-counterexamples",
+             changed_since=None, progress=None, cwd=None):
+    """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
+
+    ``progress(message)`` is called before and after each search. Counterexamples of
+    unexpected violations, and fresh ones for expected violations whose saved trace is
+    missing or no longer replays, are written under ``out``; stale files there for
+    the checked (spec, invariant) pairs are removed.
+    """
+    from checker.bfs import search
+
+    registry = SPECS if registry is None else registry
+    say = progress or (lambda message: None)
+    start = time.perf_counter()
+    chosen = select(registry, list(names))
+    changed, skipped = None, []
+    if changed_since is not None:
+        root, changed = changed_files(changed_since, cwd)
+        hit = set(affected_specs(registry, changed, root, counterexamples))
+        skipped = [n for n in chosen if n not in hit]
+        chosen = [n for n in chosen if n in hit]
+        say(f"changed since {changed_since}: {len(changed)} files; checking {len(chosen)} of "
+            f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
+    specs = instantiate(registry, chosen)
+    report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
+    cache = {}
+    for k, (name, spec) in enumerate(specs.items(), start=1):
+        cls = registry[name]
+        report.sources[name] = _class_source(cls)
+        say(f"[{k}/{len(specs)}] {name}: searching {len(spec.invariants)} invariants at "
+            + " ".join(f"{b}={spec.bounds[b]}" for b in BOUNDS if b in spec.bounds))
+        result = search(spec, list(spec.invariants))
+        report.never_fired[name] = list(result.never_fired)
+        verdicts = result.verdicts
+        for inv in spec.invariants:
+            row = Row(name, inv, cls.expected[inv], verdicts[inv], result.distinct_states, result.depth,
+                      result.seconds)
+            if row.expected == "violated":
+                row.trace_status, row.trace_message, row.saved_trace = check_saved_trace(
+                    cls, spec, name, inv, counterexamples, cache)
+            target = default_path(out, name, inv)
+            if inv in result.violations and not row.ok:
+                trace = from_steps(spec, inv, "local", result.violations[inv].steps, gate=True)
+                row.counterexample, row.steps = save(trace, target), len(trace.steps)
+                report.traces[(name, inv)] = trace
+            elif os.path.isfile(target):
+                os.remove(target)          # from an earlier run: it would mislead whoever reads --out
+            report.rows.append(row)
+        unmet = [r.invariant for r in report.rows if r.spec == name and not r.ok]
+        say(f"[{k}/{len(specs)}] {name}: {result.distinct_states:,} states, depth {result.depth}, "
+            f"{result.seconds:.1f} s — " + (f"UNMET: {', '.join(unmet)}" if unmet else "as expected"))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# reports
+# --------------------------------------------------------------------------------------------
+STYLE = {"holds": "green", "violated": "red", "unknown": "yellow"}
+
+
+def print_table(console, report):
+    """The gate's rich table and, under it, what is unmet and where the counterexamples are."""
+    table = Table(title=f"isrcheck {__version__} gate", title_justify="left", header_style="bold")
+    for col, just in (("spec", "left"), ("invariant", "left"), ("expected", "left"), ("got", "left"),
+                      ("states", "right"), ("depth", "right"), ("seconds", "right"), ("saved trace", "left"),
+                      ("", "left")):
+        table.add_column(col, justify=just)
+    last = None
+    for i, r in enumerate(report.rows):
+        first = r.spec != last
+        last = r.spec
+        trace = {REPLAYS: "[green]replays[/]", NOT_NEEDED: "[dim]-[/]"}.get(r.trace_status,
+                                                                           f"[bold red]{r.trace_status}[/]")
+        got = f"[{STYLE.get(r.got, '')}]{r.got}[/]"
+        mark = "[green]✓[/]" if r.ok else "[bold red]✗ unmet[/]"
+        end = i + 1 < len(report.rows) and report.rows[i + 1].spec != r.spec
+        table.add_row(r.spec if first else "", r.invariant, r.expected, got,
+                      f"{r.states:,}" if first else "", str(r.depth) if first else "",
+                      f"{r.seconds:.1f}" if first else "", trace, mark, end_section=end)
+    if report.rows:
+        console.print(table)
+    if report.changed_since is not None:
+        console.print(f"changed since {report.changed_since}: {len(report.changed_files or [])} files; "
+                      f"skipped {len(report.skipped)} unaffected specs"
+                      + (f" ({', '.join(report.skipped)})" if report.skipped else ""))
+    for name, never in report.never_fired.items():
+        if never:
+            console.print(f"[yellow]{name}: never fired: {', '.join(never)}[/] (a guard too strong, or bounds "
+                          f"too small?)")
+    for r in report.unmet:
+        console.print(f"[bold red]✗ {r.spec} {r.invariant}:[/] " + "; ".join(r.problems()), soft_wrap=True)
+        if r.counterexample:
+            console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show {r.counterexample}[/]",
+                          soft_wrap=True)
+    colour = "green" if report.ok else "bold red"
+    console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {report.headline()} "
+                  f"in {report.seconds:.1f} s")
+
+
+def as_json(report):
+    return {
+        "tool": "isrcheck", "version": __version__, "ok": report.ok, "seconds": round(report.seconds, 3),
+        "summary": report.headline(),
+        "changed_since": report.changed_since, "changed_files": report.changed_files,
+        "specs": {name: {"bounds": dict(spec.bounds), "never_fired": report.never_fired.get(name, [])}
+                  for name, spec in report.specs.items()},
+        "skipped": report.skipped,
+        "results": [r.as_json() for r in report.rows],
+    }
+
+
+def as_junit(report):
+    """JUnit XML: a testsuite per spec, a testcase per (spec, invariant) expectation, a failure per unmet one."""
+    suites = ET.Element("testsuites", name="isrcheck gate", tests=str(len(report.rows)),
+                        failures=str(len(report.unmet)), errors="0", time=f"{report.seconds:.3f}")
+    for name, spec in report.specs.items():
+        rows = [r for r in report.rows if r.spec == name]
+        seconds = rows[0].seconds if rows else 0.0
+        suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(rows)),
+                              failures=str(sum(not r.ok for r in rows)), errors="0", skipped="0",
+                              time=f"{seconds:.3f}")
+        props = ET.SubElement(suite, "properties")
+        for k, v in spec.bounds.items():
+            ET.SubElement(props, "property", name=k, value=str(v))
+        for r in rows:
+            case = ET.SubElement(suite, "testcase", classname=name, name=r.invariant, time="0")
+            if not r.ok:
+                failure = ET.SubElement(case, "failure", type=r.kind, message="; ".join(r.problems()))
+                lines = [f"spec {name}, invariant {r.invariant}: expected {r.expected}, got {r.got}",
+                         f"{r.states} distinct states, depth {r.depth}"]
+                if r.expected == "violated":
+                    lines.append(f"saved counterexample {r.saved_trace}: {r.trace_status} ({r.trace_message})")
+                if r.counterexample:
+                    lines.append(f"counterexample ({r.steps} states): isrcheck show {r.counterexample}")
+                failure.text = "\n".join(lines)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+SARIF_RULES = {
+    "unexpected-violation": "An invariant the protocol version must satisfy is violated at its default bounds.",
+    "expected-violation-not-found": "An invariant the protocol version must violate (a known bug) now holds: "
+                                    "the model or the checker lost its bite.",
+    "counterexample-does-not-replay": "The saved counterexample of an expected violation no longer replays on "
+                                      "the current model.",
+    "counterexample-missing": "An expected violation has no saved counterexample.",
+    "inconclusive": "The search did not reach a verdict.",
+}
+
+
+def _uri(path):
+    """A path as a SARIF artifact URI: relative to the working directory when under it."""
+    path = os.path.abspath(path)
+    rel = os.path.relpath(path, os.getcwd())
+    if not rel.startswith(".."):
+        return {"uri": rel.replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"}
+    return {"uri": "file://" + path.replace(os.sep, "/")}
+
+
+def as_sarif(report):
+    """SARIF 2.1.0: one run, one result per unmet expectation."""
+    rules = [{"id": rid, "name": rid.replace("-", " "), "shortDescription": {"text": text},
+              "fullDescription": {"text": text}, "defaultConfiguration": {"level": "error"}}
+             for rid, text in SARIF_RULES.items()]
+    index = {rid: i for i, rid in enumerate(SARIF_RULES)}
+    results = []
+    for r in report.unmet:
+        source, line = report.sources.get(r.spec, (None, None))
+        locations = []
+        if r.kind in ("counterexample-does-not-replay",) and r.saved_trace and os.path.exists(r.saved_trace):
+            locations.append({"physicalLocation": {"artifactLocation": _uri(r.saved_trace)}})
+        elif source:
+            locations.append({"physicalLocation": {"artifactLocation": _uri(source),
+                                                   "region": {"startLine": line or 1}}})
+        result = {"ruleId": r.kind, "ruleIndex": index[r.kind], "level": "error",
+                  "message": {"text": f"{r.spec}: " + "; ".join(r.problems())},
+                  "locations": locations,
+                  "properties": {"spec": r.spec, "invariant": r.invariant, "expected": r.expected, "got": r.got,
+                                 "savedTrace": r.trace_status}}
+        if r.counterexample:
+            result["relatedLocations"] = [{"id": 1, "physicalLocation": {"artifactLocation": _uri(r.counterexample)},
+                                           "message": {"text": f"counterexample, {r.steps} states"}}]
+        results.append(result)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "isrcheck", "version": __version__, "semanticVersion": __version__,
+                                "informationUri": "https://github.com/isrcheck/isrcheck", "rules": rules}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + os.getcwd().replace(os.sep, "/") + "/"}},
+            "invocations": [{"executionSuccessful": True, "exitCode": EXIT_MET if report.ok else EXIT_UNMET}],
+            "results": results,
+        }],
+    }
+
+
+def _md(text):
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_row(cells):
+    return "| " + " | ".join(cells) + " |"
+
+
+def _changes(spec, f, before, after, axes, index=""):
+    """``name[i]=value`` for the elements of a field that changed (a whole replica set counts as one)."""
+    if before == after:
+        return []
+    replica_set = len(axes) == 1 and f.boolean and tuple(axes) == ("replica",)
+    if isinstance(after, list) and isinstance(before, list) and len(before) == len(after) and not replica_set:
+        out = []
+        for i, (b, a) in enumerate(zip(before, after)):
+            label = f"r{i}" if axes[:1] == ("replica",) else str(i)
+            out += _changes(spec, f, b, a, tuple(axes[1:]), f"{index}[{label}]")
+        return out
+    return [f"{f.name}{index}={show_mod.fmt_value(f, after, spec, len(f.shape) - len(axes))}"]
+
+
+def markdown_steps(spec, trace):
+    """A trace as a Markdown table: a row per replica per step (log, LEO, HW, leader, epoch, ISR, up), and the
+    step's other changes (checkpoints, fetch state, the controller's view, requests); changed cells in bold."""
+    kafka = [spec.layout.fields[n] for n in show_mod.KAFKA_COLUMNS if n in spec.layout.fields]
+    replica_fields = show_mod.replica_fields(spec)
+    rest = [f for f in replica_fields if f not in kafka and f.name not in ("log_record", "log_epoch")]
+    partition = [f for f in spec.layout.fields.values() if f not in replica_fields]
+    head = (["step", "action", "replica", "log (offset:record@epoch)"]
+            + [show_mod.KAFKA_COLUMNS[f.name] for f in kafka] + ["other changes"])
+    lines = [_md_row(head), _md_row(["---"] * len(head))]
+
+    def cell(text, changed):
+        text = _md(text)
+        return f"**{text}**" if changed and text else text
+
+    prev = None
+    for i, (name, params, state) in enumerate(trace.steps):
+        label = "initial state" if name is None else f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+        for r in range(spec.R):
+            log = show_mod.log_text(state, r)
+            row = [str(i) if r == 0 else "", f"`{label}`" if r == 0 else "", f"r{r}",
+                   cell(log if log is not None else "", prev is not None and show_mod.log_text(prev, r) != log)]
+            for f in kafka:
+                v = state[f.name][r]
+                row.append(cell(show_mod.fmt_value(f, v, spec, 1), prev is not None and prev[f.name][r] != v))
+            other = []
+            if prev is not None:
+                for f in rest:
+                    other += _changes(spec, f, prev[f.name][r], state[f.name][r], tuple(f.axes[1:]))
+                if r == 0:
+                    for f in partition:
+                        other += _changes(spec, f, prev[f.name], state[f.name], tuple(f.axes))
+            row.append(_md(" ".join(other)))
+            lines.append(_md_row(row))
+        prev = state
+    return "\n".join(lines)
+
+
+def as_markdown(report):
+    """The GitHub Actions step summary: verdict, unmet expectations, counterexamples as tables, all results."""
+    icon = "✅" if report.ok else "❌"
+    out = [f"## {icon} isrcheck gate: {report.headline()}", ""]
+    if report.changed_since is not None:
+        out += [f"Changed since `{report.changed_since}`: {len(report.changed_files or [])} files; checked "
+                + (", ".join(f"`{n}`" for n in report.specs) or "no spec")
+                + (f"; skipped {len(report.skipped)} unaffected specs." if report.skipped else "."), ""]
+    head = ["spec", "invariant", "expected", "got", "states", "depth", "seconds", "saved trace", ""]
+
+    def table(rows):
+        lines = [_md_row(head), _md_row(["---"] * len(head))]
+        for r in rows:
+            lines.append(_md_row([f"`{r.spec}`", f"`{r.invariant}`", r.expected,
+                                  r.got if r.verdict_ok else f"**{r.got}**", f"{r.states:,}", str(r.depth),
+                                  f"{r.seconds:.1f}", _md(r.trace_status), "✅" if r.ok else "❌ unmet"]))
+        return lines
+
+    if report.unmet:
+        out += ["### Unmet expectations", ""] + table(report.unmet) + [""]
+        for r in report.unmet:
+            out += [f"- `{r.spec}` `{r.invariant}`: " + _md("; ".join(r.problems()))]
+        out.append("")
+    for (name, inv), trace in report.traces.items():
+        r = next(r for r in report.rows if (r.spec, r.invariant) == (name, inv))
+        if r.expected != "holds":
+            continue                    # fresh traces of expected violations: attached, not shown
+        spec = report.specs[name]
+        meaning = spec.invariants[inv].meaning
+        loss = spec.invariants[inv].loss
+        out += [f"### ❌ `{name}`: `{inv}` violated ({len(trace.steps)} states)", "",
+                f"> {_md(meaning)}" + (f" {_md(loss)}" if loss else ""), "",
+                f"Bounds: {' '.join(f'{k}={v}' for k, v in spec.bounds.items())}. Written to "
+                f"`{r.counterexample}` (in the job's artifacts); read it with `isrcheck show {r.counterexample}`.",
+                "", markdown_steps(spec, trace), "",
+                f"`{inv}` is violated at step {len(trace.steps) - 1}.", ""]
+    if report.rows:
+        out += ["<details><summary>All results</summary>", ""] + table(report.rows) + ["", "</details>", ""]
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# the command
+# --------------------------------------------------------------------------------------------
+def _write(path, text):
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise GateError(f"--output {path}: cannot write ({e.strerror})") from None
+
+
+@click.command(name="gate")
+@click.argument("spec_names", metavar="[SPEC]...", nargs=-1)
+@click.option("--changed-since", "changed_since", metavar="REV", default=None,
+              help="only specs whose behaviour can change with the files changed since this git revision")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit", "sarif"]), default="text",
+              show_default=True, help="report format")
+@click.option("--output", "output", metavar="FILE", default=None,
+              help="write the report here (json/junit/sarif go to stdout otherwise)")
+@click.option("--out", "out_dir", metavar="DIR", default="gate-counterexamples", show_default=True,
+              help="where counterexamples of unmet expectations are written")
+@click.option("--counterexamples", "cx_dir", metavar="DIR", default="counterexamples", show_default=True,
+              help="where the saved counterexamples are read from")
+@click.option("--no-progress", is_flag=True, help="no per-spec progress lines on stderr")
+@click.pass_context
+def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progress):
+    """CI gate: check every spec (or those named) against its expected verdicts and saved counterexamples.
+
+    Exit 0 when every expectation is met, 1 otherwise, 2 on bad input.
+    """
+    registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
+    err = Console(stderr=True, highlight=False)
+    if output is not None and os.path.isdir(output):
+        raise GateError(f"--output {output}: is a directory")
+    progress = None if no_progress else (lambda message: err.print(f"gate: {message}", soft_wrap=True,
+                                                                   markup=False))
+    report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,
+                      progress=progress)
+
+    machine = {"json": lambda: json.dumps(as_json(report), indent=1) + "\n",
+               "junit": lambda: as_junit(report),
+               "sarif": lambda: json.dumps(as_sarif(report), indent=1) + "\n"}
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=max(console.width, 140))
+    if fmt == "text":
+        print_table(console, report)
+        if output is not None:
+            file_console = Console(file=io.StringIO(), width=160, no_color=True, highlight=False, record=True)
+            print_table(file_console, report)
+            _write(output, file_console.export_text())
+    elif output is not None:
+        _write(output, machine[fmt]())
+        print_table(console, report)
+        err.print(f"gate: {fmt} report written to {output}", markup=False)
+    else:
+        click.echo(machine[fmt](), nl=False)
+
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with open(summary, "a") as fh:
+                fh.write(as_markdown(report))
+        except OSError as e:
+            err.print(f"gate: warning: cannot append the summary to {summary} ({e.strerror})", markup=False)
+    ctx.exit(EXIT_MET if report.ok else EXIT_UNMET)

@@ -1,0 +1,120 @@
+"""The Spark engine gives exactly the local engine's answers, for any partition count, through task failures.
+
+One SparkContext for the module (``local[2,4]``: two threads, and up to four
+attempts per task, since plain ``local[2]`` fails a job on its first task
+failure). Each search is compared with ``checker.bfs.search`` on distinct
+states, transitions, depth, verdicts, completeness, actions never fired, the
+violating state's number and level, and every step of every trace (action and
+state).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from checker.bfs import search                                   # noqa: E402
+from checker.spark_engine import spark_context, spark_search     # noqa: E402
+from specs import SPECS                                          # noqa: E402
+
+VIOLATED = ("hw-truncation", dict(replicas=2, max_epochs=2), ["no-committed-loss", "strong-isr"])
+HOLDS = ("kip-320", dict(replicas=2, max_epochs=1), None)        # every invariant holds: 5,030 states
+
+
+@pytest.fixture(scope="module")
+def sc():
+    context, created = spark_context("local[2,4]", conf={"spark.driver.memory": "512m",
+                                                         "spark.executor.memory": "512m"})
+    yield context
+    if created:
+        context.stop()
+
+
+def _setup(case):
+    name, bounds, invariants = case
+    spec = SPECS[name](**bounds)
+    return spec, invariants or list(spec.invariants)
+
+
+def assert_same(local, spark):
+    assert spark.distinct_states == local.distinct_states
+    assert spark.transitions == local.transitions
+    assert spark.depth == local.depth
+    assert spark.verdicts == local.verdicts
+    assert spark.complete == local.complete
+    assert spark.budget_hit == local.budget_hit
+    assert spark.never_fired == local.never_fired
+    assert set(spark.violations) == set(local.violations)
+    for name, v in local.violations.items():
+        w = spark.violations[name]
+        assert (w.state_id, w.level) == (v.state_id, v.level), name
+        assert len(w.steps) == len(v.steps), name
+        for (a, row), (b, row2) in zip(v.steps, w.steps):
+            assert (a.id if a else None) == (b.id if b else None), name
+            assert np.array_equal(row, row2), name
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3])
+def test_violation_same_as_local(sc, partitions, tmp_path):
+    spec, invariants = _setup(VIOLATED)
+    local = search(spec, invariants)
+    assert set(local.violations) == set(invariants)
+    assert_same(local, spark_search(spec, invariants, partitions=partitions, workdir=str(tmp_path)))
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3])
+def test_holds_same_as_local(sc, partitions):
+    spec, invariants = _setup(HOLDS)
+    local = search(spec, invariants)
+    assert local.complete and not local.violations
+    levels = []
+    result = spark_search(spec, invariants, partitions=partitions, progress=lambda **kw: levels.append(kw))
+    assert_same(local, result)
+    assert [kw["depth"] for kw in levels] == list(range(1, local.depth))
+    assert levels[-1]["distinct"] == local.distinct_states
+    assert all(kw["level_seconds"] > 0 for kw in levels)
+
+
+@pytest.mark.parametrize("stage", ["map", "reduce"])
+def test_task_failure_is_retried(sc, stage, tmp_path):
+    """The first attempt of one task fails (after writing its Parquet file, for reduce); the answer is unchanged."""
+    spec, invariants = _setup(VIOLATED)
+    group = f"isrcheck-fault-{stage}"
+    sc.setJobGroup(group, "fault injection test")
+    try:
+        result = spark_search(spec, invariants, partitions=2, workdir=str(tmp_path), _fault=(stage, 3, 1))
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert_same(search(spec, invariants), result)
+    tracker = sc.statusTracker()
+    failed = sum(tracker.getStageInfo(s).numFailedTasks
+                 for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds
+                 if tracker.getStageInfo(s) is not None)
+    assert failed == 1
+    files = sorted(p.name for p in (tmp_path / "levels" / "level-00004").iterdir())
+    assert files == ["part-00000.parquet", "part-00001.parquet"]       # no temporary file left behind
+
+
+def test_budgets_same_as_local(sc):
+    """max_states stops at the local engine's chunk boundary (a small chunk, to cut mid-level); max_depth too."""
+    spec, invariants = _setup(HOLDS)
+    for budgets in (dict(max_states=1500), dict(max_states=1), dict(max_depth=6)):
+        local = search(spec, invariants, chunk=64, **budgets)
+        assert local.budget_hit
+        assert_same(local, spark_search(spec, invariants, partitions=2, chunk=64, **budgets))
+
+
+def test_symmetry_same_as_local(sc):
+    spec, invariants = _setup(VIOLATED)
+    assert_same(search(spec, invariants, symmetry=True),
+                spark_search(spec, invariants, partitions=2, symmetry=True))
+
+
+def test_time_limit(sc):
+    spec, invariants = _setup(HOLDS)
+    result = spark_search(spec, invariants, partitions=2, time_limit=0.5)
+    assert result.budget_hit == "time limit 0.5s"
+    assert not result.complete
+    assert set(result.verdicts.values()) == {"unknown"}
