@@ -89,7 +89,7 @@ class Search:
     def expand(self, batch, fps):
         """Every enabled (parent, action) of a chunk whose successor differs from its parent.
 
-        Returns parts ``(action id, parent rows, {column: new values}, fingerprints)``,
+        Returns parts ``(action id, parent rows, {column: new values or a constant}, fingerprints)``,
         one per action instance that fired; rows ascend within a part.
         """
         spec, z = self.spec, self.zobrist
@@ -98,8 +98,8 @@ class Search:
             rows = np.flatnonzero(spec.guard_batch(inst, batch))
             if rows.size == 0:
                 continue
-            written = spec.update_batch(inst, batch, rows)._written
-            new_cols = {c: np.broadcast_to(np.asarray(v, dtype=np.int8), rows.shape) for c, v in written.items()}
+            new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
+                        for c, v in spec.update_batch(inst, batch, rows)._written.items()}
             if self.symmetry is None:
                 h = fps[rows]
                 for c, v in new_cols.items():
@@ -107,7 +107,7 @@ class Search:
                 moved = h != fps[rows]                 # drop self-loops: same fingerprint, same state
                 if not moved.all():
                     rows, h = rows[moved], h[moved]
-                    new_cols = {c: v[moved] for c, v in new_cols.items()}
+                    new_cols = {c: v[moved] if isinstance(v, np.ndarray) else v for c, v in new_cols.items()}
             else:
                 h = None
             if rows.size:
@@ -130,7 +130,7 @@ class Search:
             if dest.size:
                 src = pos[dest]
                 for c, v in cols.items():
-                    out[c, dest] = v[src]
+                    out[c, dest] = v[src] if isinstance(v, np.ndarray) else v
         return out
 
     def dedupe(self, parts, succ_fp, visited):
@@ -166,7 +166,7 @@ class Search:
             cand = np.concatenate([cand, retry[found]])
             slot = np.concatenate([slot, pos[found]])
         parent = np.concatenate([p[1] for p in parts])
-        action_id = np.concatenate([np.full(p[1].size, p[0], dtype=np.int64) for p in parts])
+        action_id = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), [p[1].size for p in parts])
         # (parent, action) is unique per successor, so the smallest key names the canonical discovery
         n_actions = len(self.spec.actions)
         best = np.full(fresh.size, np.iinfo(np.int64).max, dtype=np.int64)

@@ -20,6 +20,8 @@ class Zobrist:
         self.table = np.random.default_rng(seed).integers(0, 2 ** 64, int(spans.sum()), dtype=np.uint64,
                                                          endpoint=False)
         self.layout = layout
+        self.column_tables = [self.table[o:o + s] for o, s in zip(offsets, spans)]   # indexed by value - lo
+        self.lo = [int(v) for v in layout.lo]
 
     def full(self, batch):
         """Fingerprints of a column-major batch (width x n)."""
@@ -29,8 +31,11 @@ class Zobrist:
         return h
 
     def delta(self, c, old, new):
-        """What XOR-ing into a fingerprint replaces value ``old`` by ``new`` in column c."""
-        return self.table[self.base[c] + old] ^ self.table[self.base[c] + new]
+        """What XOR-ing into a fingerprint replaces value ``old`` by ``new`` (array or constant) in column c."""
+        words, lo = self.column_tables[c], self.lo[c]
+        if lo:
+            old, new = old - lo, new - lo
+        return words[old] ^ words[new]
 
 
 class Symmetry:

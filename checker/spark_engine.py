@@ -155,11 +155,17 @@ def _worker_search(job):
     key = (job.spec_class, job.bounds, job.symmetry, job.chunk)
     found = _WORKER_CACHE.get(key)
     if found is None:
+        _dbg("spec-miss")
         spec = job.spec_class(**dict(job.bounds))
         search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk)
         sym = Symmetry(spec.layout, search.zobrist, spec.R) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
     return found
+
+
+def _dbg(*a):
+    with open("/tmp/sparkdbg.log", "a") as fh:
+        fh.write(f"{time.time():.3f} {os.getpid()} " + " ".join(map(str, a)) + "\n")
 
 
 def _ident(k):
@@ -248,8 +254,10 @@ def _map_task(job, index, records):
     A successor is tagged ``K(parent) << 16 | action``: the parent's number is not
     known here, but its key is, in the same order.
     """
+    _t0 = time.perf_counter()
     spec, search, sym = _worker_search(job)
     P, chunk = job.partitions, job.chunk
+    _dbg("map-start", job.level, index)
     for _, part in records:
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
@@ -295,12 +303,15 @@ def _map_task(job, index, records):
                 if sel.size:
                     yield q, ("d", fp[sel], tag[sel], np.ascontiguousarray(rows[:, sel]))
         _maybe_fail(job, "map", index)
+        _dbg("map-end", job.level, index, round(time.perf_counter() - _t0, 3))
         yield index, ("s", counts, fired)
 
 
 def _reduce_task(job, index, records):
     """Level ``job.level + 1`` of this partition: anti-join, number, check, write; the new record."""
+    _t0 = time.perf_counter()
     spec, search, sym = _worker_search(job)
+    _dbg("red-start", job.level, index)
     prev, fps, tags, rows = None, [], [], []
     counts, fired = None, np.zeros(len(spec.actions), dtype=bool)
     for _, v in records:
@@ -357,6 +368,7 @@ def _reduce_task(job, index, records):
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
         visited=int(visited.size))})
+    _dbg("red-end", job.level, index, round(time.perf_counter() - _t0, 3))
     yield index, _Part(visited, new_rows, new_fps, new_keys, ls + n_level)
 
 
@@ -499,7 +511,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             if checkpoint_every and since_checkpoint >= checkpoint_every:
                 rdd.checkpoint()
                 since_checkpoint = 0
+            _dbg("driver-submit", depth, n_levels)
             finished = _run_job(sc, rdd, start, time_limit)
+            _dbg("driver-done", depth, n_levels)
             if not finished:
                 budget_hit = f"time limit {time_limit:g}s"
                 stop = True

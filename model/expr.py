@@ -26,6 +26,13 @@ class DeclarationError(Exception):
     """A spec breaks the expression discipline or a field's bounds."""
 
 
+class Traced:
+    """Values that build an expression graph instead of computing (see model/compile.py).
+
+    Subclasses provide ``where``, ``minimum`` and ``maximum`` as classmethods.
+    """
+
+
 class Sym:
     """A z3 term with Python operators that keep Bool and Int apart."""
 
@@ -90,6 +97,9 @@ def _is_sym(*vs):
 
 def where(cond, then, otherwise):
     """``then`` where ``cond`` holds, else ``otherwise`` (TLA+'s IF-THEN-ELSE)."""
+    for v in (cond, then, otherwise):
+        if isinstance(v, Traced):
+            return type(v).where(cond, then, otherwise)
     if _is_sym(cond, then, otherwise):
         return Sym(z3.If(term(cond), term(then), term(otherwise)))
     if isinstance(cond, np.ndarray) or isinstance(then, np.ndarray) or isinstance(otherwise, np.ndarray):
@@ -120,6 +130,9 @@ def _pairwise(values, pick_left):
         raise DeclarationError("min_of/max_of of an empty range")
 
     def step(a, b):
+        traced = a if isinstance(a, Traced) else b if isinstance(b, Traced) else None
+        if traced is not None:
+            return type(traced).minimum(a, b) if pick_left == "min" else type(traced).maximum(a, b)
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             return np.minimum(a, b) if pick_left == "min" else np.maximum(a, b)
         return where(a <= b, a, b) if pick_left == "min" else where(a >= b, a, b)

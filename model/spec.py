@@ -34,9 +34,12 @@ from dataclasses import dataclass, field as dc_field
 import numpy as np
 import z3
 
+from types import SimpleNamespace
+
+from model.compile import Graph, kernel
 from model.expr import DeclarationError, Sym, term
 from model.layout import Layout
-from model.view import GuardDone, View, numpy_reader, scalar_reader, z3_reader, z3_variables
+from model.view import GuardDone, View, scalar_reader, z3_reader, z3_variables
 
 
 class BoundsError(ValueError):
@@ -252,23 +255,46 @@ class Spec:
         """Scalar backend: every enabled action instance."""
         return [a for a in self.actions if self.step(row, a) is not None]
 
+    def _action_kernels(self, inst):
+        """(guard kernel, written columns, update kernel) of an action, traced once and cached."""
+        cache = self.__dict__.setdefault("_kernel_cache", {})
+        found = cache.get(("action", inst.id))
+        if found is None:
+            graph = Graph()
+            view = View(self.layout, graph.reader(self.layout))
+            inst.fn(self, view, **inst.params)
+            columns = list(view._written)
+            found = (kernel([view.guard], subset=False), columns,
+                     kernel([view._written[c] for c in columns], subset=True))
+            cache[("action", inst.id)] = found
+        return found
+
+    def _invariant_kernel(self, inv):
+        cache = self.__dict__.setdefault("_kernel_cache", {})
+        found = cache.get(("invariant", inv.name))
+        if found is None:
+            graph = Graph()
+            found = kernel([inv.fn(self, View(self.layout, graph.reader(self.layout)))], subset=False)
+            cache[("invariant", inv.name)] = found
+        return found
+
     def guard_batch(self, inst, batch):
         """Numpy backend: the guard of an action over a column-major batch, as a bool vector."""
-        g = self.run(inst, View(self.layout, numpy_reader(self.layout, batch), guard_only=True))
-        n = batch.shape[1]
-        return np.broadcast_to(np.asarray(g, dtype=bool), (n,)) if not isinstance(g, np.ndarray) else g
+        g = self._action_kernels(inst)[0](batch)[0]
+        return g if isinstance(g, np.ndarray) else np.broadcast_to(np.asarray(g, dtype=bool), (batch.shape[1],))
 
     def update_batch(self, inst, batch, rows):
-        """Numpy backend: the new values of the written columns for the given rows (guard assumed)."""
-        view = View(self.layout, numpy_reader(self.layout, batch, rows))
-        inst.fn(self, view, **inst.params)
-        return view
+        """Numpy backend: the new values of the written columns for the given rows (guard assumed).
+
+        Returns an object whose ``_written`` maps column -> values (an array, or a constant).
+        """
+        _, columns, update = self._action_kernels(inst)
+        return SimpleNamespace(_written=dict(zip(columns, update(batch, rows))))
 
     def holds_batch(self, inv, batch):
         """Numpy backend: the invariant over a batch, as a bool vector."""
-        v = inv.fn(self, View(self.layout, numpy_reader(self.layout, batch)))
-        return np.broadcast_to(np.asarray(v, dtype=bool), (batch.shape[1],)) \
-            if not isinstance(v, np.ndarray) else v
+        v = self._invariant_kernel(inv)(batch)[0]
+        return v if isinstance(v, np.ndarray) else np.broadcast_to(np.asarray(v, dtype=bool), (batch.shape[1],))
 
     def z3_action(self, inst, variables):
         """z3 backend: (guard, {column: new term}) of an action instance."""

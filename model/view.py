@@ -1,7 +1,8 @@
 """A state as the spec code sees it: ``s.hw[r]`` reads, ``s.hw[r] = v`` writes.
 
 One View class serves every backend; only the column reader differs (see
-``scalar_reader``, ``numpy_reader``, ``z3_reader``). Reads see earlier writes
+``scalar_reader``, ``z3_reader``, and ``Graph.reader`` in model/compile.py, whose
+traced graphs become the numpy batch kernels). Reads see earlier writes
 of the same action (sequential semantics). Indexing a field by a state value
 (``s.leo[s.leader[f]]``) selects among the cells with ``where``; an index out of
 range reads cell 0 on every backend, and writing through one is rejected when
@@ -140,14 +141,6 @@ def scalar_reader(layout, row):
     def read(c):
         v = row[c]
         return np.bool_(v) if layout.boolean[c] else np.int64(v)
-    return read
-
-
-def numpy_reader(layout, batch, rows=None):
-    """Backend: a batch of states stored column-major (width x n), optionally a subset of rows."""
-    def read(c):
-        col = batch[c] if rows is None else batch[c][rows]
-        return col.view(np.bool_) if layout.boolean[c] else col
     return read
 
 

@@ -185,14 +185,14 @@ class Z3Backend:
             return False
         raise AssertionError(f"{what}: z3 term did not simplify to true/false but to {t}")
 
-    @staticmethod
-    def value(app, i, what):
+    def value(self, app, i, c, what):
+        """The literal written to column c (0/1 for a boolean column)."""
+        if self.spec.layout.boolean[c]:
+            return int(self.boolean(app, i, what))
         t = app.arg(i)
-        if z3.is_true(t) or z3.is_false(t):
-            return int(z3.is_true(t))
         if z3.is_int_value(t):
             return t.as_long()
-        raise AssertionError(f"{what}: z3 term did not simplify to a constant but to {t}")
+        raise AssertionError(f"{what}: z3 term did not simplify to an integer but to {t}")
 
 
 def z3_results(spec, rows, need_writes, subset):
@@ -204,7 +204,7 @@ def z3_results(spec, rows, need_writes, subset):
         for a in spec.actions:
             guards[a.id, k] = z.boolean(app, z.guard_at[a.id], f"{spec.name}: guard of {a.label}")
             if k in need_writes[a.id]:
-                writes[a.id][k] = {c: z.value(app, i, f"{spec.name}: {a.label} writing {spec.layout.names[c]}")
+                writes[a.id][k] = {c: z.value(app, i, c, f"{spec.name}: {a.label} writing {spec.layout.names[c]}")
                                    for c, i in z.write_at[a.id].items()}
         for name, i in z.inv_at.items():
             invs[name][k] = z.boolean(app, i, f"{spec.name}: invariant {name}")

@@ -292,8 +292,8 @@ def test_follower_truncates_on_stale_leaders_answer_without_fencing(name):
 def test_kip_320_fences_the_stale_leader_until_it_applies_the_new_epoch():
     spec = load("kip-320", **KAFKA_7415_BOUNDS)
     rows = replay(spec, STALE_ASK[:-1])
+    # everything else about the request is as on kip-279, where the same step is enabled (test above)
     assert refused(spec, rows[-1], "truncate_by_epoch(f=1, l=0)"), "leader on epoch 1, follower on epoch 3"
-    assert refused(spec, rows[-1], "fetch(f=1, l=0)")
     rows = replay(spec, ["apply_leader_and_isr(r=0, e=3)", "truncate_by_epoch(f=1, l=0)"] + KAFKA_7415_END,
                   start=rows[-1])
     assert first_violation(spec, rows, "no-committed-loss") is None

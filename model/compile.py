@@ -1,0 +1,175 @@
+"""Batch kernels: an action or invariant traced once into an expression graph, emitted as numpy code.
+
+Running spec code through the View for every batch costs Python time per call;
+tracing it once on :class:`Node` values (the same operators and helpers as the
+other backends) gives a graph with common subexpressions shared and constants
+folded. ``kernel`` turns the graph into one straight-line Python function over
+numpy columns, which the numpy backend of ``Spec`` calls for every batch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from model.expr import DeclarationError, Traced
+
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
+           "ne": "!=", "and": "&", "or": "|"}
+_FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+         "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+         "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+         "and": lambda a, b: bool(a) & bool(b), "or": lambda a, b: bool(a) | bool(b),
+         "min": min, "max": max}
+
+
+class Graph:
+    """Hash-consed nodes: building the same expression twice returns the same node."""
+
+    def __init__(self):
+        self.nodes = {}
+
+    def node(self, op, *args):
+        key = (op,) + tuple(("n", a.id) if isinstance(a, Node) else ("c", type(a).__name__, a) for a in args)
+        found = self.nodes.get(key)
+        if found is None:
+            found = Node(self, len(self.nodes), op, args)
+            self.nodes[key] = found
+        return found
+
+    def reader(self, layout):
+        return lambda c: self.node("col", c, bool(layout.boolean[c]))
+
+
+def _const(v):
+    return not isinstance(v, Node)
+
+
+def _plain(v):
+    """A folded constant as a plain Python int or bool."""
+    return bool(v) if isinstance(v, (bool, np.bool_)) else int(v)
+
+
+class Node(Traced):
+    __slots__ = ("graph", "id", "op", "args")
+
+    def __init__(self, graph, id, op, args):
+        self.graph, self.id, self.op, self.args = graph, id, op, args
+
+    __hash__ = None
+
+    def __bool__(self):
+        raise DeclarationError(
+            "Python `if`/`and`/`or`/`not` used on a state value; use where(), &, |, ~ instead")
+
+    def __index__(self):
+        raise DeclarationError("a state value used as a Python index; index the field itself")
+
+    # --- construction with folding and simplification --------------------------------------
+    @staticmethod
+    def make(op, a, b):
+        if _const(a) and _const(b):
+            return _plain(_FOLD[op](_plain(a), _plain(b)))
+        if op in ("and", "or"):
+            zero = op == "or"                            # the absorbing constant
+            for x, y in ((a, b), (b, a)):
+                if _const(x):
+                    return zero if bool(x) == zero else y
+            if a is b:
+                return a
+        if op in ("eq", "le", "ge") and a is b:
+            return True
+        if op in ("ne", "lt", "gt") and a is b:
+            return False
+        graph = (a if isinstance(a, Node) else b).graph
+        if op in ("add", "mul", "eq", "ne", "and", "or", "min", "max") and isinstance(a, Node) \
+                and isinstance(b, Node) and b.id < a.id:
+            a, b = b, a                                  # commutative: one canonical order
+        return graph.node(op, a, b)
+
+    @classmethod
+    def where(cls, cond, then, otherwise):
+        if _const(cond):
+            return then if bool(cond) else otherwise
+        if then is otherwise or (_const(then) and _const(otherwise) and then == otherwise
+                                 and type(then) is type(otherwise)):
+            return then
+        return cond.graph.node("where", cond, then, otherwise)
+
+    @classmethod
+    def minimum(cls, a, b):
+        return cls.make("min", a, b)
+
+    @classmethod
+    def maximum(cls, a, b):
+        return cls.make("max", a, b)
+
+    def __add__(self, o): return Node.make("add", self, o)
+    def __radd__(self, o): return Node.make("add", o, self)
+    def __sub__(self, o): return Node.make("sub", self, o)
+    def __rsub__(self, o): return Node.make("sub", o, self)
+    def __mul__(self, o): return Node.make("mul", self, o)
+    def __rmul__(self, o): return Node.make("mul", o, self)
+    def __neg__(self): return Node.make("sub", 0, self)
+    def __lt__(self, o): return Node.make("lt", self, o)
+    def __le__(self, o): return Node.make("le", self, o)
+    def __gt__(self, o): return Node.make("gt", self, o)
+    def __ge__(self, o): return Node.make("ge", self, o)
+    def __eq__(self, o): return Node.make("eq", self, o)
+    def __ne__(self, o): return Node.make("ne", self, o)
+    def __and__(self, o): return Node.make("and", self, o)
+    __rand__ = __and__
+    def __or__(self, o): return Node.make("or", self, o)
+    __ror__ = __or__
+
+    def __invert__(self):
+        if self.op == "not":
+            return self.args[0]
+        return self.graph.node("not", self)
+
+
+def kernel(outputs, subset):
+    """A function ``f(batch[, rows]) -> [value per output]`` evaluating traced outputs with numpy.
+
+    Columns are read from the column-major batch (gathered at ``rows`` when
+    ``subset``); an output that folded to a constant is returned as that constant.
+    """
+    lines, names = [], {}
+
+    def ref(v):
+        return repr(_plain(v)) if _const(v) else names[v.id]
+
+    def define(v):
+        if v.op == "col":
+            c, boolean = v.args
+            src = f"B[{c}][rows]" if subset else f"B[{c}]"
+            return f"{src}.view(bool_)" if boolean else src
+        a = [ref(x) for x in v.args]
+        if v.op in _BINARY:
+            return f"({a[0]} {_BINARY[v.op]} {a[1]})"
+        if v.op == "not":
+            return f"(~{a[0]})"
+        if v.op == "where":      # small integer constants as int8, so int8 columns stay int8
+            b = [f"i8({x})" if _const(y) and type(_plain(y)) is int and -128 <= y <= 127 else x
+                 for x, y in zip(a[1:], v.args[1:])]
+            return f"where({a[0]}, {b[0]}, {b[1]})"
+        return f"{'minimum' if v.op == 'min' else 'maximum'}({a[0]}, {a[1]})"
+
+    def emit(root):
+        """Define every node below root, children first (iteratively: graphs can be deep)."""
+        stack = [(root, False)]
+        while stack:
+            v, ready = stack.pop()
+            if _const(v) or v.id in names:
+                continue
+            if ready:
+                names[v.id] = f"t{v.id}"
+                lines.append(f"    t{v.id} = {define(v)}")
+            else:
+                stack.append((v, True))
+                stack.extend((x, False) for x in v.args if isinstance(x, Node))
+        return ref(root)
+
+    results = [emit(v) for v in outputs]
+    source = "def kernel(B, rows=None):\n" + "\n".join(lines) + f"\n    return [{', '.join(results)}]\n"
+    scope = {"where": np.where, "minimum": np.minimum, "maximum": np.maximum, "bool_": np.bool_, "i8": np.int8}
+    exec(compile(source, "<isrcheck kernel>", "exec"), scope)
+    return scope["kernel"]
