@@ -319,6 +319,50 @@ def _divergence(prev, cur, R):
     return min(new) if new else None
 
 
+def _ack_sentence(spec, prev, cur, name, params, m, o):
+    """Who acknowledged a record, and how; says so when it was not the acting leader."""
+    R = cur.R
+    acks_all = bool(getattr(spec, "acks_all", True))
+    if not acks_all:
+        who = params.get("l") if name == "produce" else None
+        how = "acks=1: on append"
+    else:
+        raised = [r for r in range(R) if (cur.get("hw", r) or 0) > o >= (prev.get("hw", r) or 0)
+                  and o < len(cur.log(r)) and cur.log(r)[o][0] == m]
+        who = raised[0] if raised else None
+        how = (f"acks=all: r{who}'s HW passed offset {o}" if who is not None
+               else f"acks=all: the leader's HW passed offset {o}")
+    text = f"Record {m} at offset {o} is acknowledged to the producer ({how}): it is committed"
+    if who is not None and not cur.acting_leader(who) and cur.has("q_leader"):
+        q = cur.get("q_leader")
+        text += (f" — by r{who}, a deposed leader still on epoch {cur.get('leader_epoch', who)}: "
+                 f"{_who(R, q)} leads epoch {cur.get('q_epoch')} in ZooKeeper")
+    return text + "."
+
+
+def _join_sentence(prev, cur, j, params):
+    """A replica added to the ISR while its log lacks or contradicts part of the writer's log."""
+    R = cur.R
+    l = params.get("l", cur.get("q_leader"))
+    if l is None or l >= R or l == j:
+        return None
+    ll, lj = cur.log(l), cur.log(j)
+    missing = [o for o in range(len(ll)) if o >= len(lj) or lj[o] != ll[o]]
+    if not missing:
+        return None
+    o = missing[0]
+    if lj == ll[:len(lj)]:
+        why = f"it had only reached r{l}'s HW {prev.get('hw', l)}"
+    else:
+        why = f"its log differs there (record {lj[o][0]} of epoch {lj[o][1]})"
+    text = f"r{j} joins the ISR although it lacks offset {o} (record {ll[o][0]}) of r{l}'s log: {why}"
+    q = cur.get("q_leader")
+    if q is not None and q != l and cur.has("q_leader"):
+        text += (f"; the ISR write came from r{l}, a deposed leader ({_who(R, q)} leads epoch "
+                 f"{cur.get('q_epoch')} in ZooKeeper)")
+    return text + "."
+
+
 def _committed_at(s):
     """{offset: record} committed in state s: acknowledged records and offsets shown to consumers."""
     out = {o: m for m, o in s.acked().items()}
@@ -363,15 +407,19 @@ def explain(spec, trace, invariant=None):
         # acknowledgements
         for m, o in sorted(cur.acked().items()):
             if m not in prev.acked():
-                how = "acks=1: on append" if name == "produce" else f"acks=all: the leader's HW passed offset {o}"
-                lines.append(Line(i, f"Record {m} at offset {o} is acknowledged to the producer ({how}): "
-                                     f"it is committed.", "acked"))
+                lines.append(Line(i, _ack_sentence(spec, prev, cur, name, params, m, o), "acked"))
         lines += [line for _, line in marks]
+        # a replica joining the ISR without all of the leader's log
+        for j in cur.isr():
+            if j not in prev.isr():
+                text = _join_sentence(prev, cur, j, params)
+                if text:
+                    lines.append(Line(i, text, "isr"))
         # a leader without a committed record
         if loss is not None:
             m, o, l = loss
             log = cur.log(l)
-            if i == _became_acting(states, l) and (o >= len(log) or log[o][0] != m):
+            if i == _became_acting(states, l) and cur.acked().get(m) == o and (o >= len(log) or log[o][0] != m):
                 had = [r for r in range(R) if o < len(cur.log(r)) and cur.log(r)[o][0] == m]
                 lines.append(Line(i, f"r{l} becomes the acting leader (epoch {cur.get('leader_epoch', l)}) "
                                      f"without committed record {m} at offset {o}"

@@ -63,8 +63,8 @@ from z3 import z3core as _z3c
 from checker.bfs import SearchResult, Violation, peak_memory
 from checker.fingerprint import Zobrist
 
-DEFAULT_MAX_STEPS = 60
-SESSION_EXAMPLES = 300
+DEFAULT_MAX_STEPS = 120
+SESSION_EXAMPLES = 1000
 
 
 # ======================================================================================
@@ -382,7 +382,7 @@ class _Fuzzer:
         self.derandomize = derandomize
         self.progress = progress
         self.max_examples = max_examples
-        self.shrink_budget_s = min(30.0, max(2.0, budget_s / 5)) if shrink_budget_s is None else shrink_budget_s
+        self.shrink_budget_s = min(10.0, max(2.0, budget_s / 10)) if shrink_budget_s is None else shrink_budget_s
         self.start = time.monotonic()
         self.deadline = self.start + budget_s
         self.base_seed = seed if seed is not None else (0 if derandomize else random.getrandbits(32))
@@ -472,13 +472,27 @@ class _Fuzzer:
             for n in broken:
                 rec = self.found.get(n)
                 if rec is None:
-                    self.found[n] = {"time": now - self.start, "first": list(path), "best": list(path)}
+                    rec = self.found[n] = {"time": now - self.start, "first": list(path), "best": list(path),
+                                           "pool": {}}
                 elif len(path) < len(rec["best"]):
                     rec["best"] = list(path)
                     rec["shrunk"] = now - self.start
+                self._keep(rec["pool"], path)
             if self.shrink_deadline is None:
                 self.shrink_deadline = now + self.shrink_budget_s
             raise self.failure_class[broken[0]](f"{broken[0]} violated after {len(path)} steps")
+
+    POOL = 6
+
+    def _keep(self, pool, path):
+        """Keep the few shortest distinct failing runs: each is minimized, the shortest result wins."""
+        key = tuple(path)
+        if key in pool:
+            return
+        pool[key] = len(pool)
+        if len(pool) > self.POOL:
+            worst = max(pool, key=lambda p: (len(p), -pool[p]))
+            del pool[worst]
 
     def _account(self, rows, path):
         self.transitions += len(path)
@@ -545,11 +559,17 @@ class _Fuzzer:
             if rec is None:
                 continue
             t0 = time.monotonic()
-            actions = [spec.actions[i] for i in rec["best"]]
-            if minimize_steps:
-                steps = minimize(spec, actions, n, backend=self.model.backend())
-            else:
-                steps = minimize(spec, actions, n, backend=self.model.backend(), reduce=False)
+            candidates = sorted(set(rec["pool"]) | {tuple(rec["best"])}, key=lambda p: (len(p), p))
+            steps = None
+            until = t0 + max(self.shrink_budget_s, 5.0)
+            for path in candidates if minimize_steps else candidates[:1]:
+                left = until - time.monotonic()
+                if steps is not None and left <= 0:
+                    break
+                got = minimize(spec, [spec.actions[i] for i in path], n, backend=self.model.backend(),
+                               reduce=minimize_steps, time_limit=max(left, 1.0))
+                if steps is None or len(got) < len(steps):
+                    steps = got
             violations[n] = Violation(n, -1, len(steps), list(steps))
             found[n] = {"seconds_to_find": round(rec["time"], 3), "found_length": len(rec["first"]),
                         "hypothesis_length": len(rec["best"]), "minimized_length": len(steps) - 1,
@@ -585,3 +605,37 @@ def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, der
     fz = _Fuzzer(spec, invariants, budget_s, seed, max_steps, derandomize, progress, max_examples,
                  shrink_budget_s, backend)
     return fz.run(minimize_steps)
+
+
+def _main(argv=None):
+    """``python -m checker.fuzz SPEC [INVARIANT ...] [--bound=value ...] [--budget S] [--seed N]``.
+
+    A bare measuring tool (the user-facing command is ``isrcheck fuzz``): fuzzes
+    each named invariant (default: those the spec expects "violated") on its
+    own and prints one JSON line per invariant.
+    """
+    import argparse
+    import json
+    from specs import SPECS
+    p = argparse.ArgumentParser(prog="python -m checker.fuzz")
+    p.add_argument("spec")
+    p.add_argument("invariants", nargs="*")
+    p.add_argument("--budget", type=float, default=60.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
+    p.add_argument("--bound", action="append", default=[], help="name=value, e.g. replicas=5")
+    args = p.parse_args(argv)
+    bounds = {k: int(v) for k, v in (b.split("=", 1) for b in args.bound)}
+    spec = SPECS[args.spec](**bounds)
+    names = args.invariants or [n for n, v in spec.expected.items() if v == "violated"]
+    for n in names:
+        start = time.monotonic()
+        res = fuzz(spec, [n], args.budget, seed=args.seed, max_steps=args.max_steps)
+        print(json.dumps({"spec": spec.name, "bounds": bounds, "invariant": n, "verdict": res.verdicts[n],
+                          "seconds": round(time.monotonic() - start, 1), "runs": res.runs,
+                          "transitions": res.transitions, "distinct_states": res.distinct_states,
+                          **res.found.get(n, {})}), flush=True)
+
+
+if __name__ == "__main__":
+    _main()

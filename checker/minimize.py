@@ -19,32 +19,44 @@ shorter). Starting from the input (cut at its first violation), the search
 
 1. ddmin (Zeller's delta debugging) over the steps: drop chunks of steps,
    halving the chunk size down to single steps, while the result stays valid;
-2. for every step, tries the same action with other parameters (lowest
-   first): a replacement is kept when it stays valid and leads to a shorter
-   trace or to the same length with smaller parameters;
+2. for every step, tries the same action with smaller parameters: a
+   replacement is kept when the result stays valid and is shorter, or as long
+   with smaller parameters;
+3. when neither helps, tries dropping every pair of steps (an election and the
+   LeaderAndIsr it sent, say);
 
-and repeats both until neither changes anything. Candidates are only ever
-accepted when no longer than the current trace, so the result is never longer
-than the input.
+and repeats until nothing changes. When a candidate's step is no longer
+enabled (dropping an election renumbers the epochs after it) it is repaired:
+the enabled instance of the same action whose effect is closest to what the
+step did before takes its place. The whole search runs twice, with that
+repair and with a plain nearest-parameters repair, and keeps the shorter end.
+A candidate is only accepted when it is shorter than the current trace, or as
+long with smaller parameters, so the result is never longer than the input.
 
 The result is a :class:`Minimized`: a list of engine steps
 ``[(ActionInstance or None, row)]`` (rows replayed on the scalar backend, so the
 result can go straight into ``checker.trace.from_steps``) with ``before`` and
-``after`` (number of actions in the input and in the result) and ``replays``.
+``after`` (number of actions in the input and in the result), ``reduction``
+(the pair) and ``replays`` (candidates tried).
 
-``backend`` is anything with the scalar interface of a Spec (``initial_row()``,
-``step(row, inst)``, ``holds(row, inv)``), e.g. ``checker.fuzz.CompiledModel.of(spec).backend()``
-to search faster; the result is always replayed on ``spec`` itself, and if
-that replay disagrees the search is redone on ``spec``.
+``backend`` runs the candidates: by default (``None``) the spec compiled by
+:class:`checker.fuzz.CompiledModel` (about a hundred times faster than the
+scalar backend), ``"scalar"`` the spec's scalar backend, or any object with
+the scalar interface of a Spec (``initial_row()``, ``step(row, inst)``,
+``holds(row, inv)``). The result is always replayed on the spec's scalar
+backend; if that replay disagrees, the search is redone there.
 ``reduce=False`` only validates and cuts the input (no search).
 ``time_limit`` (seconds) stops the search early with the best trace so far.
 
 Raises ``ValueError`` when the input does not violate ``invariant`` (a step
-not enabled, or the invariant never fails).
+not enabled, or the invariant never fails), names an action the spec does not
+have, or ``invariant`` is unknown.
 """
 from __future__ import annotations
 
 import time
+
+import numpy as np
 
 
 class Minimized(list):
@@ -86,14 +98,25 @@ def _actions(spec, steps_or_trace):
     return out
 
 
+def _diff(a, b):
+    """{column: new value} of the cells that differ between two rows."""
+    a, b = np.asarray(a), np.asarray(b)
+    return {int(c): int(b[c]) for c in np.flatnonzero(a != b)}
+
+
 class _Replayer:
     """Replays candidate action-id lists, caching every prefix reached.
 
     A cached prefix maps to (row, whether the invariant holds there); every
     shorter prefix of a cached one is cached and holds (replay stops at the
-    first violation). A step that is not enabled any more is repaired: the
-    enabled instance of the same action with the nearest parameters takes its
-    place (removing an election renumbers the epochs after it, say).
+    first violation).
+
+    A step that is not enabled any more is repaired: among the enabled
+    instances of the same action, the one whose effect (the cells it changes,
+    and to what) is closest to what the step did in the trace it came from
+    takes its place, the nearest parameters breaking ties. Removing an election
+    renumbers the epochs after it, say, and the LeaderAndIsr a broker applied
+    is then found under its new epoch.
     """
 
     def __init__(self, spec, backend, inv):
@@ -111,8 +134,39 @@ class _Replayer:
                         tuple(b.params.values()))
             self.nearest[a.id] = [b for b in sorted(by_name[a.name], key=distance) if b.id != a.id]
 
-    def run(self, ids, repair=True):
-        """The steps actually taken, cut after the first violation; None if it never fails or a step cannot be taken."""
+    def rows(self, ids):
+        """The rows along a trace already run (every prefix is cached)."""
+        ids = tuple(ids)
+        return [self.cache[ids[:j]][0] for j in range(len(ids) + 1)]
+
+    def effects(self, ids):
+        rows = self.rows(ids)
+        return [_diff(a, b) for a, b in zip(rows, rows[1:])]
+
+    def _repair(self, row, i, intent):
+        b = self.backend
+        best = None
+        for rank, alt in enumerate(self.nearest[i]):
+            nxt = b.step(row, alt)
+            if nxt is None:
+                continue
+            if intent is None:
+                return alt.id, nxt
+            got = _diff(row, nxt)
+            score = sum(1 for c in set(intent) | set(got) if intent.get(c, row[c]) != got.get(c, row[c]))
+            if best is None or score < best[0]:
+                best = (score, alt.id, nxt)
+                if score == 0:
+                    break
+        return (best[1], best[2]) if best else (i, None)
+
+    guided = True          # repairs follow the effect a step had (False: nearest parameters only)
+
+    def run(self, ids, intents=None, repair=True):
+        """The steps actually taken, cut after the first violation; None if it never fails or a step cannot be taken.
+
+        ``intents[j]``, when given, is the effect step j had where it came from (guides repairs).
+        """
         self.replays += 1
         b, inv, cache, actions = self.backend, self.inv, self.cache, self.actions
         ids = tuple(ids)
@@ -127,11 +181,7 @@ class _Replayer:
             i = ids[j]
             nxt = b.step(row, actions[i])
             if nxt is None and repair:
-                for alt in self.nearest[i]:
-                    nxt = b.step(row, alt)
-                    if nxt is not None:
-                        i = alt.id
-                        break
+                i, nxt = self._repair(row, i, intents[j] if intents is not None and self.guided else None)
             if nxt is None:
                 return None
             row = nxt
@@ -153,15 +203,20 @@ def _search(spec, backend, inv, ids, deadline):
     def out_of_time():
         return deadline is not None and time.monotonic() > deadline
 
+    def without(c, eff, drop):
+        """Run c without the steps at positions ``drop``."""
+        keep = [k for k in range(len(c)) if k not in drop]
+        return rp.run([c[k] for k in keep], [eff[k] for k in keep])
+
     def ddmin(c):
         n = 2
         while len(c) >= 2 and not out_of_time():
+            eff = rp.effects(c)
             size = len(c) / n
-            chunks = [c[round(i * size):round((i + 1) * size)] for i in range(n)]
+            chunks = [range(round(i * size), round((i + 1) * size)) for i in range(n)]
             reduced = False
-            for i in range(n):
-                complement = [x for j, ch in enumerate(chunks) if j != i for x in ch]
-                got = rp.run(complement)
+            for ch in chunks:
+                got = without(c, eff, set(ch))
                 if got is not None and len(got) < len(c):
                     c, n, reduced = got, max(n - 1, 2), True
                     break
@@ -179,26 +234,47 @@ def _search(spec, backend, inv, ids, deadline):
         """Each step in turn: the same action with smaller parameters (ids of one action are in parameter order)."""
         k = 0
         while k < len(c) and not out_of_time():
+            eff = rp.effects(c)
             current = spec.actions[c[k]]
             for alt in by_name[current.name]:
                 if alt.id >= current.id:
                     break
-                got = rp.run(c[:k] + [alt.id] + c[k + 1:])
+                got = rp.run(c[:k] + [alt.id] + c[k + 1:], eff)
                 if better(got, c):
                     c = got
                     break
             k += 1
         return c
 
-    ids = rp.run(ids, repair=False)
-    if ids is None:
+    def remove_pairs(c):
+        """Drop two steps at once (an election and the LeaderAndIsr it sent, say)."""
+        eff = rp.effects(c)
+        for i in range(len(c)):
+            for j in range(i + 1, len(c)):
+                if out_of_time():
+                    return c
+                got = without(c, eff, {i, j})
+                if got is not None and len(got) < len(c):
+                    return got
+        return c
+
+    start = rp.run(ids, repair=False)
+    if start is None:
         return None, rp.replays
-    while not out_of_time():
-        before = ids
-        ids = replace_params(ddmin(ids))
-        if not better(ids, before):
-            break
-    return ids, rp.replays
+    best = start
+    for guided in (True, False):        # two repair strategies, each a local search: keep the better end
+        rp.guided = guided
+        ids = start
+        while not out_of_time():
+            before = ids
+            ids = replace_params(ddmin(ids))
+            if not better(ids, before):
+                ids = remove_pairs(ids)
+                if not better(ids, before):
+                    break
+        if better(ids, best):
+            best = ids
+    return best, rp.replays
 
 
 def _replay_on_spec(spec, inv, ids):
@@ -237,7 +313,15 @@ def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
             raise ValueError(f"the trace does not violate {invariant} on replay")
     else:
         result = None
-        if backend is not None:
+        if backend is None:
+            try:
+                from checker.fuzz import CompiledModel, Unsupported
+                backend = CompiledModel.of(spec).backend()
+            except Unsupported:
+                backend = spec
+        elif backend == "scalar":
+            backend = spec
+        if backend is not spec:
             result, replays = _search(spec, backend, inv, ids, deadline)
             if result is not None and _replay_on_spec(spec, inv, result) is None:
                 result = None                       # the fast backend disagrees: trust only the spec

@@ -108,6 +108,7 @@ MAX_KEY = np.uint64(1 << (64 - ACTION_BITS))      # keys must leave room for one
 CHECKPOINT_EVERY = 8
 BATCH_STATES = 50_000          # chain levels into one job while the predicted states stay below this
 MAX_BATCH = 8
+VISITED_FACTOR = 20            # ... and while the states so far stay below this many times it
 
 
 def local_chunk():
@@ -155,17 +156,11 @@ def _worker_search(job):
     key = (job.spec_class, job.bounds, job.symmetry, job.chunk)
     found = _WORKER_CACHE.get(key)
     if found is None:
-        _dbg("spec-miss")
         spec = job.spec_class(**dict(job.bounds))
         search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk)
         sym = Symmetry(spec.layout, search.zobrist, spec.R) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
     return found
-
-
-def _dbg(*a):
-    with open("/tmp/sparkdbg.log", "a") as fh:
-        fh.write(f"{time.time():.3f} {os.getpid()} " + " ".join(map(str, a)) + "\n")
 
 
 def _ident(k):
@@ -213,7 +208,7 @@ def _write_level(workdir, level, index, fps, keys):
                       "parent": pa.array(keys >> np.uint64(ACTION_BITS), type=pa.uint64()),
                       "action": pa.array((keys & ACTION_MASK).astype(np.uint16), type=pa.uint16())})
     tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    pq.write_table(table, tmp)
+    pq.write_table(table, tmp, compression="none", use_dictionary=False, write_statistics=False)
     os.replace(tmp, path)
 
 
@@ -248,23 +243,24 @@ def _maybe_fail(job, stage, index):
 # ---------------------------------------------------------------------------------------------
 # the two halves of a level
 # ---------------------------------------------------------------------------------------------
-def _map_task(job, index, records):
+def _map_task(job, index, records, carry=False):
     """Expand this partition's share of level ``job.level``; route de-duplicated successors to their owners.
 
+    Per chunk the smallest (parent, action) per fingerprint is kept, successors this
+    partition owns and has visited are dropped, and only the rest are materialized.
     A successor is tagged ``K(parent) << 16 | action``: the parent's number is not
-    known here, but its key is, in the same order.
+    known here, but its key is, in the same order. With ``carry`` the partition's
+    visited set and keys go through the shuffle to its own next task too.
     """
-    _t0 = time.perf_counter()
     spec, search, sym = _worker_search(job)
-    P, chunk = job.partitions, job.chunk
-    _dbg("map-start", job.level, index)
+    P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
     for _, part in records:
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
-        fired = np.zeros(len(spec.actions), dtype=bool)
-        out_fp, out_tag, out_rows = [], [], []
+        fired = np.zeros(n_actions, dtype=bool)
         if n and part.keys[-1] >= MAX_KEY:
             raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
+        visited = part.visited
         for cs in range(0, n, chunk):
             batch = np.ascontiguousarray(part.rows[:, cs:cs + chunk])
             parts = search.expand(batch, part.fps[cs:cs + chunk])
@@ -272,46 +268,65 @@ def _map_task(job, index, records):
                 continue
             sizes = np.array([p[1].size for p in parts])
             fired[[p[0] for p in parts]] = True
-            part_of = np.repeat(np.arange(len(parts)), sizes)
-            pos = np.arange(part_of.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
             parent = np.concatenate([p[1] for p in parts])
             counts[cs:cs + batch.shape[1]] += np.bincount(parent, minlength=batch.shape[1])
-            action = np.concatenate([np.full(p[1].size, p[0], dtype=np.uint64) for p in parts])
-            tag = (part.keys[cs + parent] << np.uint64(ACTION_BITS)) | action
+            action = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes)
+            part_of = np.repeat(np.arange(len(parts)), sizes)
+            pos = np.arange(parent.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
             if sym is None:
                 fp = np.concatenate([p[3] for p in parts])
                 succ = None
             else:
                 succ = Search.materialize(batch, parts, (part_of, pos))
                 fp = sym.canonical(succ)
-            order = np.argsort(tag)
-            win = order[_first_per_fingerprint(fp[order])]
-            out_fp.append(fp[win])
-            out_tag.append(tag[win])
-            out_rows.append(Search.materialize(batch, parts, (part_of[win], pos[win]))
-                            if succ is None else succ[:, win])
-        if out_fp:
-            fp = np.concatenate(out_fp)
-            tag = np.concatenate(out_tag)
-            rows = np.concatenate(out_rows, axis=1)
-            first = _first_per_fingerprint(fp)        # chunks ascend in key: the first is the smallest
-            owner = (fp[first] % np.uint64(P)).astype(np.int64)
-            order = first[np.argsort(owner, kind="stable")]
-            cuts = np.searchsorted(np.sort(owner), np.arange(P + 1))
+            # one sort: the smallest (parent, action) of each fingerprint, packed with its index
+            m = fp.size
+            order = np.argsort(fp)
+            sorted_fp = fp[order]
+            starts = np.flatnonzero(np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]]))
+            best = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts)
+            win = best % m
+            unique = sorted_fp[starts]
+            owner = (unique % np.uint64(P)).astype(np.int64)
+            if visited.size:                       # the successors this partition owns can be checked here
+                mine = np.flatnonzero(owner == index)
+                at = np.searchsorted(visited, unique[mine])
+                at[at == visited.size] = 0
+                seen = mine[visited[at] == unique[mine]]
+                if seen.size:
+                    keep = np.ones(unique.size, dtype=bool)
+                    keep[seen] = False
+                    win, unique, owner = win[keep], unique[keep], owner[keep]
+            rows = (Search.materialize(batch, parts, (part_of[win], pos[win])) if succ is None
+                    else np.take(succ, win, axis=1))
+            tag = (part.keys[cs + parent[win]] << np.uint64(ACTION_BITS)) | action[win].astype(np.uint64)
             for q in range(P):
-                sel = order[cuts[q]:cuts[q + 1]]
+                sel = np.flatnonzero(owner == q) if P > 1 else np.arange(owner.size)
                 if sel.size:
-                    yield q, ("d", fp[sel], tag[sel], np.ascontiguousarray(rows[:, sel]))
+                    yield q, ("d", unique[sel], tag[sel], np.take(rows, sel, axis=1))
         _maybe_fail(job, "map", index)
-        _dbg("map-end", job.level, index, round(time.perf_counter() - _t0, 3))
         yield index, ("s", counts, fired)
+        if carry:
+            yield index, _Part(visited, None, None, part.keys, part.level_start)
+
+
+def _fused_task(jobs, index, records):
+    """Reduce into level L and expand it in the same task (chained levels: one stage, one Python pass)."""
+    reduce_job, map_job = jobs
+    return _map_task(map_job, index, _reduce_task(reduce_job, index, records), carry=True)
+
+
+def _carry_map_task(job, index, records):
+    return _map_task(job, index, records, carry=True)
 
 
 def _reduce_task(job, index, records):
-    """Level ``job.level + 1`` of this partition: anti-join, number, check, write; the new record."""
-    _t0 = time.perf_counter()
+    """Level ``job.level + 1`` of this partition: anti-join, number, check, write; the new record.
+
+    ``records``: the partition's previous record (cached, or carried through the
+    shuffle), its map task's statistics, and every map task's successors for it.
+    """
     spec, search, sym = _worker_search(job)
-    _dbg("red-start", job.level, index)
     prev, fps, tags, rows = None, [], [], []
     counts, fired = None, np.zeros(len(spec.actions), dtype=bool)
     for _, v in records:
@@ -331,9 +346,18 @@ def _reduce_task(job, index, records):
         fp = np.concatenate(fps)
         tag = np.concatenate(tags)
         allrows = np.concatenate(rows, axis=1)
-        order = np.argsort(tag)
-        win = order[_first_per_fingerprint(fp[order])]    # smallest (parent, action) per fingerprint
-        unique = fp[win]
+        # one sort by fingerprint; the smallest tag of each group wins (tags are unique)
+        order = np.argsort(fp)
+        sorted_fp = fp[order]
+        first = np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]])
+        starts = np.flatnonzero(first)
+        if starts.size == fp.size:
+            win = order
+        else:
+            sorted_tag = tag[order]
+            best = np.minimum.reduceat(sorted_tag, starts)
+            win = order[sorted_tag == np.repeat(best, np.diff(np.append(starts, fp.size)))]
+        unique = sorted_fp[starts]
         if visited.size:
             at = np.searchsorted(visited, unique)
             at[at == visited.size] = 0
@@ -344,7 +368,7 @@ def _reduce_task(job, index, records):
         tag = tag[win]
         parent = ls + _ranks(level_keys, tag >> np.uint64(ACTION_BITS))
         new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
-        new_rows = np.ascontiguousarray(allrows[:, win])
+        new_rows = np.take(allrows, win, axis=1)
         new_key_fps = fp[win]
         new_fps = new_key_fps if sym is None else search.zobrist.full(new_rows)
     else:
@@ -368,7 +392,6 @@ def _reduce_task(job, index, records):
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
         visited=int(visited.size))})
-    _dbg("red-end", job.level, index, round(time.perf_counter() - _t0, 3))
     yield index, _Part(visited, new_rows, new_fps, new_keys, ls + n_level)
 
 
@@ -480,7 +503,6 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 if p == owner0 else _Part(empty, empty_rows, empty, empty, 0)) for p in range(P)]
     summaries = sc.accumulator({}, _Summaries())
     level_rdd = sc.parallelize(records, P).partitionBy(P, _ident).persist(StorageLevel.MEMORY_AND_DISK)
-    live = [level_rdd]
     level_start, level_sizes = [0], [1]
     fired = np.zeros(len(spec.actions), dtype=bool)
     transitions, depth, budget_hit, complete = 0, 1, None, False
@@ -495,25 +517,27 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 budget_hit = f"max depth {max_depth}"
                 break
             n_levels = _batch_size(level_sizes, batch_states, None if max_depth is None else max_depth - depth)
-            rdd, chained = level_rdd, []
-            for level in range(depth, depth + n_levels):
-                job = _Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
-                           partitions=P, level=level, pending=tuple(pending), workdir=workdir,
-                           summaries=summaries, fault=_fault)
-                disc = rdd.mapPartitionsWithIndex(_bind(_map_task, job)).partitionBy(P, _ident)
-                # the level and its successors share the partitioner: their union is partition-aligned
-                both = RDD(rdd._jrdd.union(disc._jrdd), sc, disc._jrdd_deserializer)
+            jobs = [_Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
+                         partitions=P, level=level, pending=tuple(pending), workdir=workdir,
+                         summaries=summaries, fault=_fault) for level in range(depth, depth + n_levels)]
+            if n_levels == 1:
+                disc = level_rdd.mapPartitionsWithIndex(_bind(_map_task, jobs[0])).partitionBy(P, _ident)
+                # the level and its successors share the partitioner: their union is partition-aligned,
+                # and the visited sets stay in the cache
+                both = RDD(level_rdd._jrdd.union(disc._jrdd), sc, disc._jrdd_deserializer)
                 both.partitioner = disc.partitioner
-                rdd = both.mapPartitionsWithIndex(_bind(_reduce_task, job), preservesPartitioning=True)
-                rdd.persist(StorageLevel.MEMORY_AND_DISK)
-                chained.append(rdd)
+            else:
+                # chained small levels: the visited sets ride the shuffle, each stage reduces and expands
+                both = level_rdd.mapPartitionsWithIndex(_bind(_carry_map_task, jobs[0])).partitionBy(P, _ident)
+                for prev_job, job in zip(jobs, jobs[1:]):
+                    both = both.mapPartitionsWithIndex(_bind(_fused_task, (prev_job, job))).partitionBy(P, _ident)
+            rdd = both.mapPartitionsWithIndex(_bind(_reduce_task, jobs[-1]), preservesPartitioning=True)
+            rdd.persist(StorageLevel.MEMORY_AND_DISK)
             since_checkpoint += n_levels
             if checkpoint_every and since_checkpoint >= checkpoint_every:
                 rdd.checkpoint()
                 since_checkpoint = 0
-            _dbg("driver-submit", depth, n_levels)
             finished = _run_job(sc, rdd, start, time_limit)
-            _dbg("driver-done", depth, n_levels)
             if not finished:
                 budget_hit = f"time limit {time_limit:g}s"
                 stop = True
@@ -557,7 +581,6 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                     break
                 level_start.append(next_id)
                 level_sizes.append(cut)
-                level_rdd = chained[level - first]
                 if report is not None:
                     now = time.perf_counter()
                     report(depth=level, frontier=n_frontier, distinct=next_id + cut, seconds=now - start,
@@ -571,6 +594,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                     stop = True
                     break
             else:
+                old, level_rdd = level_rdd, rdd
+                old.unpersist(blocking=False)
                 if time_limit is not None and time.perf_counter() - start > time_limit:
                     # as the local engine: the level during which the time ran out is kept, not counted
                     budget_hit = f"time limit {time_limit:g}s"
@@ -578,18 +603,15 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                     stop = True
                 elif not finished:
                     depth -= 1
+            if level_rdd is not rdd:
+                rdd.unpersist(blocking=False)
             t_level = time.perf_counter()
-            for r in live + chained:
-                if r is not level_rdd:
-                    r.unpersist(blocking=False)
-            live = [level_rdd]
             if stop:
                 break
         for v in violations.values():
             v.steps = _trace(search, workdir, v, level_start)
     finally:
-        for r in live:
-            r.unpersist(blocking=False)
+        level_rdd.unpersist(blocking=False)
         if created:
             sc.stop()
         if own_workdir:
@@ -607,8 +629,11 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
 
 
 def _batch_size(level_sizes, batch_states, depth_left):
-    """How many levels the next job computes: more while levels are small, predicted by the last growth."""
+    """How many levels the next job chains: several while the levels (predicted by the last growth)
+    and the visited sets that then ride the shuffle are small, else one."""
     n = level_sizes[-1]
+    if sum(level_sizes) > VISITED_FACTOR * batch_states:
+        return 1
     growth = max(n / level_sizes[-2], 1.0) if len(level_sizes) > 1 else 4.0
     count, total = 1, n * growth
     while count < MAX_BATCH and total + n * growth ** (count + 1) <= batch_states:

@@ -16,6 +16,7 @@ over constant-length sequences.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import reduce
 
 import numpy as np
@@ -31,6 +32,25 @@ class Traced:
 
     Subclasses provide ``where``, ``minimum`` and ``maximum`` as classmethods.
     """
+
+
+_arithmetic = []          # stack of lists collecting integer results while a spec loads
+
+
+@contextmanager
+def track_arithmetic():
+    """Collect the z3 term of every integer sum, difference and product built inside the block."""
+    _arithmetic.append([])
+    try:
+        yield _arithmetic[-1]
+    finally:
+        _arithmetic.pop()
+
+
+def _noted(term_):
+    if _arithmetic:
+        _arithmetic[-1].append(term_)
+    return Sym(term_)
 
 
 class Sym:
@@ -55,13 +75,13 @@ class Sym:
         return z3.is_bool(self.t)
 
     # arithmetic
-    def __add__(self, o): return Sym(self.t + term(o))
-    def __radd__(self, o): return Sym(term(o) + self.t)
-    def __sub__(self, o): return Sym(self.t - term(o))
-    def __rsub__(self, o): return Sym(term(o) - self.t)
-    def __mul__(self, o): return Sym(self.t * term(o))
-    def __rmul__(self, o): return Sym(term(o) * self.t)
-    def __neg__(self): return Sym(-self.t)
+    def __add__(self, o): return _noted(self.t + term(o))
+    def __radd__(self, o): return _noted(term(o) + self.t)
+    def __sub__(self, o): return _noted(self.t - term(o))
+    def __rsub__(self, o): return _noted(term(o) - self.t)
+    def __mul__(self, o): return _noted(self.t * term(o))
+    def __rmul__(self, o): return _noted(term(o) * self.t)
+    def __neg__(self): return _noted(-self.t)
 
     # comparisons
     def __lt__(self, o): return Sym(self.t < term(o))
@@ -86,6 +106,8 @@ def term(v):
     """The z3 term for a Sym or a Python/numpy constant."""
     if isinstance(v, Sym):
         return v.t
+    if isinstance(v, z3.ExprRef):
+        return v
     if isinstance(v, (bool, np.bool_)):
         return z3.BoolVal(bool(v))
     return z3.IntVal(int(v))

@@ -77,6 +77,8 @@ class KafkaReplication(Spec):
                   doc="as leader: each follower's LEO learned from its fetches (-1: unknown)"),
             Field("truncating", 0, 1, (R,), boolean=True, axes=rep,
                   doc="follower must truncate by leader epoch before fetching (0.11+)"),
+            Field("ack_from", 0, L, (R,), axes=rep,
+                  doc="as leader: first offset whose produce request it still holds (earlier ones failed)"),
             # --- the controller and the quorum state (ZooKeeper) ---
             Field("q_leader", 0, none, values="replica", doc="leader in ZooKeeper (R: none)"),
             Field("q_epoch", 0, E, doc="leader epoch in ZooKeeper"),
@@ -242,7 +244,8 @@ class KafkaReplication(Spec):
         """Partition.maybeIncrementLeaderHW: the leader's HW rises to the smallest LEO it knows in its ISR.
 
         Records below the new HW are acknowledged to acks=all producers if the ISR
-        still has min.insync.replicas members (DelayedProduce).
+        still has min.insync.replicas members (DelayedProduce), and if their produce
+        request is still waiting in this leader's purgatory (``ack_from``).
         """
         old = s.hw[l]
         known = [where(self.hw_isr_member(s, l, i), s.leo[l] if i == l else s.remote_leo[l][i], self.L)
@@ -256,7 +259,8 @@ class KafkaReplication(Spec):
             enough = count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr
             for m in self.RECORDS:
                 for o in self.OFFSETS:
-                    acked = enough & (s.acked_at[m - 1] < 0) & (o >= old) & (o < new) & (s.log_record[l][o] == m)
+                    acked = (enough & (s.acked_at[m - 1] < 0) & (o >= old) & (o < new) & (o >= s.ack_from[l])
+                             & (s.log_record[l][o] == m))
                     s.acked_at[m - 1] = where(acked, o, s.acked_at[m - 1])
         self.expose(s, l)
 
@@ -268,6 +272,11 @@ class KafkaReplication(Spec):
             s.isr[l][i] = where(when, new_isr[i], s.isr[l][i])
             s.q_isr[i] = where(when, new_isr[i], s.q_isr[i])
         self.bump_zk_version(s, writer=l, when=when)
+        for e in self.EPOCHS:   # what the controller resends for the current epoch (e.g. on broker startup)
+            current = when & (s.q_epoch == e)
+            s.req_zk_version_current[e - 1] = s.req_zk_version_current[e - 1] | current
+            for i in self.REPLICAS:
+                s.req_isr[e - 1][i] = where(current, new_isr[i], s.req_isr[e - 1][i])
 
     def maybe_expand_isr(self, s, l, f, fetched):
         """Partition.maybeExpandIsr, run on every fetch (0.8-2.6): a caught-up follower rejoins the ISR.
@@ -440,7 +449,13 @@ class KafkaReplication(Spec):
                                        s.req_controller_epoch[e - 1] if self.controller_failover else None)
 
     def become_leader_or_follower(self, s, r, epoch, new_leader, isr, zk_version_current, controller_epoch=None):
-        """ReplicaManager.becomeLeaderOrFollower: broker r takes the role a LeaderAndIsr gives it."""
+        """ReplicaManager.becomeLeaderOrFollower: broker r takes the role a LeaderAndIsr gives it.
+
+        A replica that was not leading holds no produce requests: records already in
+        its log are never acknowledged by it (their producers got errors and retried).
+        """
+        was_leading = self.believes_leads(s, r)
+        s.ack_from[r] = where(new_leader == r, where(was_leading, s.ack_from[r], s.leo[r]), 0)
         s.leader_epoch[r] = epoch
         s.leader[r] = new_leader
         s.zk_version_current[r] = zk_version_current
@@ -609,6 +624,7 @@ class KafkaReplication(Spec):
         s.leader_epoch[r] = 0
         s.zk_version_current[r] = False
         s.truncating[r] = False
+        s.ack_from[r] = 0
         for i in self.REPLICAS:
             s.isr[r][i] = False
             s.remote_leo[r][i] = -1

@@ -37,7 +37,7 @@ import z3
 from types import SimpleNamespace
 
 from model.compile import Graph, kernel
-from model.expr import DeclarationError, Sym, term
+from model.expr import DeclarationError, Sym, term, track_arithmetic
 from model.layout import Layout
 from model.view import GuardDone, View, scalar_reader, z3_reader, z3_variables
 
@@ -149,9 +149,16 @@ class Spec:
             meaning, loss = _doc_parts(fn)
             inv = Invariant(fn.__isrcheck_invariant__, fn, meaning, loss)
             invs[inv.name] = inv
-            value = fn(self, View(self.layout, z3_reader(z3_variables(self.layout))))
+            with track_arithmetic() as arithmetic:
+                try:
+                    value = fn(self, View(self.layout, z3_reader(z3_variables(self.layout))))
+                except DeclarationError as e:
+                    raise DeclarationError(f"invariant {inv.name}: {e}") from None
+                except z3.Z3Exception as e:
+                    raise DeclarationError(f"invariant {inv.name}: ill-typed expression ({e})") from None
             if not (isinstance(value, Sym) and value.is_bool) and not isinstance(value, (bool, np.bool_)):
                 raise DeclarationError(f"invariant {inv.name}: must return a boolean expression")
+            self._check_cell_range(arithmetic, True, f"invariant {inv.name}")
         return invs
 
     def _instantiate_actions(self):
@@ -167,22 +174,41 @@ class Spec:
                 params = dict(zip(domains, combo))
                 inst = ActionInstance(len(instances), name, params, fn)
                 view = View(self.layout, z3_reader(variables))
-                try:
-                    fn(self, view, **params)
-                except DeclarationError as e:
-                    raise DeclarationError(f"action {inst.label}: {e}") from None
-                except z3.Z3Exception as e:
-                    raise DeclarationError(f"action {inst.label}: ill-typed expression ({e})") from None
-                guard = term(view.guard)
-                if z3.is_false(z3.simplify(guard)):
-                    continue  # statically disabled instance (a constant require failed)
+                with track_arithmetic() as arithmetic:
+                    try:
+                        fn(self, view, **params)
+                        for cond in view._requires:
+                            if not z3.is_bool(term(cond)):
+                                raise DeclarationError("require() needs a boolean condition")
+                        guard = term(view.guard)
+                    except DeclarationError as e:
+                        raise DeclarationError(f"action {inst.label}: {e}") from None
+                    except z3.Z3Exception as e:
+                        raise DeclarationError(f"action {inst.label}: ill-typed expression ({e})") from None
+                if z3.is_false(z3.simplify(guard)) or solver.check(guard) == z3.unsat:
+                    continue  # disabled in every well-typed state (e.g. a constant require failed)
                 self._check_writes(solver, inst, view, guard)
+                self._check_cell_range(arithmetic, guard, f"action {inst.label}", solver)
                 inst.id = len(instances)
                 inst.written = tuple(sorted(view._written))
                 instances.append(inst)
         if len(instances) >= 2 ** 16:
             raise DeclarationError("more than 65535 action instances")
         return instances
+
+    def _check_cell_range(self, arithmetic, guard, what, solver=None):
+        """Intermediate arithmetic must fit a state cell (int8): numpy batches compute in int8."""
+        if not arithmetic:
+            return
+        if solver is None:
+            solver = z3.Solver()
+            solver.add(self.z3_type_ok(z3_variables(self.layout)))
+        solver.push()
+        solver.add(term(guard), z3.Or([z3.Or(t < -128, t > 127) for t in arithmetic]))
+        bad = solver.check() == z3.sat
+        solver.pop()
+        if bad:
+            raise DeclarationError(f"{what}: an intermediate value may leave -128..127 (state cells are int8)")
 
     def _check_writes(self, solver, inst, view, guard):
         lay = self.layout

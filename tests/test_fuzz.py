@@ -1,0 +1,186 @@
+"""The fuzzer: its compiled executor agrees with the backends, it finds the known bugs, finds nothing in KIP-320.
+
+Budgets (2-core machine): compiled-model conformance over every spec ~10 s;
+hw-truncation at replicas=5 ~10-15 s (found after ~2-5 s of search, then
+shrinking and minimization); replicas=3 against BFS ~10 s; kip-320 8 s.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from checker.bfs import SearchResult, search
+from checker.fuzz import CompiledModel, FuzzResult, _enablers, fuzz
+from checker.trace import from_steps, replay
+from specs import SPECS
+
+SEED = 20240611
+
+
+# ------------------------------------------------------------------------------------------
+# the compiled executor computes what the backends compute
+# ------------------------------------------------------------------------------------------
+def _sample(spec, model, rng, walks=12, length=40, uniform=150):
+    """States reached by random walks on the compiled model, plus uniform random well-typed rows."""
+    rows = []
+    for _ in range(walks):
+        r = model.initial
+        rows.append(r)
+        for _ in range(length):
+            en = model.enabled(r)
+            if not en:
+                break
+            r = model.step(r, rng.choice(en))
+            rows.append(r)
+    lay = spec.layout
+    for _ in range(uniform):
+        rows.append(tuple(rng.randint(int(lo), int(hi)) for lo, hi in zip(lay.lo, lay.hi)))
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_compiled_model_agrees_with_numpy_and_scalar_backends(name):
+    spec = SPECS[name]()
+    model = CompiledModel.of(spec)
+    rng = random.Random(SEED)
+    rows = _sample(spec, model, rng)
+    batch = np.ascontiguousarray(np.array(rows, dtype=np.int8).T)
+    enabled = [set(model.enabled(r)) for r in rows]
+    for inst in spec.actions:
+        guard = spec.guard_batch(inst, batch)
+        assert [inst.id in e for e in enabled] == guard.tolist(), inst.label
+        idx = np.flatnonzero(guard)
+        if idx.size == 0:
+            continue
+        written = spec.update_batch(inst, batch, idx)._written
+        for k, j in enumerate(idx[:50]):
+            succ = model.step(rows[j], inst.id)
+            for c, v in written.items():
+                want = int(np.broadcast_to(np.asarray(v), idx.shape)[k])
+                assert succ[c] == want, (inst.label, spec.layout.names[c])
+    for inv_name, inv in spec.invariants.items():
+        assert [model.holds(r, inv_name) for r in rows] == spec.holds_batch(inv, batch).tolist(), inv_name
+    # and the scalar backend on one walk
+    row = spec.initial_row()
+    r = model.initial
+    for _ in range(30):
+        en = model.enabled(r)
+        assert en == [a.id for a in spec.enabled(row)]
+        if not en:
+            break
+        i = rng.choice(en)
+        r, row = model.step(r, i), spec.step(row, spec.actions[i])
+        assert r == tuple(int(v) for v in row)
+        for inv_name, inv in spec.invariants.items():
+            assert model.holds(r, inv_name) == spec.holds(row, inv)
+
+
+def test_swarm_subsets_always_include_what_their_kinds_need():
+    spec = SPECS["kip-101"]()
+    model = CompiledModel.of(spec)
+    kinds = list(dict.fromkeys(a.name for a in spec.actions))
+    need = _enablers(model, spec, kinds)
+    assert need[kinds.index("elect_leader")] == set()
+    assert {kinds.index("elect_leader"), kinds.index("apply_leader_and_isr")} <= need[kinds.index("produce")]
+    assert kinds.index("crash") in need[kinds.index("restart")] or kinds.index("shutdown") in need[
+        kinds.index("restart")]
+    from checker.fuzz import _Fuzzer
+    fz = _Fuzzer(spec, ["no-committed-loss"], 1, 0, 10, True, None, None, None, "compiled")
+    rng = random.Random(SEED)
+    for bits in [0, 4 ** len(kinds) - 1] + [rng.getrandbits(2 * len(kinds)) for _ in range(50)]:
+        allowed = fz._swarm(bits)
+        on = {fz.kind_of[i] for i, a in enumerate(allowed) if a}
+        assert on, "a swarm subset is never empty"
+        for k in on:
+            assert need[k] <= on
+        # something can happen from the initial state
+        assert any(allowed[i] for i in model.enabled(model.initial))
+
+
+# ------------------------------------------------------------------------------------------
+# finding the known bugs
+# ------------------------------------------------------------------------------------------
+def _check_violation(spec, result, invariant):
+    v = result.violations[invariant]
+    trace = from_steps(spec, invariant, "fuzz", v.steps, seed=result.seed)
+    assert replay(spec, trace).ok, replay(spec, trace).message
+    return v
+
+
+@pytest.fixture(scope="module")
+def five_replicas():
+    """hw-truncation at replicas=5, 8 epochs, 3 crashes: far beyond exhaustive reach."""
+    spec = SPECS["hw-truncation"](replicas=5, max_epochs=8, max_crashes=3)
+    start = time.monotonic()
+    result = fuzz(spec, ["no-committed-loss"], budget_s=60, derandomize=True, max_examples=3000,
+                  shrink_budget_s=3)
+    return spec, result, time.monotonic() - start
+
+
+def test_fuzz_finds_hw_truncation_loss_at_five_replicas(five_replicas):
+    spec, result, seconds = five_replicas
+    assert isinstance(result, SearchResult) and isinstance(result, FuzzResult)
+    assert result.verdicts == {"no-committed-loss": "violated"}
+    assert not result.complete and result.budget_hit is None
+    v = _check_violation(spec, result, "no-committed-loss")
+    info = result.found["no-committed-loss"]
+    print(f"\nreplicas=5: found after {info['seconds_to_find']:.1f}s "
+          f"(run of {info['found_length']} steps; Hypothesis shrank it to {info['hypothesis_length']}, "
+          f"minimize to {info['minimized_length']}); whole fuzz {seconds:.1f}s, "
+          f"{result.runs} runs, {result.transitions} steps, {result.distinct_states} distinct states")
+    assert info["seconds_to_find"] < 60
+    assert len(v.steps) - 1 == info["minimized_length"] <= info["hypothesis_length"] <= info["found_length"]
+    assert result.distinct_states > 100 and result.transitions >= result.distinct_states - 1
+    assert result.depth > 1 and result.runs > 0
+
+
+def test_fuzz_explains_its_counterexample(five_replicas):
+    from checker.explain import explain
+    spec, result, _ = five_replicas
+    lines = explain(spec, result.violations["no-committed-loss"].steps, "no-committed-loss")
+    kinds = {line.kind for line in lines}
+    assert {"acked", "lost", "violated"} <= kinds
+
+
+def test_shrunk_trace_at_three_replicas_is_close_to_the_shortest():
+    # the shortest counterexample, from the exhaustive engine at small bounds (larger bounds can only
+    # allow shorter ones, so this is an upper bound on the shortest at the fuzzed bounds)
+    small = SPECS["hw-truncation"](replicas=3, max_records=1, max_epochs=3)
+    shortest = len(search(small, ["no-committed-loss"]).violations["no-committed-loss"].steps) - 1
+    assert shortest == 11
+    spec = SPECS["hw-truncation"](replicas=3)
+    result = fuzz(spec, ["no-committed-loss"], budget_s=40, derandomize=True, max_examples=2000,
+                  shrink_budget_s=3)
+    v = _check_violation(spec, result, "no-committed-loss")
+    print(f"\nreplicas=3: BFS shortest {shortest}, fuzz {result.found['no-committed-loss']}")
+    assert len(v.steps) - 1 <= 1.5 * shortest
+
+
+def test_kip_320_survives_fuzzing():
+    spec = SPECS["kip-320"](replicas=3, max_epochs=6, max_crashes=2)
+    holds = [n for n, verdict in spec.expected.items() if verdict == "holds"]
+    result = fuzz(spec, holds, budget_s=8, derandomize=True)
+    assert result.violations == {}
+    assert set(result.verdicts.values()) == {"unknown"}          # fuzzing proves nothing
+    assert result.budget_hit == "time limit 8s"
+    assert result.transitions > 1000 and result.distinct_states > 1000
+    assert {"elect_leader", "produce", "fetch", "truncate_by_epoch", "crash"} <= set(result.fired)
+
+
+def test_fuzz_is_deterministic_under_a_seed():
+    spec = SPECS["kip-101"]()
+    a = fuzz(spec, ["no-committed-loss"], budget_s=60, seed=7, max_examples=40)
+    b = fuzz(spec, ["no-committed-loss"], budget_s=60, seed=7, max_examples=40)
+    c = fuzz(spec, ["no-committed-loss"], budget_s=60, seed=8, max_examples=40)
+    assert (a.runs, a.transitions, a.distinct_states) == (b.runs, b.transitions, b.distinct_states)
+    assert (a.runs, a.transitions, a.distinct_states) != (c.runs, c.transitions, c.distinct_states)
+    assert a.seed == 7 and a.budget_hit == "max examples 40"
+
+
+def test_fuzz_rejects_unknown_invariants():
+    spec = SPECS["kip-101"]()
+    with pytest.raises(KeyError):
+        fuzz(spec, ["no-such-invariant"], budget_s=1)

@@ -1,0 +1,151 @@
+"""Delta debugging of counterexamples: never longer, keeps the violation, reaches the known shortest."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from checker.bfs import search
+from checker.fuzz import CompiledModel
+from checker.minimize import Minimized, minimize
+from checker.trace import from_steps, load, replay, save
+from specs import SPECS
+
+SEED = 20240611
+
+
+@pytest.fixture(scope="module")
+def shortest():
+    """The exhaustive engine's shortest hw-truncation and kip-101 no-committed-loss counterexamples (2 replicas)."""
+    out = {}
+    for name in ("hw-truncation", "kip-101"):
+        spec = SPECS[name]()
+        out[name] = (spec, search(spec, ["no-committed-loss"]).violations["no-committed-loss"].steps)
+    return out
+
+
+def _violates_exactly_at_end(model, ids, invariant="no-committed-loss"):
+    r = model.initial
+    for i in ids:
+        if not model.holds(r, invariant) or i not in model.enabled(r):
+            return False
+        r = model.step(r, i)
+    return not model.holds(r, invariant)
+
+
+def _padded(spec, steps, rng, inserts):
+    """The trace with random enabled actions inserted wherever the violation survives them.
+
+    Built on the compiled model for speed; the padded trace is then checked on the scalar backend.
+    """
+    model = CompiledModel.of(spec)
+    ids = [a.id for a, _ in steps[1:]]
+    added = tries = 0
+    while added < inserts and tries < 100 * inserts:
+        tries += 1
+        k = rng.randrange(len(ids) + 1)
+        r = model.initial
+        for i in ids[:k]:
+            r = model.step(r, i)
+        enabled = model.enabled(r)
+        if not enabled:
+            continue
+        candidate = ids[:k] + [rng.choice(enabled)] + ids[k:]
+        if _violates_exactly_at_end(model, candidate):
+            ids, added = candidate, added + 1
+    actions = [spec.actions[i] for i in ids]
+    trace = from_steps(spec, "no-committed-loss", "test", _engine_steps(spec, actions))
+    assert replay(spec, trace).ok
+    return actions
+
+
+def _engine_steps(spec, actions):
+    steps = [(None, spec.initial_row())]
+    for a in actions:
+        steps.append((a, spec.step(steps[-1][1], a)))
+    return steps
+
+
+def _check(spec, result, invariant="no-committed-loss"):
+    assert isinstance(result, Minimized)
+    assert result[0][0] is None and all(a is not None for a, _ in result[1:])
+    assert result.after == len(result) - 1 <= result.before
+    trace = from_steps(spec, invariant, "minimize", list(result))
+    assert replay(spec, trace).ok
+
+
+def test_minimize_reaches_the_shortest_from_a_padded_trace(shortest):
+    spec, steps = shortest["hw-truncation"]
+    assert len(steps) - 1 == 11
+    padded = _padded(spec, steps, random.Random(SEED), 19)
+    assert len(padded) == 30
+    result = minimize(spec, padded, "no-committed-loss")
+    _check(spec, result)
+    assert (result.before, result.after) == (30, 11)
+    assert result.reduction == (30, 11)
+
+
+def test_minimize_on_the_scalar_backend(shortest):
+    spec, steps = shortest["hw-truncation"]
+    padded = _padded(spec, steps, random.Random(SEED + 1), 4)
+    result = minimize(spec, padded, "no-committed-loss", backend="scalar")
+    _check(spec, result)
+    assert (result.before, result.after) == (15, 11)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_minimize_never_lengthens_and_keeps_the_violation(shortest, seed):
+    spec, steps = shortest["kip-101"]
+    rng = random.Random(SEED + seed)
+    padded = _padded(spec, steps, rng, rng.randrange(5, 20))
+    result = minimize(spec, padded, "no-committed-loss")
+    _check(spec, result)
+    assert result.before == len(padded)
+    assert result.after <= result.before
+    assert result.after == len(steps) - 1        # BFS's 15 steps: nothing shorter exists
+
+
+def test_minimize_keeps_a_shortest_trace_as_short(shortest):
+    for spec, steps in shortest.values():
+        result = minimize(spec, steps, "no-committed-loss", backend="scalar")
+        _check(spec, result)
+        assert result.after == result.before == len(steps) - 1
+
+
+def test_minimize_accepts_every_trace_form(shortest, tmp_path):
+    spec, steps = shortest["hw-truncation"]
+    padded = _padded(spec, steps, random.Random(SEED + 9), 6)
+    engine_steps = _engine_steps(spec, padded)
+    trace = from_steps(spec, "no-committed-loss", "test", engine_steps)
+    path = save(trace, str(tmp_path / "t.itf.json"))
+    forms = [padded, engine_steps, trace, load(path), [(a.name, dict(a.params)) for a in padded]]
+    results = [minimize(spec, f, None if f is trace or not isinstance(f, list) else "no-committed-loss",
+                        ) for f in forms]
+    labels = {tuple(a.label for a, _ in r[1:]) for r in results}
+    assert len(labels) == 1
+    assert all(r.after == 11 for r in results)
+
+
+def test_minimize_cuts_at_the_first_violation(shortest):
+    spec, steps = shortest["hw-truncation"]
+    actions = [a for a, _ in steps[1:]]
+    row = steps[-1][1]
+    extra = spec.enabled(row)[:3]                 # steps after the violation
+    result = minimize(spec, actions + extra, "no-committed-loss", reduce=False)
+    assert (result.before, result.after) == (len(actions) + len(extra), len(actions))
+    _check(spec, result)
+
+
+def test_minimize_rejects_a_trace_that_does_not_violate(shortest):
+    spec, steps = shortest["hw-truncation"]
+    actions = [a for a, _ in steps[1:-1]]          # stops one step short
+    with pytest.raises(ValueError, match="does not violate"):
+        minimize(spec, actions, "no-committed-loss")
+    first_apply = next(a for a in actions if a.name == "apply_leader_and_isr")
+    disabled = [first_apply] + actions            # a LeaderAndIsr applied before any was sent
+    with pytest.raises(ValueError):
+        minimize(spec, disabled, "no-committed-loss")
+    with pytest.raises(ValueError, match="no invariant"):
+        minimize(spec, actions, "no-such-invariant")
+    with pytest.raises(ValueError, match="no action"):
+        minimize(spec, [("no_such_action", {})], "no-committed-loss")
