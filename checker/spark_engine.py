@@ -124,7 +124,7 @@ class _Part:
 
     def __init__(self, visited, rows, fps, keys, level_start):
         self.visited = visited          # uint64, sorted: every owned (canonical) fingerprint seen so far
-        self.rows = rows                # int8, width x n: owned states of the newest level, in key order
+        self.rows = rows                # int8, n x width (a state per row): owned states of the newest level
         self.fps = fps                  # uint64 (n,): their full Zobrist fingerprints (expand's delta base)
         self.keys = keys                # uint64 (n,), sorted: parent number << 16 | action
         self.level_start = level_start  # number of the level's first state
@@ -222,7 +222,7 @@ def _read_level_keys(workdir, level, merged=True):
         keys = []
         for name in sorted(os.listdir(d)):
             if name.endswith(".parquet"):
-                t = pq.read_table(os.path.join(d, name), columns=["parent", "action"])
+                t = pq.ParquetFile(os.path.join(d, name)).read(columns=["parent", "action"], use_threads=False)
                 parent = t.column("parent").to_numpy().astype(np.uint64)
                 action = t.column("action").to_numpy().astype(np.uint64)
                 keys.append((parent << np.uint64(ACTION_BITS)) | action)
@@ -262,7 +262,7 @@ def _map_task(job, index, records, carry=False):
             raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
         visited = part.visited
         for cs in range(0, n, chunk):
-            batch = np.ascontiguousarray(part.rows[:, cs:cs + chunk])
+            batch = np.ascontiguousarray(part.rows[cs:cs + chunk].T)        # width x n, as expand wants
             parts = search.expand(batch, part.fps[cs:cs + chunk])
             if not parts:
                 continue
@@ -297,13 +297,13 @@ def _map_task(job, index, records, carry=False):
                     keep = np.ones(unique.size, dtype=bool)
                     keep[seen] = False
                     win, unique, owner = win[keep], unique[keep], owner[keep]
-            rows = (Search.materialize(batch, parts, (part_of[win], pos[win])) if succ is None
-                    else np.take(succ, win, axis=1))
+            rows = (Search.materialize(batch, parts, (part_of[win], pos[win])).T if succ is None
+                    else succ.T[win])                                      # n x width: gathers stay cheap
             tag = (part.keys[cs + parent[win]] << np.uint64(ACTION_BITS)) | action[win].astype(np.uint64)
             for q in range(P):
                 sel = np.flatnonzero(owner == q) if P > 1 else np.arange(owner.size)
                 if sel.size:
-                    yield q, ("d", unique[sel], tag[sel], np.take(rows, sel, axis=1))
+                    yield q, ("d", unique[sel], tag[sel], np.ascontiguousarray(rows[sel]))
         _maybe_fail(job, "map", index)
         yield index, ("s", counts, fired)
         if carry:
@@ -345,7 +345,7 @@ def _reduce_task(job, index, records):
     if fps:
         fp = np.concatenate(fps)
         tag = np.concatenate(tags)
-        allrows = np.concatenate(rows, axis=1)
+        allrows = np.concatenate(rows)
         # one sort by fingerprint; the smallest tag of each group wins (tags are unique)
         order = np.argsort(fp)
         sorted_fp = fp[order]
@@ -368,16 +368,17 @@ def _reduce_task(job, index, records):
         tag = tag[win]
         parent = ls + _ranks(level_keys, tag >> np.uint64(ACTION_BITS))
         new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
-        new_rows = np.take(allrows, win, axis=1)
+        new_rows = allrows[win]
         new_key_fps = fp[win]
-        new_fps = new_key_fps if sym is None else search.zobrist.full(new_rows)
+        new_fps = new_key_fps if sym is None else search.zobrist.full(np.ascontiguousarray(new_rows.T))
     else:
-        new_rows = np.zeros((spec.layout.width, 0), dtype=np.int8)
+        new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
     violations = {}
     if new_keys.size:
+        batch = np.ascontiguousarray(new_rows.T)
         for name in job.pending:
-            bad = np.flatnonzero(~spec.holds_batch(spec.invariants[name], new_rows))
+            bad = np.flatnonzero(~spec.holds_batch(spec.invariants[name], batch))
             if bad.size:
                 violations[name] = int(new_keys[bad[0]])
     # transitions by chunk of parent numbers (the local engine's max_states granularity)
@@ -497,9 +498,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         else:
             violations[inv.name] = Violation(inv.name, 0, 1)
 
-    empty_rows = np.zeros((spec.layout.width, 0), dtype=np.int8)
+    empty_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
     empty = np.zeros(0, dtype=np.uint64)
-    records = [(p, _Part(init_key_fp.copy(), init.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
+    records = [(p, _Part(init_key_fp.copy(), init.T.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
                 if p == owner0 else _Part(empty, empty_rows, empty, empty, 0)) for p in range(P)]
     summaries = sc.accumulator({}, _Summaries())
     level_rdd = sc.parallelize(records, P).partitionBy(P, _ident).persist(StorageLevel.MEMORY_AND_DISK)

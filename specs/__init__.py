@@ -11,12 +11,10 @@ from specs.kafka_7128 import Kafka7128
 from specs.async_isr import AsyncIsr, Kip497
 from specs.last_replica_standing import LastReplicaStanding
 from specs.kip_966 import Kip966
+from specs.tla import TLA_SPECS
 
 SPECS = {cls.name: cls for cls in (HwTruncation, Kip101, Kip279, Kip320,
                                    NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128,
                                    AsyncIsr, Kip497, LastReplicaStanding, Kip966)}
+SPECS.update(TLA_SPECS)      # the port of the public TLA+ specs (tla-*), a second spec family
 
-
-def spec_class(name):
-    """The spec class registered under ``name`` (KeyError if none)."""
-    return SPECS[name]
