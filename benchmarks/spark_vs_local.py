@@ -27,8 +27,8 @@ import subprocess
 import sys
 import time
 
-THROUGHPUT = "kip-320:log_size=3,max_records=3,max_crashes=2"        # ~15.8 million states, 37 levels
-THROUGHPUT_INVARIANTS = "single-leader-per-epoch,log-matching"       # both hold there
+THROUGHPUT = "hw-truncation:unflushed_loss=1,max_crashes=2"        # ~11.9 million states, 36 levels
+THROUGHPUT_INVARIANTS = "single-leader-per-epoch"                    # holds there
 OVERHEAD = ("hw-truncation", dict(replicas=2, max_epochs=1, max_crashes=0, max_records=1, log_size=1))
 SPARK_CONF = {"spark.driver.memory": "4g"}
 

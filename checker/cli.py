@@ -130,7 +130,13 @@ def cli():
 @click.option("--all", "every", is_flag=True, help="check every invariant of the spec")
 @bound_options
 @click.option("--symmetry", is_flag=True, help="replica-symmetry reduction")
-@click.option("--engine", type=click.Choice(["local"]), default="local", show_default=True)
+@click.option("--engine", type=click.Choice(["local", "bmc", "spark"]), default="local", show_default=True,
+              help="local: exhaustive BFS in process; bmc: z3 bounded model checking; spark: BFS on Spark")
+@click.option("--depth", type=click.IntRange(min=1), default=40, show_default=True,
+              help="bmc: longest path checked, in states")
+@click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="bmc: seconds")
+@click.option("--master", default="local[*]", show_default=True, help="spark: master URL")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, help="spark: partitions")
 @click.option("--out", "out_dir", default="counterexamples", show_default=True, help="where traces are written")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="budget: distinct states")
@@ -138,21 +144,35 @@ def cli():
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, help="budget: seconds")
 @click.option("--chunk", type=click.IntRange(min=1), default=1 << 18, hidden=True)
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
-def check(spec_name, invariants, every, symmetry, engine, out_dir, fmt, max_states, max_depth, time_limit,
-          chunk, no_progress, **kw):
+def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, master, partitions, out_dir, fmt,
+          max_states, max_depth, time_limit, chunk, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
-    from checker.bfs import search
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
     progress = Progress(not no_progress)
     try:
-        result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
-                        max_depth=max_depth, time_limit=time_limit, progress=progress)
+        if engine == "bmc":
+            from checker.symbolic import bmc
+            result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress)
+        elif engine == "spark":
+            from checker.spark_engine import spark_search
+            result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
+                                  max_states=max_states, max_depth=max_depth, time_limit=time_limit,
+                                  progress=progress)
+        else:
+            from checker.bfs import search
+            result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
+                            max_depth=max_depth, time_limit=time_limit, progress=progress)
     finally:
         progress.done()
+    finish(spec, engine, result, out_dir, fmt, symmetry=symmetry)
+
+
+def finish(spec, engine, result, out_dir, fmt, **meta):
+    """Save a trace per violation, print the report, exit 1 / 3 / 0."""
     trace_files = {}
     for inv, v in result.violations.items():
-        trace = from_steps(spec, inv, engine, v.steps, symmetry=symmetry)
+        trace = from_steps(spec, inv, engine, v.steps, **meta)
         trace_files[inv] = save(trace, default_path(out_dir, spec.name, inv))
     if fmt == "json":
         click.echo(json.dumps(report.as_json(spec, engine, result, trace_files), indent=1))
@@ -206,18 +226,31 @@ def _load_trace(path):
 
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
-def show(trace_path):
-    """Print a trace step by step in Kafka terms."""
+@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot"]), default="text", show_default=True,
+              help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz)")
+def show(trace_path, fmt):
+    """Print a trace step by step in Kafka terms, and say what went wrong."""
+    from checker import explain, export
     trace, spec = _load_trace(trace_path)
+    if fmt != "text":
+        click.echo((export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace))
+        return
     console = _out()
     meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
     console.print(f"[bold]{trace.spec}[/] · {meta} · invariant [bold]{trace.invariant}[/] · engine {trace.engine}"
                   f" · {len(trace.steps)} states")
-    show_mod.render(console, spec, trace)
+    notes = {}
+    for line in explain.explain(spec, trace):
+        notes.setdefault(line.step, []).append(line.text)
+    show_mod.render(console, spec, trace, notes)
     inv = spec.invariants[trace.invariant]
-    console.print(f"[bold red]{trace.invariant} violated at step {len(trace.steps) - 1}:[/] {inv.meaning}")
+    console.print(f"[bold red]{explain.summary(spec, trace)}[/]")
+    console.print(f"{trace.invariant}: {inv.meaning}")
     if inv.loss:
         console.print(f"[dim]{inv.loss}[/]")
+    fence = getattr(spec, "missing_fence", None)
+    if fence:
+        console.print(f"[bold]missing fence:[/] {fence}")
 
 
 @cli.command()
@@ -232,6 +265,99 @@ def replay(trace_path):
         sys.exit(EXIT_HOLDS)
     console.print(f"[red]does not reproduce:[/] {result.message}")
     sys.exit(EXIT_VIOLATED)
+
+
+@cli.command()
+@click.option("--spec", "spec_name", required=True)
+@click.option("--invariant", required=True)
+@click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="induction depth")
+@click.option("--lemma", "lemmas", multiple=True, help="an invariant of the spec assumed and proved alongside")
+@click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="seconds")
+@bound_options
+@click.option("--out", "out_dir", default="counterexamples", show_default=True)
+def prove(spec_name, invariant, k, lemmas, z3_timeout, out_dir, **kw):
+    """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
+    from checker.symbolic import prove as k_induction, render_states
+    spec = make_spec(spec_name, collect_bounds(kw))
+    for name in (invariant,) + lemmas:
+        pick_invariants(spec, [name], False)
+    result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout)
+    console = _out()
+    head = f"{spec.name} · {invariant} · k={k} · lemmas: {', '.join(lemmas) or 'none'} · {result.seconds:.1f} s"
+    if result.verdict == "proved":
+        console.print(f"[green]proved[/] for every depth · {head}")
+        sys.exit(EXIT_HOLDS)
+    if result.verdict == "refuted":
+        path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+        console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
+                      f"read it: isrcheck show {path}")
+        sys.exit(EXIT_VIOLATED)
+    if result.verdict == "not-inductive":
+        console.print(f"[yellow]not inductive[/] · {head}\nthe counterexample to induction below is consistent "
+                      f"but unreachable: add a lemma (an invariant of the spec) that rules it out")
+        console.print(render_states(spec, [st for _, st in result.steps], [a for a, _ in result.steps],
+                                    failing=result.failing, title="counterexample to induction"))
+        sys.exit(EXIT_VIOLATED)
+    console.print(f"[yellow]unknown[/]: {result.reason} · {head}")
+    sys.exit(EXIT_BUDGET)
+
+
+def parse_budget(text):
+    """A time budget: seconds, or with a unit: 90s, 2m, 1h."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except ValueError:
+        raise UserError(f"--budget {text!r}: expected seconds, e.g. 60, 90s or 2m") from None
+
+
+@cli.command()
+@click.option("--spec", "spec_name", required=True)
+@click.option("--invariant", "invariants", multiple=True)
+@click.option("--all", "every", is_flag=True)
+@bound_options
+@click.option("--budget", default="60s", show_default=True, help="time budget (e.g. 60s, 5m)")
+@click.option("--seed", type=int, default=None, help="fixed seed: the same runs every time")
+@click.option("--max-steps", type=click.IntRange(min=1), default=None, help="longest execution")
+@click.option("--out", "out_dir", default="counterexamples", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--no-progress", is_flag=True)
+def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no_progress, **kw):
+    """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
+    from checker.fuzz import DEFAULT_MAX_STEPS, fuzz as run_fuzz
+    spec = make_spec(spec_name, collect_bounds(kw))
+    names = pick_invariants(spec, invariants, every)
+    seconds = parse_budget(budget)
+    if seconds <= 0:
+        raise UserError("--budget must be positive")
+    progress = Progress(not no_progress)
+
+    def report_progress(runs, transitions, distinct, seconds, **_):
+        progress(depth=runs, frontier=transitions, distinct=distinct, seconds=seconds)
+    try:
+        result = run_fuzz(spec, names, seconds, seed=seed, max_steps=max_steps or DEFAULT_MAX_STEPS,
+                          derandomize=seed is not None, progress=report_progress)
+    finally:
+        progress.done()
+    finish(spec, "fuzz", result, out_dir, fmt, seed=result.seed)
+
+
+@cli.command()
+@click.argument("trace_path", metavar="TRACE")
+@click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
+def minimize(trace_path, output):
+    """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
+    from checker.minimize import minimize as ddmin
+    trace, spec = _load_trace(trace_path)
+    result = replay_trace(spec, trace)
+    if not result.ok:
+        raise UserError(f"{trace_path}: does not reproduce on the current model ({result.message})")
+    steps = ddmin(spec, trace)
+    out = output or trace_path.replace(".itf.json", "") + ".min.itf.json"
+    save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
+    _out().print(f"{len(trace.steps)} → {len(steps)} states: {out}")
 
 
 from checker.gate import gate  # noqa: E402  (the gate command lives in its own module)

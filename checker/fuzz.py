@@ -7,49 +7,71 @@ API (the CLI's ``isrcheck fuzz`` calls these)::
          minimize_steps=True) -> FuzzResult
 
     CompiledModel.of(spec)      the fast one-state-at-a-time executor the fuzzer runs on
-    CompiledModel.backend()     the same, as a ``spec``-like object for checker.minimize
+    CompiledModel.backend()     the same behind the Spec scalar interface, for checker.minimize
 
-``FuzzResult`` is a :class:`checker.bfs.SearchResult` (same report keys as
-``check``): ``violations[name].steps`` is ``[(ActionInstance or None, row)]``
-replayed on the scalar backend; ``distinct_states`` counts Zobrist
-fingerprints of every state visited; ``transitions`` counts steps executed
-(shrinking included); ``complete`` is always False (fuzzing proves nothing), so
-an invariant not found is reported "unknown". Extra fields: ``runs``,
-``seed`` (the Hypothesis seed of the first session; session k uses seed+k),
-``found`` (per invariant: seconds to first find, run length when found,
-after Hypothesis shrinking, after checker.minimize), ``fired`` (action kinds
-that ever fired).
+The spec's bounds are whatever spec instance is passed in (e.g.
+``SPECS["hw-truncation"](replicas=5, max_epochs=8, max_crashes=3)``).
+``fuzz`` raises KeyError for an invariant the spec does not have and
+ValueError for a non-positive budget or ``max_steps < 1``.
 
-How a run works: one Hypothesis test case is one execution from the initial
-state. It first draws a swarm subset of action kinds (each kind on or off; the
-kinds needed to get the partition going, computed from the model, are always
-on), then up to ``max_steps`` times draws one enabled instance of an allowed
-kind and takes that step; after each step every requested invariant is
-checked. A violation of a not-yet-found invariant fails the test case, so
-Hypothesis shrinks it; the shortest failing run seen (during search or
-shrinking) is then minimized by :func:`checker.minimize.minimize`.
-``hypothesis.target`` steers towards runs with more leader changes,
-truncations and crashes.
+Result. ``FuzzResult`` is a :class:`checker.bfs.SearchResult` (the CLI prints
+the same report keys as for ``check``): ``violations[name].steps`` is
+``[(ActionInstance or None, row)]``, replayed on the scalar backend;
+``distinct_states`` counts the distinct Zobrist fingerprints
+(:class:`checker.fingerprint.Zobrist`) of every state visited, computed
+vectorized per run; ``transitions`` counts steps executed (shrinking
+included); ``depth`` is the longest run plus one (states on it);
+``complete`` is always False (fuzzing proves nothing), so an invariant not
+found is "unknown" in ``verdicts``; ``budget_hit`` says which budget ended
+the search when something was left unfound. Extra fields: ``runs`` (test
+cases), ``seed`` (Hypothesis seed of the first session), ``found`` (per
+invariant found: ``seconds_to_find``, ``found_length`` of the first failing
+run, ``hypothesis_length`` after Hypothesis shrinking, ``minimized_length``
+after :func:`checker.minimize.minimize`, ``shrink_seconds``,
+``minimize_seconds``), ``fired`` (action kinds that fired at least once).
 
-Budget: ``budget_s`` bounds the search (and ``max_examples``, when given,
-bounds the number of runs, which makes a derandomized fuzz independent of the
-machine's speed). Shrinking a failure found may run ``shrink_budget_s`` past
-it (default ``max(10, budget_s / 2)``). The search runs in Hypothesis sessions
-of a few hundred test cases (so Hypothesis's targeting phase runs in each);
-session k uses the Hypothesis seed ``seed + k``, so a fuzz is reproducible
-from ``seed`` (``derandomize=True`` without a seed uses seed 0).
+A run. One Hypothesis test case is one execution from the initial state
+(``@given(st.data())``). It first draws a swarm subset of action kinds (each
+kind off with probability 1/4; every kind allowed brings the kinds on a
+shortest path to a state where it is enabled, so no subset is so small that
+nothing happens), then up to ``max_steps`` times draws one of the enabled
+instances of the allowed kinds and takes that step (the choices come from
+Hypothesis in blocks of ``BLOCK`` steps, two bytes each). After every step
+every requested invariant not yet found is checked; the first violation
+fails the test case (one exception class per invariant, so Hypothesis keeps
+them apart) and Hypothesis shrinks it. ``hypothesis.target`` steers towards
+runs with more leader changes (``q_epoch`` moves), truncations (a ``leo``
+drops) and crashes (an ``up`` flag drops).
 
-Backend: by default the fuzzer runs on ``CompiledModel``: the spec's own
+Budgets and sessions. ``budget_s`` bounds the search; ``max_examples``, when
+given, also bounds the number of search runs, which makes a fuzz independent
+of the machine's speed. Shrinking a failure may run ``shrink_budget_s``
+longer (default ``min(10, max(2, budget_s / 10))``) and minimizing it as long
+again (at least 5 s). Every failing run is recorded, and the few shortest
+(plus Hypothesis's final one) are each minimized; the shortest result is
+returned. The search runs in Hypothesis sessions of ``SESSION_EXAMPLES``
+test cases (so Hypothesis's targeting phase runs in each) with
+``settings(deadline=None, database=None, derandomize=derandomize, ...)``;
+session k uses ``hypothesis.seed(seed + k)``. Without a seed, ``derandomize``
+uses seed 0 and otherwise a random one (reported in ``seed``). A fuzz is thus
+reproducible from its seed, given the same Hypothesis version and the same
+loaded modules (Hypothesis mixes constants found in local modules into its
+generation) and as long as no time budget cuts it short.
+
+Backend. By default the fuzzer runs on :class:`CompiledModel`: the spec's own
 guards, updates and invariants taken from its z3 backend and emitted as
-straight-line Python over a tuple of ints, one state at a time. It computes
-exactly what the scalar backend computes (tests/test_fuzz.py checks this on
-random walks) about a hundred times faster. Every counterexample returned is
-replayed on the scalar backend (``spec.step``/``spec.holds``);
-``backend="scalar"`` fuzzes on the scalar backend itself.
+straight-line Python over tuples of ints, evaluated one state at a time like
+the scalar backend and about a hundred times faster (tests/test_fuzz.py
+checks it against the numpy and scalar backends for every spec). Every
+counterexample returned is replayed on the scalar backend (``spec.step`` /
+``spec.holds``). ``backend="scalar"`` fuzzes on the scalar backend itself.
+
+``python -m checker.fuzz SPEC [INVARIANT ...] --bound replicas=5 --budget 60``
+is a bare measuring tool printing one JSON line per invariant.
 """
 from __future__ import annotations
 
-import math
+import itertools
 import random
 import time
 import weakref
@@ -65,6 +87,7 @@ from checker.fingerprint import Zobrist
 
 DEFAULT_MAX_STEPS = 120
 SESSION_EXAMPLES = 1000
+BLOCK = 16              # steps whose choices one Hypothesis draw provides (two bytes each)
 
 
 # ======================================================================================
@@ -411,10 +434,10 @@ class _Fuzzer:
         self.epoch_cols, self.leo_cols, self.up_cols = _features(spec)
         self.last_progress = 0.0
         self.shrink_deadline = None
-        self._strategies = {}
         from hypothesis import strategies as st
-        self._swarm_strategy = st.integers(0, 4 ** len(self.kinds) - 1)
-        self._random_strategy = st.randoms(use_true_random=False, note_method_calls=False)
+        swarm_bytes = (2 * len(self.kinds) + 7) // 8
+        self._swarm_strategy = st.binary(min_size=swarm_bytes, max_size=swarm_bytes)
+        self._block_strategy = st.binary(min_size=2 * BLOCK, max_size=2 * BLOCK)
 
     # --- one Hypothesis test case: one execution ------------------------------------------------
     def _budget(self):
@@ -431,6 +454,8 @@ class _Fuzzer:
 
     def _swarm(self, bits):
         """Allowed flag per action instance: a kind is off when both its bits are set (p = 1/4)."""
+        if isinstance(bits, bytes):
+            bits = int.from_bytes(bits, "little")
         n = len(self.kinds)
         on = {k for k in range(n) if (bits >> (2 * k)) & 3 != 3}
         if not on:
@@ -440,13 +465,13 @@ class _Fuzzer:
         return [k in on for k in self.kind_of]
 
     def run_once(self, data):
-        from hypothesis import strategies as st, target
+        from hypothesis import target
         self._budget()
         self.runs += 1
         if self.shrink_deadline is None:
             self.search_runs += 1
         allowed = self._swarm(data.draw(self._swarm_strategy, label="swarm"))
-        rnd = data.draw(self._random_strategy, label="choices")
+        block, pos = b"", 0
         model, checks = self.model, self.active
         r = model.initial
         rows, path = [r], []
@@ -455,15 +480,20 @@ class _Fuzzer:
             en = [i for i in model.enabled(r) if allowed[i]]
             if not en:
                 break
-            i = en[rnd.randrange(len(en))] if len(en) > 1 else en[0]
+            if len(en) > 1:
+                if pos == len(block):
+                    block, pos = data.draw(self._block_strategy), 0
+                i = en[((block[pos] << 8 | block[pos + 1]) * len(en)) >> 16]
+                pos += 2
+            else:
+                i = en[0]
             r = model.step(r, i)
             path.append(i)
             rows.append(r)
             broken = [n for n, fn in checks if not fn(r)]
             if broken:
                 break
-        self._account(rows, path)
-        leaders, truncations, crashes = self._counts(rows)
+        leaders, truncations, crashes = self._account(rows, path)
         target(float(leaders), label="leader changes")
         target(float(truncations), label="truncations")
         target(float(crashes), label="crashes")
@@ -495,20 +525,24 @@ class _Fuzzer:
             del pool[worst]
 
     def _account(self, rows, path):
+        """Count the run's steps and distinct states; return its (leader changes, truncations, crashes)."""
         self.transitions += len(path)
         self.longest = max(self.longest, len(path))
         for i in path:
             self.fired[self.kind_of[i]] = True
-        batch = np.array(rows, dtype=np.int8).T
-        self.fingerprints.update(self.zobrist.full(batch).tolist())
-
-    def _counts(self, rows):
-        leaders = truncations = crashes = 0
+        width = len(rows[0])
+        batch = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int8,
+                            count=len(rows) * width).reshape(len(rows), width)
+        z = self.zobrist              # Zobrist.full, vectorized over the columns as well
+        words = z.table[z.base[None, :] + batch]
+        self.fingerprints.update(np.bitwise_xor.reduce(words, axis=1).tolist())
+        if len(rows) < 2:
+            return 0, 0, 0
+        d = np.diff(batch.astype(np.int16), axis=0)
         ec, lc, uc = self.epoch_cols, self.leo_cols, self.up_cols
-        for a, b in zip(rows, rows[1:]):
-            leaders += any(b[c] != a[c] for c in ec)
-            truncations += sum(b[c] < a[c] for c in lc)
-            crashes += sum(a[c] > b[c] for c in uc)
+        leaders = int(np.any(d[:, ec] != 0, axis=1).sum()) if ec else 0
+        truncations = int((d[:, lc] < 0).sum()) if lc else 0
+        crashes = int((d[:, uc] < 0).sum()) if uc else 0
         return leaders, truncations, crashes
 
     # --- sessions -----------------------------------------------------------------------------

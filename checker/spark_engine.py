@@ -672,6 +672,8 @@ def _run_job(sc, rdd, start, time_limit):
         sc.cancelJobGroup(group)
 
     timer = threading.Timer(max(time_limit - (time.perf_counter() - start), 0.0), cancel)
+    saved = {k: sc.getLocalProperty(k) for k in ("spark.jobGroup.id", "spark.job.description",
+                                                 "spark.job.interruptOnCancel")}
     sc.setJobGroup(group, "isrcheck levels", interruptOnCancel=False)
     timer.start()
     try:
@@ -683,6 +685,8 @@ def _run_job(sc, rdd, start, time_limit):
         raise
     finally:
         timer.cancel()
+        for k, v in saved.items():
+            sc.setLocalProperty(k, v)
 
 
 def _trace(search, workdir, violation, level_start):

@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 import z3
 
 from checker.bfs import SearchResult, Violation, peak_memory
+from model.expr import all_of, any_of, min_of, where
+from model.spec import invariant
 from model.view import z3_variables
 
 #: Fields whose *upper* type bound the induction step drops, and what their values are.
@@ -216,41 +218,51 @@ class BitBlaster:
     def __init__(self, bounds):
         self.bounds = bounds
         self.width = None
-        self._interval = {}      # ast id -> (ast, lo, hi)
-        self._memo = {}          # ast id -> (ast, translation)
+        self._nodes = {}         # ast id -> (ast, child ids), every node seen
+        self._interval = {}      # ast id -> (lo, hi), or None for a Bool node
+        self._memo = {}          # ast id -> translation
         self.variables = {}      # name -> BitVec/Bool variable
 
-    def _walk(self, root, visit, memo):
-        stack = [root]
+    def _visit(self, root):
+        """Every node under root not seen before, children first (each node's children read once)."""
+        nodes, order, kids_of = self._nodes, [], {}
+        stack = [(root, False)]
         while stack:
-            x = stack[-1]
-            if x.get_id() in memo:
-                stack.pop()
+            x, expanded = stack.pop()
+            key = x.get_id()
+            if expanded:
+                nodes[key] = (x, [c.get_id() for c in kids_of.pop(key)])
+                order.append(key)
                 continue
-            kids = [c for c in x.children() if c.get_id() not in memo]
-            if kids:
-                stack.extend(kids)
+            if key in nodes:
                 continue
-            stack.pop()
-            memo[x.get_id()] = (x, visit(x))
-        return memo[root.get_id()][1]
+            nodes[key] = None
+            kids = x.children()
+            kids_of[key] = kids
+            stack.append((x, True))
+            stack.extend((c, False) for c in kids if c.get_id() not in nodes)
+        return order
+
+    def _analyse(self, root):
+        for key in self._visit(root):
+            x, kids = self._nodes[key]
+            self._interval[key] = self._interval_of(x, [self._interval[c] for c in kids])
 
     def fit(self, terms):
         """Choose the width for these terms (and any translated later must fit it too)."""
-        worst = 1
         for t in terms:
-            self._walk(t, self._interval_of, self._interval)
-        for _, iv in self._interval.values():
+            self._analyse(t)
+        worst = 1
+        for iv in self._interval.values():
             if iv is not None:
                 worst = max(worst, abs(iv[0]), abs(iv[1]) + 1)
         self.width = max(2, worst.bit_length() + 1)
         return self.width
 
-    def _interval_of(self, x):
+    def _interval_of(self, x, kids):
         if not z3.is_int(x):
             return None
         k = x.decl().kind()
-        kids = [self._interval[c.get_id()][1] for c in x.children()]
         if k == z3.Z3_OP_ANUM:
             v = x.as_long()
             return (v, v)
@@ -282,15 +294,35 @@ class BitBlaster:
         if self.width is None:
             self.fit([term])
         else:
-            self._walk(term, self._interval_of, self._interval)
-            for _, iv in self._interval.values():
-                if iv is not None and not -(1 << (self.width - 1)) <= iv[0] <= iv[1] < (1 << (self.width - 1)):
-                    raise ValueError(f"a term needs more than {self.width} bits")
-        return self._walk(term, self._build, self._memo)
+            self._analyse(term)
+        limit = 1 << (self.width - 1)
+        for key in self._topological(term):
+            if key in self._memo:
+                continue
+            iv = self._interval[key]
+            if iv is not None and not -limit <= iv[0] <= iv[1] < limit:
+                raise ValueError(f"a term needs more than {self.width} bits")
+            x, kids = self._nodes[key]
+            self._memo[key] = self._build(x, [self._memo[c] for c in kids])
+        return self._memo[term.get_id()]
 
-    def _build(self, x):
+    def _topological(self, root):
+        """Node ids under root, children first (from the cached child lists)."""
+        out, seen, stack = [], set(), [(root.get_id(), False)]
+        while stack:
+            key, expanded = stack.pop()
+            if expanded:
+                out.append(key)
+                continue
+            if key in seen or key in self._memo:
+                continue
+            seen.add(key)
+            stack.append((key, True))
+            stack.extend((c, False) for c in self._nodes[key][1] if c not in seen)
+        return out
+
+    def _build(self, x, a):
         k = x.decl().kind()
-        a = [self._memo[c.get_id()][1] for c in x.children()]
         w = self.width
         if k == z3.Z3_OP_ANUM:
             return z3.BitVecVal(x.as_long(), w)
@@ -757,3 +789,331 @@ def render_states(spec, states, actions, failing=None, title="trace"):
     if failing:
         lines.append(f"{failing} fails in state {len(states) - 1}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# lemmas for the kip-320 proof
+# ---------------------------------------------------------------------------------------
+class Kip320Lemmas:
+    """Auxiliary invariants of the KIP-320 model (kip-320 and its subclasses' base), for k-induction.
+
+    Each is a fact about every reachable state, stated in Kafka terms; each has
+    been checked with the exhaustive engine (tests/test_symbolic.py checks them at
+    the default bounds). They are a mixin rather than methods of specs.kip_320.Kip320
+    because every spec registers its invariants with an expected verdict
+    (tests/test_expected.py), and nine specs subclass Kip320 and would inherit them
+    (some, e.g. no-isr-fencing, break them on purpose): :func:`with_lemmas` builds
+    the subclass that carries them. They hold for kip-320; under the relaxed bounds
+    of :func:`prove` they are about arbitrarily large epochs and record ids except
+    ``lemma-epoch-table``, which re-establishes the one epoch bound the model's
+    guards impose (the LeaderAndIsr table has ``max_epochs`` slots).
+    """
+
+    @invariant("lemma-down-forgets")
+    def lemma_down_forgets(self, s):
+        """A stopped broker holds no in-memory state; a replica with a leader is up and on some epoch."""
+        ok = []
+        for r in self.REPLICAS:
+            down = ~s.up[r]
+            ok.append(~down | ((s.leader[r] == self.NONE) & (s.leader_epoch[r] == 0) & ~s.zk_version_current[r]
+                               & ~s.truncating[r]))
+            for i in self.REPLICAS:
+                ok.append(~down | (~s.isr[r][i] & (s.remote_leo[r][i] == -1)))
+            ok.append((s.leader[r] == self.NONE) | (s.leader_epoch[r] >= 1))
+            ok.append(~s.truncating[r] | ((s.leader[r] != self.NONE) & (s.leader[r] != r)))
+            ok.append((s.leader[r] == r) | all_of(s.remote_leo[r][i] == -1 for i in self.REPLICAS))
+            ok.append(s.remote_leo[r][r] == -1)
+        return all_of(ok)
+
+    @invariant("lemma-log-shape")
+    def lemma_log_shape(self, s):
+        """Every log is a gap-free prefix: records and epochs below the LEO, zeros past it, epochs non-decreasing."""
+        ok = []
+        for r in self.REPLICAS:
+            ok.append(s.hw[r] <= s.leo[r])
+            for o in self.OFFSETS:
+                inside = o < s.leo[r]
+                ok.append(~inside | ((s.log_record[r][o] >= 1) & (s.log_epoch[r][o] >= 1)
+                                     & (s.log_record[r][o] < s.next_record)
+                                     & (s.log_epoch[r][o] <= s.q_epoch)))
+                ok.append(inside | ((s.log_record[r][o] == 0) & (s.log_epoch[r][o] == 0)))
+                if o + 1 < self.L:
+                    ok.append(~(o + 1 < s.leo[r]) | (s.log_epoch[r][o] <= s.log_epoch[r][o + 1]))
+        return all_of(ok)
+
+    @invariant("lemma-epochs")
+    def lemma_epochs(self, s):
+        """No broker is ahead of the quorum's leader epoch; exactly the requests of epochs 1..q_epoch exist."""
+        ok = []
+        for r in self.REPLICAS:
+            ok.append(s.leader_epoch[r] <= s.q_epoch)
+        for e in self.EPOCHS:
+            ok.append(s.req_sent[e - 1] == (s.q_epoch >= e))
+            # the current epoch's request always carries the current zkVersion (the controller resends it)
+            ok.append(s.req_zk_version_current[e - 1] == (s.q_epoch == e))
+            ok.append(~(s.q_epoch == e) | (s.req_leader[e - 1] == s.q_leader))
+            for i in self.REPLICAS:
+                ok.append(~(s.q_epoch == e) | (s.req_isr[e - 1][i] == s.q_isr[i]))
+            for i in self.REPLICAS:
+                ok.append(~s.req_zk_version_current[e - 1] | (s.req_isr[e - 1][i] == s.q_isr[i]))
+        return all_of(ok)
+
+    @invariant("lemma-zk-current")
+    def lemma_zk_current(self, s):
+        """A broker whose cached zkVersion is current is on the quorum's epoch and leader and sees its ISR."""
+        ok = []
+        for r in self.REPLICAS:
+            z = s.zk_version_current[r]
+            ok.append(~z | (s.up[r] & (s.leader_epoch[r] == s.q_epoch) & (s.leader[r] == s.q_leader)))
+            for i in self.REPLICAS:
+                ok.append(~z | (s.isr[r][i] == s.q_isr[i]))
+        return all_of(ok)
+
+    @invariant("lemma-leader-from-request")
+    def lemma_leader_from_request(self, s):
+        """A broker's believed leader is the one named by the LeaderAndIsr of its epoch."""
+        ok = []
+        for r in self.REPLICAS:
+            for e in self.EPOCHS:
+                ok.append(~((s.leader_epoch[r] == e) & (s.leader[r] != self.NONE)) | (s.req_leader[e - 1] == s.leader[r]))
+        return all_of(ok)
+
+    @invariant("lemma-acked-in-isr")
+    def lemma_acked_in_isr(self, s):
+        """Every acknowledged record is at its offset in the log of every ISR member (in ZooKeeper)."""
+        ok = []
+        for m in self.RECORDS:
+            at = s.acked_at[m - 1]
+            ok.append((at < 0) | (m < s.next_record))
+            for i in self.REPLICAS:
+                ok.append(~s.q_isr[i] | (at < 0) | ((s.leo[i] > at) & (s.log_record[i][at] == m)))
+        return all_of(ok)
+
+    def potential_hw(self, s, l):
+        """What l's HW would rise to now (Partition.maybeIncrementLeaderHW): the smallest LEO it knows in its ISR."""
+        return min_of([where(s.isr[l][i], s.leo[l] if i == l else s.remote_leo[l][i], self.L) for i in self.REPLICAS])
+
+    @invariant("lemma-records-increase")
+    def lemma_records_increase(self, s):
+        """Within a log, record ids increase with the offset (producers' records are appended in order)."""
+        ok = []
+        for r in self.REPLICAS:
+            for o in range(self.L - 1):
+                ok.append(~(o + 1 < s.leo[r]) | (s.log_record[r][o] < s.log_record[r][o + 1]))
+        return all_of(ok)
+
+    @invariant("lemma-potential-hw-safe")
+    def lemma_potential_hw_safe(self, s):
+        """Whatever a replica that believes it leads could commit now is already on every ISR member (in ZooKeeper).
+
+        Below the HW it could raise to (the smallest LEO it knows in its own ISR view),
+        every member of the ZooKeeper ISR holds the same records as it.
+        """
+        ok = []
+        for l in self.REPLICAS:
+            phw = self.potential_hw(s, l)
+            for i in self.REPLICAS:
+                if i == l:
+                    continue
+                for o in self.OFFSETS:
+                    cond = self.believes_leads(s, l) & s.q_isr[i] & (o < phw) & (o < s.leo[l])
+                    ok.append(~cond | ((s.leo[i] > o) & (s.log_record[i][o] == s.log_record[l][o])))
+        return all_of(ok)
+
+    @invariant("lemma-follower-prefix")
+    def lemma_follower_prefix(self, s):
+        """A follower that finished truncating, on its leader's epoch, holds a prefix of the leader's log."""
+        ok = []
+        for f in self.REPLICAS:
+            for l in self.REPLICAS:
+                if f == l:
+                    continue
+                cond = (s.up[f] & (s.leader[f] == l) & ~s.truncating[f] & self.believes_leads(s, l)
+                        & (s.leader_epoch[f] == s.leader_epoch[l]))
+                ok.append(~cond | (s.leo[f] <= s.leo[l]))
+                for o in self.OFFSETS:
+                    ok.append(~(cond & (o < s.leo[f])) | ((s.log_record[f][o] == s.log_record[l][o])
+                                                          & (s.log_epoch[f][o] == s.log_epoch[l][o])))
+        return all_of(ok)
+
+    @invariant("lemma-remote-leo")
+    def lemma_remote_leo(self, s):
+        """A leader's record of a follower's fetch offset is within its own log, and exact while the follower follows it."""
+        ok = []
+        for l in self.REPLICAS:
+            for i in self.REPLICAS:
+                if i == l:
+                    continue
+                known = s.remote_leo[l][i] >= 0
+                ok.append(~known | (s.remote_leo[l][i] <= s.leo[l]))
+                # until the follower moves to a later epoch, it still holds what it fetched
+                not_moved = (self.believes_leads(s, l) & s.up[i] & (s.leader[i] == l)
+                             & (s.leader_epoch[i] == s.leader_epoch[l]))
+                ok.append(~(known & not_moved) | (s.remote_leo[l][i] <= s.leo[i]))
+                for o in self.OFFSETS:
+                    ok.append(~(known & not_moved & (o < s.remote_leo[l][i]))
+                              | ((s.log_record[i][o] == s.log_record[l][o]) & (s.log_epoch[i][o] == s.log_epoch[l][o])))
+        return all_of(ok)
+
+    @invariant("lemma-log-epochs-behind-replica")
+    def lemma_log_epochs_behind_replica(self, s):
+        """A replica that knows its leader holds no record of a newer leader epoch than its own."""
+        ok = []
+        for r in self.REPLICAS:
+            for o in self.OFFSETS:
+                ok.append(~((s.leader[r] != self.NONE) & (o < s.leo[r])) | (s.log_epoch[r][o] <= s.leader_epoch[r]))
+                # a restarted broker resumes one epoch behind the quorum, which may be behind its last record
+                ok.append(~(s.up[r] & (o < s.leo[r])) | (s.log_epoch[r][o] <= s.leader_epoch[r] + 1))
+        return all_of(ok)
+
+    @invariant("lemma-records-unique")
+    def lemma_records_unique(self, s):
+        """A record id is produced once: wherever it is stored it sits at the same offset with the same epoch."""
+        ok = []
+        cells = [(r, o) for r in self.REPLICAS for o in self.OFFSETS]
+        for x, (r1, o1) in enumerate(cells):
+            for (r2, o2) in cells[x + 1:]:
+                same = (s.log_record[r1][o1] == s.log_record[r2][o2]) & (s.log_record[r1][o1] != 0)
+                if o1 != o2:
+                    ok.append(~same)
+                else:
+                    ok.append(~same | (s.log_epoch[r1][o1] == s.log_epoch[r2][o2]))
+        return all_of(ok)
+
+    @invariant("lemma-epoch-table")
+    def lemma_epoch_table(self, s):
+        """The quorum's leader epoch stays within the model's LeaderAndIsr table (the controller bumps it only below max_epochs)."""
+        return s.q_epoch <= self.E
+
+    @invariant("lemma-leader-in-own-isr")
+    def lemma_leader_in_own_isr(self, s):
+        """A leader is always in its own ISR: in its view, and in every LeaderAndIsr that names it."""
+        ok = [~self.believes_leads(s, l) | s.isr[l][l] for l in self.REPLICAS]
+        for e in self.EPOCHS:
+            for l in self.REPLICAS:
+                ok.append(~(s.req_sent[e - 1] & (s.req_leader[e - 1] == l)) | s.req_isr[e - 1][l])
+        return all_of(ok)
+
+    @invariant("lemma-epoch-leader-has-its-records")
+    def lemma_epoch_leader_has_its_records(self, s):
+        """Records of leader epoch e were appended by e's leader: until it moves past epoch e, it holds every one of them."""
+        ok = []
+        for e in self.EPOCHS:
+            for l in self.REPLICAS:
+                # l never moved past e: it is on e as leader, or before e (a restart while e was current
+                # resumes at e - 1 with the log intact)
+                leads_e = ((s.req_leader[e - 1] == l) & s.up[l]
+                           & ((s.leader_epoch[l] < e) | ((s.leader_epoch[l] == e) & (s.leader[l] == l))))
+                for r in self.REPLICAS:
+                    if r == l:
+                        continue
+                    for o in self.OFFSETS:
+                        has_e = (o < s.leo[r]) & (s.log_epoch[r][o] == e)
+                        ok.append(~(leads_e & has_e) | ((s.leo[l] > o) & (s.log_record[l][o] == s.log_record[r][o])
+                                                        & (s.log_epoch[l][o] == e)))
+        return all_of(ok)
+
+    @invariant("lemma-isr-nonempty")
+    def lemma_isr_nonempty(self, s):
+        """The ISR in ZooKeeper, and in every LeaderAndIsr sent, is never empty (the last member stays, KIP-966 aside)."""
+        ok = [any_of(s.q_isr[i] for i in self.REPLICAS)]
+        for e in self.EPOCHS:
+            ok.append(~s.req_sent[e - 1] | any_of(s.req_isr[e - 1][i] for i in self.REPLICAS))
+        return all_of(ok)
+
+    @invariant("lemma-acting-leader-in-sync")
+    def lemma_acting_leader_in_sync(self, s):
+        """The acting leader's ISR view is ZooKeeper's and its cached zkVersion is current (only it writes the ISR)."""
+        ok = []
+        for l in self.REPLICAS:
+            acting = self.acting_leader(s, l)
+            ok.append(~acting | s.zk_version_current[l])
+            for i in self.REPLICAS:
+                ok.append(~acting | (s.isr[l][i] == s.q_isr[i]))
+        return all_of(ok)
+
+    @invariant("lemma-records-have-a-leader")
+    def lemma_records_have_a_leader(self, s):
+        """Every record's leader epoch had a leader: epochs that went offline (no leader) hold no records."""
+        ok = []
+        for r in self.REPLICAS:
+            for o in self.OFFSETS:
+                for e in self.EPOCHS:
+                    ok.append(~((o < s.leo[r]) & (s.log_epoch[r][o] == e)) | (s.req_leader[e - 1] != self.NONE))
+        return all_of(ok)
+
+    @invariant("lemma-next-leader-in-deposed-isr")
+    def lemma_next_leader_in_deposed_isr(self, s):
+        """A deposed leader still counts the next epoch's leader in its ISR view.
+
+        The controller picks the next leader from ZooKeeper's ISR, which only the
+        leader of the epoch could change, so the deposed leader's HW stays capped
+        by what that replica fetched from it.
+        """
+        ok = []
+        for l in self.REPLICAS:
+            for e in self.EPOCHS:
+                if e + 1 > self.E:
+                    continue
+                nxt = s.req_leader[e]          # leader of epoch e + 1
+                cond = self.believes_leads(s, l) & (s.leader_epoch[l] == e) & s.req_sent[e]
+                ok.append(~cond | (nxt != self.NONE))   # going offline needs the leader to be down
+                for i in self.REPLICAS:
+                    ok.append(~(cond & (nxt == i)) | s.isr[l][i])
+        return all_of(ok)
+
+    @invariant("lemma-leader-isr-is-its-request")
+    def lemma_leader_isr_is_its_request(self, s):
+        """A replica that believes it leads in epoch e sees the ISR recorded for epoch e (its own successful writes update both)."""
+        ok = []
+        for l in self.REPLICAS:
+            for e in self.EPOCHS:
+                cond = self.believes_leads(s, l) & (s.leader_epoch[l] == e)
+                for i in self.REPLICAS:
+                    ok.append(~cond | (s.isr[l][i] == s.req_isr[e - 1][i]))
+        return all_of(ok)
+
+    @invariant("lemma-next-leader-from-previous-isr")
+    def lemma_next_leader_from_previous_isr(self, s):
+        """Each epoch's leader was a member of the previous epoch's final ISR (clean election, or the same leader)."""
+        ok = []
+        for e in self.EPOCHS:
+            if e + 1 > self.E:
+                continue
+            for i in self.REPLICAS:
+                ok.append(~(s.req_sent[e] & (s.req_leader[e] == i)) | s.req_isr[e - 1][i])
+        return all_of(ok)
+
+    @invariant("lemma-offline-leader-failed")
+    def lemma_offline_leader_failed(self, s):
+        """An epoch went offline only because its predecessor's leader was down; if it is up again, it restarted after that.
+
+        A restarted broker resumes at least at the epoch before the quorum's, so it can
+        never again act as leader of the epoch it lost.
+        """
+        ok = []
+        for e in self.EPOCHS:
+            if e + 1 > self.E:
+                continue
+            offline = s.req_sent[e] & (s.req_leader[e] == self.NONE)
+            for l in self.REPLICAS:
+                cond = offline & (s.req_leader[e - 1] == l) & s.up[l]
+                ok.append(~cond | ((s.leader_epoch[l] >= e) & ~((s.leader_epoch[l] == e) & (s.leader[l] == l))))
+        return all_of(ok)
+
+
+def lemma_names(mixin=Kip320Lemmas):
+    """The invariant names a lemma mixin declares, in declaration order."""
+    return [fn.__isrcheck_invariant__ for fn in vars(mixin).values() if hasattr(fn, "__isrcheck_invariant__")]
+
+
+def with_lemmas(spec_cls, mixin=Kip320Lemmas):
+    """A subclass of ``spec_cls`` that also declares the mixin's lemmas as invariants (expected: holds).
+
+    Same name and bounds as ``spec_cls``; use it with checker.bfs.search to check a
+    lemma, and with :func:`prove` to use it.
+    """
+    names = lemma_names(mixin)
+    namespace = {"expected": {**spec_cls.expected, **{n: "holds" for n in names}}, "__module__": __name__,
+                 "__doc__": f"{spec_cls.__name__} with the lemmas of {mixin.__name__}."}
+    return type(spec_cls.__name__ + "WithLemmas", (mixin, spec_cls), namespace)
