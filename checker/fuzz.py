@@ -35,8 +35,12 @@ A run. One Hypothesis test case is one execution from the initial state
 kind off with probability 1/4; every kind allowed brings the kinds on a
 shortest path to a state where it is enabled, so no subset is so small that
 nothing happens), then up to ``max_steps`` times draws one of the enabled
-instances of the allowed kinds and takes that step (the choices come from
-Hypothesis in blocks of ``BLOCK`` steps, two bytes each). After every step
+instances of the allowed kinds and takes that step. The choices come from
+Hypothesis as one bytes draw per run (two bytes a step; a new draw every
+``BLOCK`` steps): measured against one draw per step or per 16 steps, this
+finds bugs several times sooner, because Hypothesis's span mutations and
+prefix reuse then stop making most runs near-copies of earlier ones, and each
+run costs fewer engine calls. After every step
 every requested invariant not yet found is checked; the first violation
 fails the test case (one exception class per invariant, so Hypothesis keeps
 them apart) and Hypothesis shrinks it. ``hypothesis.target`` steers towards
@@ -87,7 +91,7 @@ from checker.fingerprint import Zobrist
 
 DEFAULT_MAX_STEPS = 120
 SESSION_EXAMPLES = 1000
-BLOCK = 16              # steps whose choices one Hypothesis draw provides (two bytes each)
+BLOCK = 256             # most steps whose choices one Hypothesis draw provides (two bytes each)
 
 
 # ======================================================================================
@@ -437,7 +441,8 @@ class _Fuzzer:
         from hypothesis import strategies as st
         swarm_bytes = (2 * len(self.kinds) + 7) // 8
         self._swarm_strategy = st.binary(min_size=swarm_bytes, max_size=swarm_bytes)
-        self._block_strategy = st.binary(min_size=2 * BLOCK, max_size=2 * BLOCK)
+        block = min(BLOCK, max_steps)
+        self._block_strategy = st.binary(min_size=2 * block, max_size=2 * block)
 
     # --- one Hypothesis test case: one execution ------------------------------------------------
     def _budget(self):

@@ -243,6 +243,32 @@ def _maybe_fail(job, stage, index):
 # ---------------------------------------------------------------------------------------------
 # the two halves of a level
 # ---------------------------------------------------------------------------------------------
+def _transpose(rows):
+    """A state-per-row batch (n x width) as the numpy backend's column-major batch (width x n), blockwise."""
+    out = np.empty(rows.shape[::-1], dtype=rows.dtype)
+    for s in range(0, rows.shape[0], 4096):
+        out[:, s:s + 4096] = rows[s:s + 4096].T
+    return out
+
+
+def _successor_rows(rows, parts, part_start, picks):
+    """Successor states as rows (k x width) from their parents' rows; ``picks`` ascend (into the parts).
+
+    Gathering whole parent rows and patching the written cells is several times
+    faster than gathering columns of the column-major batch.
+    """
+    parent = np.concatenate([p[1] for p in parts])
+    out = np.take(rows, parent[picks], axis=0)
+    bounds = np.searchsorted(picks, np.append(part_start, parent.size))
+    for i, (_, _, cols, _) in enumerate(parts):
+        lo, hi = bounds[i], bounds[i + 1]
+        if lo < hi:
+            src = picks[lo:hi] - part_start[i]
+            for c, v in cols.items():
+                out[lo:hi, c] = v[src] if isinstance(v, np.ndarray) else v
+    return out
+
+
 def _map_task(job, index, records, carry=False):
     """Expand this partition's share of level ``job.level``; route de-duplicated successors to their owners.
 
@@ -262,48 +288,50 @@ def _map_task(job, index, records, carry=False):
             raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
         visited = part.visited
         for cs in range(0, n, chunk):
-            batch = np.ascontiguousarray(part.rows[cs:cs + chunk].T)        # width x n, as expand wants
+            rows = part.rows[cs:cs + chunk]
+            batch = _transpose(rows)
             parts = search.expand(batch, part.fps[cs:cs + chunk])
             if not parts:
                 continue
             sizes = np.array([p[1].size for p in parts])
+            part_start = np.cumsum(sizes) - sizes
             fired[[p[0] for p in parts]] = True
             parent = np.concatenate([p[1] for p in parts])
-            counts[cs:cs + batch.shape[1]] += np.bincount(parent, minlength=batch.shape[1])
+            counts[cs:cs + rows.shape[0]] += np.bincount(parent, minlength=rows.shape[0])
             action = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes)
-            part_of = np.repeat(np.arange(len(parts)), sizes)
-            pos = np.arange(parent.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            m = parent.size
             if sym is None:
                 fp = np.concatenate([p[3] for p in parts])
                 succ = None
             else:
-                succ = Search.materialize(batch, parts, (part_of, pos))
-                fp = sym.canonical(succ)
+                succ = _successor_rows(rows, parts, part_start, np.arange(m))
+                fp = sym.canonical(succ.T)
             # one sort: the smallest (parent, action) of each fingerprint, packed with its index
-            m = fp.size
             order = np.argsort(fp)
             sorted_fp = fp[order]
             starts = np.flatnonzero(np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]]))
-            best = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts)
-            win = best % m
-            unique = sorted_fp[starts]
-            owner = (unique % np.uint64(P)).astype(np.int64)
+            win = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts) % m
             if visited.size:                       # the successors this partition owns can be checked here
-                mine = np.flatnonzero(owner == index)
+                unique = sorted_fp[starts]
+                mine = np.flatnonzero(unique % np.uint64(P) == np.uint64(index))
                 at = np.searchsorted(visited, unique[mine])
                 at[at == visited.size] = 0
                 seen = mine[visited[at] == unique[mine]]
                 if seen.size:
-                    keep = np.ones(unique.size, dtype=bool)
+                    keep = np.ones(win.size, dtype=bool)
                     keep[seen] = False
-                    win, unique, owner = win[keep], unique[keep], owner[keep]
-            rows = (Search.materialize(batch, parts, (part_of[win], pos[win])).T if succ is None
-                    else succ.T[win])                                      # n x width: gathers stay cheap
-            tag = (part.keys[cs + parent[win]] << np.uint64(ACTION_BITS)) | action[win].astype(np.uint64)
+                    win = win[keep]
+            chosen = np.zeros(m, dtype=bool)
+            chosen[win] = True
+            picks = np.flatnonzero(chosen)          # ascending: parts stay contiguous
+            out = _successor_rows(rows, parts, part_start, picks) if succ is None else np.take(succ, picks, axis=0)
+            fp = fp[picks]
+            tag = (part.keys[cs + parent[picks]] << np.uint64(ACTION_BITS)) | action[picks].astype(np.uint64)
+            owner = fp % np.uint64(P)
             for q in range(P):
-                sel = np.flatnonzero(owner == q) if P > 1 else np.arange(owner.size)
-                if sel.size:
-                    yield q, ("d", unique[sel], tag[sel], np.ascontiguousarray(rows[sel]))
+                sel = np.flatnonzero(owner == np.uint64(q)) if P > 1 else slice(None)
+                if P == 1 or sel.size:
+                    yield q, ("d", fp[sel], tag[sel], out[sel] if P == 1 else np.take(out, sel, axis=0))
         _maybe_fail(job, "map", index)
         yield index, ("s", counts, fired)
         if carry:
@@ -358,25 +386,24 @@ def _reduce_task(job, index, records):
             best = np.minimum.reduceat(sorted_tag, starts)
             win = order[sorted_tag == np.repeat(best, np.diff(np.append(starts, fp.size)))]
         unique = sorted_fp[starts]
+        at = np.searchsorted(visited, unique)
         if visited.size:
-            at = np.searchsorted(visited, unique)
-            at[at == visited.size] = 0
-            fresh = visited[at] != unique
-            win, unique = win[fresh], unique[fresh]
-        visited = np.insert(visited, np.searchsorted(visited, unique), unique)
+            fresh = visited[np.minimum(at, visited.size - 1)] != unique
+            win, unique, at = win[fresh], unique[fresh], at[fresh]
+        visited = np.insert(visited, at, unique)
         win = win[np.argsort(tag[win])]
         tag = tag[win]
         parent = ls + _ranks(level_keys, tag >> np.uint64(ACTION_BITS))
         new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
-        new_rows = allrows[win]
+        new_rows = np.take(allrows, win, axis=0)
         new_key_fps = fp[win]
-        new_fps = new_key_fps if sym is None else search.zobrist.full(np.ascontiguousarray(new_rows.T))
+        new_fps = new_key_fps if sym is None else search.zobrist.full(_transpose(new_rows))
     else:
         new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
     violations = {}
     if new_keys.size:
-        batch = np.ascontiguousarray(new_rows.T)
+        batch = _transpose(new_rows)
         for name in job.pending:
             bad = np.flatnonzero(~spec.holds_batch(spec.invariants[name], batch))
             if bad.size:
@@ -438,10 +465,12 @@ def spark_context(master="local[*]", partitions=None, conf=None):
         settings["spark.sql.shuffle.partitions"] = str(parallelism)
     settings.update(conf or {})
     if "spark.driver.extraJavaOptions" not in settings:
+        # quiet logging; the C1 JIT only: the driver JVM mostly moves bytes, and C2 compilation
+        # cost about a third of its CPU time in a local run
         log4j = os.path.join(tempfile.gettempdir(), "isrcheck-spark-log4j2.properties")
         with open(log4j, "w") as fh:
             fh.write(_QUIET_LOG4J)
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile=file:{log4j}"
+        settings["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 -Dlog4j.configurationFile=file:{log4j}"
     for k, v in settings.items():
         c.set(k, str(v))
     sc = SparkContext(conf=c)

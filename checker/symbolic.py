@@ -39,9 +39,9 @@ that *every* integer subterm's value range fits (see :class:`BitBlaster`):
 on well-typed states the bit-vector term then has exactly the Int term's value,
 and every state on a BMC path is well-typed (the initial state is, and spec
 loading checks that no enabled action writes a value outside its field's
-bounds; the encoding also asserts the bounds). On these models bit-blasting is
-2-3x faster than z3's arithmetic solver (the same BMC on Ints took 20 s at
-level 8 of hw-truncation strong-isr, bit-blasted 1.6 s). By default one
+bounds; the encoding also asserts the bounds). On these models bit-blasting
+beats z3's arithmetic solver by an order of magnitude (level 8 of
+hw-truncation strong-isr: 20 s on Ints, 1.6 s bit-blasted). By default one
 incremental SAT-based solver (z3's QF_FD solver: bit-blasting, learnt clauses
 kept across levels) grows the unrolling level by level and asks for a
 violation under an assumption literal; ``incremental=False`` instead solves each
@@ -49,6 +49,15 @@ level with a fresh solver after equation solving, which eliminates the state
 copies (each next state is a function of the previous one and the action
 choice) -- about as fast on these specs. The induction step uses unbounded
 Ints (its relaxed columns have no upper bound, so no width fits).
+
+Cost: BMC is exponential in depth on these interleaving models. Proving that
+no violation exists at level d means refuting every interleaving of d-1
+actions; each level costs 2-4x the previous one, while the exhaustive engine's
+distinct states only double. Measured at the default bounds: levels 1-8 take
+seconds, hw-truncation's level 10 about 3 minutes, kip-101's level 12 about 10
+minutes; the depth-14 to 16 violations of kip-101/kip-279/kafka-7128 are out of
+reach in CI time (the exhaustive engine finds them in 1-3 s). Use BMC for
+shallow bugs and as an independent cross-check, k-induction for proofs.
 """
 from __future__ import annotations
 
@@ -58,7 +67,7 @@ from dataclasses import dataclass, field
 import z3
 
 from checker.bfs import SearchResult, Violation, peak_memory
-from model.expr import all_of, any_of, min_of, where
+from model.expr import all_of, any_of, count_of, min_of, where
 from model.spec import invariant
 from model.view import z3_variables
 
@@ -572,12 +581,15 @@ def _check_level(u, base, inc, level, pending, violations, deadline, add):
                 add(g)
             return
         steps = u.replay(model, level)
+        before = len(pending)
         for inv in list(pending):
             if z3.is_false(model.eval(goals[inv.name], model_completion=True)):
                 if u.spec.holds(steps[-1][1], inv):
                     raise RuntimeError(f"internal error: {inv.name} holds on replay of the z3 counterexample")
                 violations[inv.name] = Violation(inv.name, -1, level, steps)
                 pending.remove(inv)
+        if len(pending) == before:
+            raise RuntimeError("internal error: z3 found a violating path but no invariant fails in its model")
 
 
 # ---------------------------------------------------------------------------------------
@@ -690,7 +702,14 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     values, so the lemmas are about the protocol, not about --max-epochs /
     --max-records. It is still a proof about the spec instantiated at these
     bounds (the number of LeaderAndIsr slots and record ghosts is E and M): it
-    is not a parametric proof for every E and M.
+    is not a parametric proof for every E and M. In practice the kip-320 proof
+    needs one epoch fact back, as a lemma it proves rather than a type bound it
+    assumes: ``q_epoch <= max_epochs`` (lemma-epoch-table; inductive because every
+    controller action requires ``q_epoch < E``). Without it, states with
+    ``q_epoch > E`` make every lemma about the LeaderAndIsr of an epoch vacuous
+    (there is no slot for that epoch) and z3 returns counterexamples to induction
+    at epochs the model can never reach. No bound on broker or log epochs, or on
+    record ids, is needed back.
 
     ``simple_path=True`` also requires the k+1 step states to be pairwise
     distinct (sound for the same shortest-path reason; it can only remove
@@ -795,18 +814,19 @@ def render_states(spec, states, actions, failing=None, title="trace"):
 # lemmas for the kip-320 proof
 # ---------------------------------------------------------------------------------------
 class Kip320Lemmas:
-    """Auxiliary invariants of the KIP-320 model (kip-320 and its subclasses' base), for k-induction.
+    """Auxiliary invariants (lemmas) of the kip-320 model, for the k-induction proof of no-committed-loss.
 
-    Each is a fact about every reachable state, stated in Kafka terms; each has
-    been checked with the exhaustive engine (tests/test_symbolic.py checks them at
-    the default bounds). They are a mixin rather than methods of specs.kip_320.Kip320
-    because every spec registers its invariants with an expected verdict
-    (tests/test_expected.py), and nine specs subclass Kip320 and would inherit them
-    (some, e.g. no-isr-fencing, break them on purpose): :func:`with_lemmas` builds
-    the subclass that carries them. They hold for kip-320; under the relaxed bounds
-    of :func:`prove` they are about arbitrarily large epochs and record ids except
+    Each is a fact about every reachable state, stated in Kafka terms, and each was
+    checked with the exhaustive engine at the default bounds (tests/test_symbolic.py)
+    and at replicas=3 with log_size=1, max_records=1 and max_epochs=2 (or
+    max_epochs=3, max_crashes=0). They are a mixin, not methods of
+    specs.kip_320.Kip320: every spec must declare an expected verdict for each of its
+    invariants (tests/test_expected.py), and nine specs subclass Kip320 and would
+    inherit them (some, e.g. no-isr-fencing, break them on purpose). :func:`with_lemmas`
+    builds the subclass that carries them. Under the relaxed bounds of :func:`prove`
+    they are about arbitrarily large epochs and record ids, except
     ``lemma-epoch-table``, which re-establishes the one epoch bound the model's
-    guards impose (the LeaderAndIsr table has ``max_epochs`` slots).
+    guards impose (its LeaderAndIsr table has ``max_epochs`` slots).
     """
 
     @invariant("lemma-down-forgets")
@@ -922,14 +942,18 @@ class Kip320Lemmas:
 
     @invariant("lemma-follower-prefix")
     def lemma_follower_prefix(self, s):
-        """A follower that finished truncating, on its leader's epoch, holds a prefix of the leader's log."""
+        """A follower that finished truncating, on its leader's epoch, holds a prefix of the leader's log (while the leader has not moved on)."""
         ok = []
         for f in self.REPLICAS:
             for l in self.REPLICAS:
                 if f == l:
                     continue
-                cond = (s.up[f] & (s.leader[f] == l) & ~s.truncating[f] & self.believes_leads(s, l)
-                        & (s.leader_epoch[f] == s.leader_epoch[l]))
+                e = s.leader_epoch[f]
+                # l has not moved past f's epoch: it leads in it, or it restarted while that epoch was
+                # the quorum's (which leaves its log as it was) and has not applied it again yet
+                l_on_e = ((self.believes_leads(s, l) & (s.leader_epoch[l] == e))
+                          | (s.up[l] & (s.leader[l] == self.NONE) & (s.leader_epoch[l] + 1 == e)))
+                cond = s.up[f] & (s.leader[f] == l) & ~s.truncating[f] & l_on_e
                 ok.append(~cond | (s.leo[f] <= s.leo[l]))
                 for o in self.OFFSETS:
                     ok.append(~(cond & (o < s.leo[f])) | ((s.log_record[f][o] == s.log_record[l][o])
@@ -947,8 +971,12 @@ class Kip320Lemmas:
                 known = s.remote_leo[l][i] >= 0
                 ok.append(~known | (s.remote_leo[l][i] <= s.leo[l]))
                 # until the follower moves to a later epoch, it still holds what it fetched
-                not_moved = (self.believes_leads(s, l) & s.up[i] & (s.leader[i] == l)
-                             & (s.leader_epoch[i] == s.leader_epoch[l]))
+                e = s.leader_epoch[l]
+                # a follower that fetched from l in e is still in e, or restarted while e was current
+                ok.append(~(known & self.believes_leads(s, l) & s.up[i]) | (s.leader_epoch[i] + 1 >= e))
+                not_moved = self.believes_leads(s, l) & s.up[i] & (
+                    ((s.leader[i] == l) & (s.leader_epoch[i] == e))
+                    | ((s.leader[i] == self.NONE) & (s.leader_epoch[i] + 1 == e)))
                 ok.append(~(known & not_moved) | (s.remote_leo[l][i] <= s.leo[i]))
                 for o in self.OFFSETS:
                     ok.append(~(known & not_moved & (o < s.remote_leo[l][i]))
@@ -996,14 +1024,16 @@ class Kip320Lemmas:
 
     @invariant("lemma-epoch-leader-has-its-records")
     def lemma_epoch_leader_has_its_records(self, s):
-        """Records of leader epoch e were appended by e's leader: until it moves past epoch e, it holds every one of them."""
+        """Records of leader epoch e were appended by e's leader: until it follows another leader, it holds every one of them."""
         ok = []
         for e in self.EPOCHS:
             for l in self.REPLICAS:
-                # l never moved past e: it is on e as leader, or before e (a restart while e was current
-                # resumes at e - 1 with the log intact)
+                # l never followed anyone since e: it leads, and led every epoch from e to its own; or it
+                # is before e (a restart while e was current resumes at e - 1 with the log intact)
+                led_since = all_of(~(s.leader_epoch[l] >= e2) | (s.req_leader[e2 - 1] == l)
+                                   for e2 in self.EPOCHS if e2 > e)
                 leads_e = ((s.req_leader[e - 1] == l) & s.up[l]
-                           & ((s.leader_epoch[l] < e) | ((s.leader_epoch[l] == e) & (s.leader[l] == l))))
+                           & ((s.leader_epoch[l] < e) | ((s.leader_epoch[l] >= e) & (s.leader[l] == l) & led_since)))
                 for r in self.REPLICAS:
                     if r == l:
                         continue
@@ -1101,6 +1131,52 @@ class Kip320Lemmas:
                 ok.append(~cond | ((s.leader_epoch[l] >= e) & ~((s.leader_epoch[l] == e) & (s.leader[l] == l))))
         return all_of(ok)
 
+    @invariant("lemma-acting-leader-knows-follower-logs")
+    def lemma_acting_leader_knows_follower_logs(self, s):
+        """Below the fetch offset the acting leader recorded for a follower, the follower holds the leader's records.
+
+        The follower cannot have moved to a later epoch (there is none), and in this epoch
+        it only appends what the leader sends, loses nothing on a crash, and truncates only
+        the part that does not match the leader's log.
+        """
+        ok = []
+        for l in self.REPLICAS:
+            acting = self.acting_leader(s, l)
+            for i in self.REPLICAS:
+                if i == l:
+                    continue
+                x = s.remote_leo[l][i]
+                ok.append(~(acting & (x >= 0)) | (s.leo[i] >= x))
+                for o in self.OFFSETS:
+                    ok.append(~(acting & (o < x)) | ((s.log_record[i][o] == s.log_record[l][o])
+                                                     & (s.log_epoch[i][o] == s.log_epoch[l][o])))
+        return all_of(ok)
+
+    @invariant("lemma-down-means-crashed")
+    def lemma_down_means_crashed(self, s):
+        """Every broker that is down went down in one of the counted crashes or shutdowns."""
+        return count_of(~s.up[r] for r in self.REPLICAS) <= s.crashes
+
+    @invariant("lemma-isr-grows-only-under-its-leader")
+    def lemma_isr_grows_only_under_its_leader(self, s):
+        """The next epoch's ISR is a subset of this epoch's final ISR until the next epoch's leader has acted.
+
+        The controller only ever shrinks the ISR it hands over (clean election keeps the live
+        part, ISR shrink and going offline drop a member); only the new epoch's leader can add
+        members back, after applying e + 1.
+        """
+        ok = []
+        for e in self.EPOCHS:
+            if e + 1 > self.E:
+                continue
+            for l in self.REPLICAS:
+                # l has never applied e + 1: it is on an earlier epoch, or on e with a role (a restart
+                # after applying e + 1 would have left it on e at least, with no role)
+                before = (s.leader_epoch[l] < e) | ((s.leader_epoch[l] == e) & (s.leader[l] != self.NONE))
+                cond = s.req_sent[e] & (s.req_leader[e] == l) & s.up[l] & before
+                for i in self.REPLICAS:
+                    ok.append(~(cond & s.req_isr[e][i]) | s.req_isr[e - 1][i])
+        return all_of(ok)
 
 def lemma_names(mixin=Kip320Lemmas):
     """The invariant names a lemma mixin declares, in declaration order."""
@@ -1117,3 +1193,14 @@ def with_lemmas(spec_cls, mixin=Kip320Lemmas):
     namespace = {"expected": {**spec_cls.expected, **{n: "holds" for n in names}}, "__module__": __name__,
                  "__doc__": f"{spec_cls.__name__} with the lemmas of {mixin.__name__}."}
     return type(spec_cls.__name__ + "WithLemmas", (mixin, spec_cls), namespace)
+
+
+#: What the kip-320 proof attempt assumes along with no-committed-loss (all proved with it, none trusted).
+KIP320_PROOF_LEMMAS = lemma_names() + ["leader-in-isr", "single-leader-per-epoch", "log-matching"]
+
+
+def prove_kip320_no_committed_loss(replicas=3, k=1, timeout_s=None, **bounds):
+    """The kip-320 proof attempt: k-induction of no-committed-loss with KIP320_PROOF_LEMMAS."""
+    from specs.kip_320 import Kip320
+    spec = with_lemmas(Kip320)(replicas=replicas, **bounds)
+    return spec, prove(spec, "no-committed-loss", k, lemmas=KIP320_PROOF_LEMMAS, timeout_s=timeout_s)

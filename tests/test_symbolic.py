@@ -100,46 +100,48 @@ def test_bit_vector_translation_is_exact():
     spec = SPECS["kip-279"]()
     u = BvUnrolling(spec, list(spec.invariants.values()))
     lay = spec.layout
-    tpl = Unrolling(spec, prefix="tpl")
-    v0 = tpl.state(0)
-    bb = u.bb
+    v0 = Unrolling(spec, prefix="tpl").state(0)       # the variables the template was translated from
     terms = []
     for inst in spec.actions:
         guard, updates = spec.z3_action(inst, v0)
         terms.append(guard)
         terms.extend(updates.values())
     terms.extend(spec.z3_invariant(inv, v0) for inv in spec.invariants.values())
-    bv_terms = [bb(t) for t in terms]
+    bv_terms = [u.bb(t) for t in terms]
     bv0 = [z3.Bool(str(x)) if lay.boolean[c] else z3.BitVec(str(x), u.width) for c, x in enumerate(v0)]
+    differ = z3.Or([a != (b if z3.is_bool(a) else z3.BV2Int(b, is_signed=True)) for a, b in zip(terms, bv_terms)])
+    true_count = z3.Sum([z3.If(a, 1, 0) for a in terms if z3.is_bool(a)])
+    n_bool = sum(z3.is_bool(a) for a in terms)
     rng = np.random.default_rng(7)
-    differing_bools = 0
-    for _ in range(40):
+    seen = set()
+    for _ in range(60):
         row = [int(rng.integers(lay.lo[c], lay.hi[c] + 1)) for c in range(lay.width)]
-        int_sub = [(x, z3.BoolVal(bool(v)) if lay.boolean[c] else z3.IntVal(v)) for c, (x, v) in enumerate(zip(v0, row))]
-        bv_sub = [(x, z3.BoolVal(bool(v)) if lay.boolean[c] else z3.BitVecVal(v, u.width))
-                  for c, (x, v) in enumerate(zip(bv0, row))]
-        for t, b in zip(terms, bv_terms):
-            a = z3.simplify(z3.substitute(t, *int_sub))
-            c = z3.simplify(z3.substitute(b, *bv_sub))
-            if z3.is_bool(a):
-                assert z3.is_true(a) == z3.is_true(c)
-                differing_bools += z3.is_true(a)
-            else:
-                assert a.as_long() == c.as_signed_long()
-    assert differing_bools > 0       # some guards/invariants were true, some false: not a vacuous comparison
+        sub = [(x, z3.BoolVal(bool(v)) if lay.boolean[c] else z3.IntVal(v)) for c, (x, v) in enumerate(zip(v0, row))]
+        sub += [(x, z3.BoolVal(bool(v)) if lay.boolean[c] else z3.BitVecVal(v, u.width))
+                for c, (x, v) in enumerate(zip(bv0, row))]
+        assert z3.is_false(z3.simplify(z3.substitute(differ, *sub))), row
+        seen.add(z3.simplify(z3.substitute(true_count, *sub[:lay.width])).as_long())
+    assert len(seen) > 1 and 0 < max(seen) < n_bool     # not a vacuous comparison
 
 
 def test_bit_blaster_width_covers_every_subterm():
     x, y = z3.Ints("x y")
     bb = BitBlaster({"x": (-1, 6), "y": (0, 100)})
-    assert bb.fit([x + y + 1 < 3]) == 9       # x + y + 1 ranges over 0..107: 8 bits plus a sign bit
-    f = bb(z3.If(x > 0, x - y, x * 3) == -103)
-    s = z3.Solver()
-    s.add(f, bb.variables["x"] >= -1, bb.variables["x"] <= 6, bb.variables["y"] >= 0, bb.variables["y"] <= 100)
-    assert s.check() == z3.sat
-    m = s.model()
-    xv, yv = m[bb.variables["x"]].as_signed_long(), m[bb.variables["y"]].as_signed_long()
-    assert (xv - yv if xv > 0 else xv * 3) == -103
+    assert bb.fit([x + y + 1 < 3]) == 8       # x + y + 1 ranges over 0..107: 7 bits plus a sign bit
+    bx, by = bb(x), bb(y)
+    in_bounds = [bx >= -1, bx <= 6, by >= 0, by <= 100]
+
+    def solve(target):
+        s = z3.Solver()
+        s.add(bb(z3.If(x > 0, x - y, x * 3) == target), *in_bounds)
+        return s.model() if s.check() == z3.sat else None
+
+    m = solve(-97)                      # x - y = -97 with x = 1..3: no wrap-around in 8 bits
+    xv, yv = m[bx].as_signed_long(), m[by].as_signed_long()
+    assert (xv - yv if xv > 0 else xv * 3) == -97
+    assert solve(-103) is None          # out of reach on Ints, and so on bit-vectors (-103 would need a wrap)
+    with pytest.raises(ValueError):
+        bb(x * y > 0)                   # needs more bits than the width fitted
 
 
 # --- k-induction ---------------------------------------------------------------------------
