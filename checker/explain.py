@@ -182,8 +182,11 @@ def _action_phrase(prev, cur, name, params):
     p = params
     if name is None:
         n_up = sum(1 for r in range(R) if cur.get("up", r, default=True))
-        return (f"Initial state: {R} replicas, {n_up} up, ISR {_set(cur.isr())}, empty logs, "
-                f"no leader elected yet.")
+        logs = "empty logs" if all(not cur.log(r) for r in range(R)) else \
+            "logs " + ", ".join(f"r{r}: LEO {len(cur.log(r))}" for r in range(R))
+        q = cur.get("q_leader")
+        leader = "no leader elected yet" if q is None or q >= R else f"r{q} leads epoch {cur.get('q_epoch')}"
+        return f"Initial state: {R} replicas, {n_up} up, ISR {_set(cur.isr())}, {logs}, {leader}."
     if name == "elect_leader":
         l = p["l"]
         unclean = "" if prev.get("q_isr", l, default=True) else f" — unclean: r{l} was not in the ISR"

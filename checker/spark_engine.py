@@ -330,7 +330,7 @@ def _map_task(job, index, records, carry=False):
             owner = fp % np.uint64(P)
             for q in range(P):
                 sel = np.flatnonzero(owner == np.uint64(q)) if P > 1 else slice(None)
-                if P == 1 or sel.size:
+                if fp.size if P == 1 else sel.size:
                     yield q, ("d", fp[sel], tag[sel], out[sel] if P == 1 else np.take(out, sel, axis=0))
         _maybe_fail(job, "map", index)
         yield index, ("s", counts, fired)
@@ -370,8 +370,8 @@ def _reduce_task(job, index, records):
     n_level = sum(k.size for k in level_keys)
     ls = prev.level_start
     visited = prev.visited
-    if fps:
-        fp = np.concatenate(fps)
+    fp = np.concatenate(fps) if fps else np.zeros(0, dtype=np.uint64)
+    if fp.size:
         tag = np.concatenate(tags)
         allrows = np.concatenate(rows)
         # one sort by fingerprint; the smallest tag of each group wins (tags are unique)

@@ -481,8 +481,8 @@ class BmcResult(SearchResult):
     - ``complete``: always False: a bounded check proves nothing beyond its
       depth, so an invariant not violated is reported "unknown", and
       ``budget_hit`` says why the search stopped ("bmc depth N" when the
-      requested depth was reached, "z3 unknown: ..." when z3 gave up or the
-      time ran out);
+      requested depth was reached, "z3 time limit Ts" when the time ran out,
+      "z3 unknown (reason)" when z3 gave up otherwise);
     - each violation's ``state_id`` is -1 and ``level`` its number of states.
 
     Extra: ``z3_unknown`` (why z3 gave up, None if it never did; ``timed_out``
@@ -546,9 +546,10 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, incremental=True
                 break
     except Z3Unknown as e:
         unknown = e.reason
-    budget = None
+    budget = None      # a noun phrase: the CLI prints "stopped: <budget_hit> reached"
     if unknown is not None:
-        budget = f"z3 unknown: {unknown} (levels 1..{done} checked)"
+        budget = (f"z3 time limit {timeout_s:g}s" if unknown.startswith("time limit") and timeout_s is not None
+                  else f"z3 unknown ({unknown})")
     elif pending:
         budget = f"bmc depth {depth}"
     return BmcResult(
@@ -974,9 +975,13 @@ class Kip320Lemmas:
                 e = s.leader_epoch[l]
                 # a follower that fetched from l in e is still in e, or restarted while e was current
                 ok.append(~(known & self.believes_leads(s, l) & s.up[i]) | (s.leader_epoch[i] + 1 >= e))
+                # ... or has only led since (a leader never truncates)
+                led_since = all_of(~((e2 > e) & (s.leader_epoch[i] >= e2)) | (s.req_leader[e2 - 1] == i)
+                                   for e2 in self.EPOCHS)
                 not_moved = self.believes_leads(s, l) & s.up[i] & (
                     ((s.leader[i] == l) & (s.leader_epoch[i] == e))
-                    | ((s.leader[i] == self.NONE) & (s.leader_epoch[i] + 1 == e)))
+                    | ((s.leader[i] == self.NONE) & (s.leader_epoch[i] + 1 == e))
+                    | ((s.leader[i] == i) & (s.leader_epoch[i] > e) & led_since))
                 ok.append(~(known & not_moved) | (s.remote_leo[l][i] <= s.leo[i]))
                 for o in self.OFFSETS:
                     ok.append(~(known & not_moved & (o < s.remote_leo[l][i]))

@@ -91,7 +91,7 @@ def test_bmc_timeout_says_so():
     spec = SPECS["kip-101"]()
     result = bmc(spec, ["strong-isr"], 14, timeout_s=1.0)
     assert result.timed_out and "time limit" in result.z3_unknown
-    assert result.budget_hit.startswith("z3 unknown") and result.depth < 14
+    assert result.budget_hit == "z3 time limit 1s" and result.depth < 14
     assert result.verdicts == {"strong-isr": "unknown"}
 
 
