@@ -7,7 +7,6 @@ usage or input (one line, no traceback), 3 a budget the user set ran out.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 

@@ -5,40 +5,44 @@
 fired, the violating state's number and level, and the same shortest trace with
 ties broken the same way) for any number of partitions.
 
-Data flow: the RDD API, numpy batches as records, one stage and one shuffle per level
-------------------------------------------------------------------------------------
+Data flow: the RDD API, numpy batches as records, one shuffle per level
+-----------------------------------------------------------------------
 Partition ``p`` owns the states whose (canonical) fingerprint is ``p`` modulo
 the partition count. After level L the search is one persisted RDD, ``R_L``,
 with a single record per partition (a :class:`_Part`): the partition's visited
-set (a sorted uint64 array), its share of level L (rows, fingerprints) and
-their sort keys. One Spark stage per level runs, in each task:
+set (a sorted uint64 array), its share of level L (rows, one state per row, and
+fingerprints) and their sort keys. A level is two halves:
 
-- reduce (level L-1 -> L): the partition's record of ``R_{L-1}``, read from the
-  cache (``R_{L-1}`` and the shuffled successors share one partitioner, so their
-  union is partition-aligned: no visited set moves through a shuffle), and the
-  successors every map task routed here. Keep the smallest (parent, action) per
-  fingerprint, anti-join the visited set and merge the new fingerprints into it
-  (``np.insert``), check the pending invariants on the new rows, and write the
-  level's (fingerprint, parent, action) to
-  ``levels/level-LLLLL/part-PPPPP.parquet`` under a temporary name renamed into
-  place, so a retried or speculative task rewrites the same file. The record
-  becomes ``R_L`` (persisted, memory and disk).
-- map (level L -> L+1), pipelined after it in the same task: expand the
-  partition's share of level L chunk by chunk with the numpy backend
-  (``Search.expand``), de-duplicate locally keeping the smallest
-  (parent, action), materialize those rows, and route them by fingerprint.
+- map (level L -> L+1): expand the partition's share of level L chunk by chunk
+  with the numpy backend (``Search.expand``); keep the smallest (parent, action)
+  per fingerprint (one sort); drop the successors this partition owns and has
+  already visited; materialize the rest by gathering parent rows and patching
+  the written cells; route them by fingerprint (fingerprint, tag, row batches).
+- reduce (level L+1 of partition p): from every map task's successors keep the
+  smallest tag per fingerprint, anti-join the visited set and merge the new
+  fingerprints into it (``np.insert``), number the new states (below), check
+  the pending invariants on them, and write the level's (fingerprint, parent,
+  action) to ``levels/level-LLLLL/part-PPPPP.parquet`` under a temporary name
+  renamed into place, so a retried or speculative task rewrites the same file.
 
-Jobs: the driver chains several levels per job while levels are small
-(``batch_states``; a job of B levels is B + 1 stages), one level per job
-once they are large. It learns each level's outcome from task summaries sent
-through an accumulator keyed by (level, partition), so a recomputed task
-changes nothing; the job's action is a JVM-side count, so no extra Python pass
-runs over the cached records. Nothing lives in executor-side globals but the
-spec, re-instantiated from its class and bounds once per Python worker: a
-retried task reads its inputs from the cache, the shuffle and the Parquet files
-of the previous level again and produces the same record. Every
-``checkpoint_every`` levels the level RDD is checkpointed (``workdir/checkpoints``)
-to bound lineage, task size and recomputation after a lost executor.
+Large levels run one level per job, two stages: the map tasks read ``R_L`` from
+the cache; the reduce reads the union of ``R_L`` and the shuffled successors
+(they share one partitioner, so the union is partition-aligned and the visited
+sets never go through a shuffle) and its output is ``R_{L+1}``, persisted
+(memory and disk). While levels are small (``batch_states``) the driver chains
+up to eight levels into one job, one stage per level: each task reduces level L
+and expands it at once, one Python pass, and the visited set rides the shuffle
+to the partition's next task as a record; only the job's last level is cached.
+
+The driver learns each level's outcome from task summaries sent through an
+accumulator keyed by (level, partition), so a recomputed task changes nothing;
+the job's action is a JVM-side count, so no extra Python pass runs over the
+cached records. Nothing lives in executor-side globals but the spec,
+re-instantiated from its class and bounds once per Python worker: a retried
+task reads its inputs from the cache, the shuffle and the Parquet files of the
+previous level again and produces the same record. Every ``checkpoint_every``
+levels the level RDD is checkpointed (``workdir/checkpoints``) to bound
+lineage and recomputation after a lost executor.
 
 State numbering (what makes the answers identical)
 --------------------------------------------------
@@ -94,7 +98,7 @@ import uuid
 
 import numpy as np
 
-from checker.bfs import Search, SearchResult, Violation
+from checker.bfs import Search, SearchResult, Violation, search as bfs_search
 from checker.fingerprint import Symmetry
 
 try:
@@ -112,8 +116,8 @@ VISITED_FACTOR = 20            # ... and while the states so far stay below this
 
 
 def local_chunk():
-    """The local engine's default chunk: its max_states granularity, reproduced here."""
-    return inspect.signature(Search.__init__).parameters["chunk"].default
+    """The local engine's default chunk (``checker.bfs.search``): its max_states granularity, reproduced here."""
+    return inspect.signature(bfs_search).parameters["chunk"].default
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,6 +431,10 @@ def _reduce_task(job, index, records):
 # the Spark context
 # ---------------------------------------------------------------------------------------------
 _QUIET_LOG4J = """\
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -449,8 +457,9 @@ def _local_cores(master):
 def spark_context(master="local[*]", partitions=None, conf=None):
     """The active SparkContext, or a new quiet one: (context, whether this call created it).
 
-    A new context gets the UI and console progress off, error-level logging, and
-    ``spark.default.parallelism`` / ``spark.sql.shuffle.partitions`` set to the
+    A new context gets the UI and console progress off, error-level logging, the
+    driver JVM on its C1 JIT only, uncompressed shuffle files on a ``local`` master,
+    and ``spark.default.parallelism`` / ``spark.sql.shuffle.partitions`` set to the
     partition count (or the local core count); ``conf`` adds or overrides settings.
     """
     from pyspark import SparkConf, SparkContext
@@ -460,6 +469,8 @@ def spark_context(master="local[*]", partitions=None, conf=None):
     c = SparkConf().setMaster(master).setAppName("isrcheck")
     parallelism = partitions or _local_cores(master)
     settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+    if master.strip().startswith("local"):
+        settings["spark.shuffle.compress"] = "false"     # one machine: compressing shuffle files only costs CPU
     if parallelism:
         settings["spark.default.parallelism"] = str(parallelism)
         settings["spark.sql.shuffle.partitions"] = str(parallelism)
@@ -496,7 +507,10 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     ``chunk`` is the local engine's chunk whose max_states cut is reproduced
     (its default when None) and the map tasks' expansion batch.
     ``batch_states``: levels are chained into one job while the predicted number
-    of their states stays below it (0: one level per job).
+    of their states stays below it (0: one level per job). ``checkpoint_every``:
+    levels between reliable checkpoints of the level RDD (0: none). ``_fault``:
+    test hook, ``(stage, level, partition)`` with stage "map" or "reduce": that
+    task's first attempt fails (after writing its Parquet file, for reduce).
     """
     from pyspark import StorageLevel
     from pyspark.core.rdd import RDD

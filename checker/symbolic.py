@@ -206,9 +206,6 @@ def _replay(spec, values, action_ids, n_states):
 # ---------------------------------------------------------------------------------------
 # Int -> bit-vector translation
 # ---------------------------------------------------------------------------------------
-_ARITH = {z3.Z3_OP_ADD, z3.Z3_OP_SUB, z3.Z3_OP_MUL, z3.Z3_OP_UMINUS}
-
-
 class BitBlaster:
     """Translate Int/Bool z3 terms into bit-vector/Bool terms of one width, exactly.
 

@@ -15,7 +15,7 @@ def naive_bfs(spec, invariants):
     """Plain breadth-first search on the scalar backend with a Python set: (states, levels, first bad level)."""
     start = spec.initial_row()
     seen = {start.tobytes()}
-    level, frontier, depth = [start], [start], 1
+    frontier, depth = [start], 1
     first_bad = {}
     while frontier:
         for name in invariants:

@@ -1,6 +1,5 @@
 """The isrcheck command line: verdicts, exit codes, JSON report, traces, and user mistakes."""
 import json
-import os
 import subprocess
 import sys
 
