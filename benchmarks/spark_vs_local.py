@@ -106,7 +106,8 @@ def throughput(config, invariants, partitions=2):
     local, spark = rows
     same = all(local[k] == spark[k] for k in ("distinct_states", "transitions", "depth", "verdicts"))
     print(f"\n{config} [{', '.join(invariants)}]: same answers: {same}")
-    print(f"{'engine':8} {'states':>12} {'seconds':>9} {'states/s':>10} {'cpu s':>9} {'states/cpu s':>12} {'peak MB':>8}")
+    print(f"{'engine':8} {'states':>12} {'seconds':>9} {'states/s':>10} {'cpu s':>9} "
+          f"{'states/cpu s':>12} {'peak MB':>8}")
     for r in rows:
         print(f"{r['engine']:8} {r['distinct_states']:>12,} {r['seconds']:>9} {r['states_per_second']:>10,} "
               f"{r['cpu_seconds']:>9} {r['states_per_cpu_second']:>12,} {r['peak_memory_mb']:>8}")
@@ -147,7 +148,8 @@ def overhead(reps=3):
         out[label] = statistics.median(slopes)
         print(f"  {label:26}: {out[label]:.3f} s per level (runs: {', '.join(f'{s:.3f}' for s in slopes)})")
     base = statistics.median(trivial_job() for _ in range(5))
-    print(f"  trivial 2-stage Spark job : {base:.3f} s   load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"  trivial 2-stage Spark job : {base:.3f} s   "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     sc.stop()
     return out
 

@@ -519,42 +519,43 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     chunk = chunk or local_chunk()
     search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
     sc, created = spark_context(master, partitions, conf)
-    P = int(partitions or sc.defaultParallelism)
     own_workdir = workdir is None
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
-    for sub in ("levels", "checkpoints"):            # an earlier run's files would be read as this one's
-        shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
-    os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)
-    if checkpoint_every:
-        sc.setCheckpointDir(os.path.join(workdir, "checkpoints"))
-    report = _progress_reporter(progress)
-
-    sym = Symmetry(spec.layout, search.zobrist, spec.R) if symmetry else None
-    init = spec.initial_row()[:, None]
-    init_fp = search.zobrist.full(init)
-    init_key_fp = init_fp if sym is None else sym.canonical(init)
-    owner0 = int(init_key_fp[0] % np.uint64(P))
-    violations, pending = {}, []
-    for inv in search.invariants:
-        if spec.holds_batch(inv, init)[0]:
-            pending.append(inv.name)
-        else:
-            violations[inv.name] = Violation(inv.name, 0, 1)
-
-    empty_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
-    empty = np.zeros(0, dtype=np.uint64)
-    records = [(p, _Part(init_key_fp.copy(), init.T.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
-                if p == owner0 else _Part(empty, empty_rows, empty, empty, 0)) for p in range(P)]
-    summaries = sc.accumulator({}, _Summaries())
-    level_rdd = sc.parallelize(records, P).partitionBy(P, _ident).persist(StorageLevel.MEMORY_AND_DISK)
-    level_start, level_sizes = [0], [1]
-    fired = np.zeros(len(spec.actions), dtype=bool)
-    transitions, depth, budget_hit, complete = 0, 1, None, False
-    visited_states = 1
-    since_checkpoint = 0
-    t_level = time.perf_counter()
-    spec_class, bounds = type(spec), tuple(sorted(spec.bounds.items()))
+    level_rdd = None
     try:
+        P = int(partitions or sc.defaultParallelism)
+        for sub in ("levels", "checkpoints"):            # an earlier run's files would be read as this one's
+            shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
+        os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)
+        if checkpoint_every:
+            sc.setCheckpointDir(os.path.join(workdir, "checkpoints"))
+        report = _progress_reporter(progress)
+
+        sym = Symmetry(spec.layout, search.zobrist, spec.R) if symmetry else None
+        init = spec.initial_row()[:, None]
+        init_fp = search.zobrist.full(init)
+        init_key_fp = init_fp if sym is None else sym.canonical(init)
+        owner0 = int(init_key_fp[0] % np.uint64(P))
+        violations, pending = {}, []
+        for inv in search.invariants:
+            if spec.holds_batch(inv, init)[0]:
+                pending.append(inv.name)
+            else:
+                violations[inv.name] = Violation(inv.name, 0, 1)
+
+        empty_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
+        empty = np.zeros(0, dtype=np.uint64)
+        records = [(p, _Part(init_key_fp.copy(), init.T.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
+                    if p == owner0 else _Part(empty, empty_rows, empty, empty, 0)) for p in range(P)]
+        summaries = sc.accumulator({}, _Summaries())
+        level_rdd = sc.parallelize(records, P).partitionBy(P, _ident).persist(StorageLevel.MEMORY_AND_DISK)
+        level_start, level_sizes = [0], [1]
+        fired = np.zeros(len(spec.actions), dtype=bool)
+        transitions, depth, budget_hit, complete = 0, 1, None, False
+        visited_states = 1
+        since_checkpoint = 0
+        t_level = time.perf_counter()
+        spec_class, bounds = type(spec), tuple(sorted(spec.bounds.items()))
         stop = False
         while not stop and level_sizes[-1] and pending:
             if max_depth is not None and depth >= max_depth:
@@ -655,7 +656,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         for v in violations.values():
             v.steps = _trace(search, workdir, v, level_start)
     finally:
-        level_rdd.unpersist(blocking=False)
+        if level_rdd is not None:
+            level_rdd.unpersist(blocking=False)
         if created:
             sc.stop()
         if own_workdir:

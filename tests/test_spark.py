@@ -77,14 +77,23 @@ def test_holds_same_as_local(sc, partitions):
     assert all(kw["level_seconds"] > 0 for kw in levels)
 
 
+@pytest.mark.parametrize("case", [VIOLATED, HOLDS], ids=["violated", "holds"])
+def test_one_level_per_job_same_as_local(sc, case):
+    """Levels chained into one job (the default while they are small) or one job per level: the same answers."""
+    spec, invariants = _setup(case)
+    assert_same(search(spec, invariants), spark_search(spec, invariants, partitions=2, batch_states=0))
+
+
 @pytest.mark.parametrize("stage", ["map", "reduce"])
-def test_task_failure_is_retried(sc, stage, tmp_path):
+@pytest.mark.parametrize("batch_states", [0, None], ids=["one-level-jobs", "chained-levels"])
+def test_task_failure_is_retried(sc, stage, batch_states, tmp_path):
     """The first attempt of one task fails (after writing its Parquet file, for reduce); the answer is unchanged."""
     spec, invariants = _setup(VIOLATED)
-    group = f"isrcheck-fault-{stage}"
+    group = f"isrcheck-fault-{stage}-{batch_states}"
+    kw = {} if batch_states is None else {"batch_states": batch_states}
     sc.setJobGroup(group, "fault injection test")
     try:
-        result = spark_search(spec, invariants, partitions=2, workdir=str(tmp_path), _fault=(stage, 3, 1))
+        result = spark_search(spec, invariants, partitions=2, workdir=str(tmp_path), _fault=(stage, 3, 1), **kw)
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     assert_same(search(spec, invariants), result)

@@ -3,7 +3,7 @@
 BMC is exponential in depth on these interleaving models (each level costs 2-4x
 the previous one; kip-101 needs ~10 minutes for level 12), so by default every
 expected violation is compared with the exhaustive engine up to depth
-ISRCHECK_BMC_DEPTH (default 6): the violations the exhaustive engine finds by
+ISRCHECK_BMC_DEPTH (default 8; about a minute for the file): the violations the exhaustive engine finds by
 then must be found by BMC at exactly the same depth, with a trace that replays,
 and the deeper ones must not be reported before it. ISRCHECK_BMC_DEPTH=full
 checks every expected violation at its full depth (hours for the depth-14..16
@@ -20,7 +20,7 @@ from checker.bfs import search
 from checker.symbolic import (BitBlaster, BvUnrolling, Unrolling, bmc, lemma_names, prove, with_lemmas)
 from specs import SPECS
 
-_DEPTH = os.environ.get("ISRCHECK_BMC_DEPTH", "6")
+_DEPTH = os.environ.get("ISRCHECK_BMC_DEPTH", "8")
 CAP = None if _DEPTH == "full" else int(_DEPTH)
 
 
