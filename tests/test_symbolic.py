@@ -3,11 +3,11 @@
 BMC is exponential in depth on these interleaving models (each level costs 2-4x
 the previous one; kip-101 needs ~10 minutes for level 12), so by default every
 expected violation is compared with the exhaustive engine up to depth
-ISRCHECK_BMC_DEPTH (default 8; about a minute for the file): the violations the exhaustive engine finds by
-then must be found by BMC at exactly the same depth, with a trace that replays,
-and the deeper ones must not be reported before it. ISRCHECK_BMC_DEPTH=full
-checks every expected violation at its full depth (hours for the depth-14..16
-ones).
+ISRCHECK_BMC_DEPTH (default 8; this file then takes about a minute): the
+violations the exhaustive engine finds by then must be found by BMC at exactly
+the same depth, with a trace that replays, and the deeper ones must not be
+reported before it. ISRCHECK_BMC_DEPTH=full checks every expected violation at
+its full depth (hours for the depth-14..16 ones).
 """
 import os
 
