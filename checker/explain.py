@@ -337,9 +337,12 @@ def _ack_sentence(spec, prev, cur, name, params, m, o):
                else f"acks=all: the leader's HW passed offset {o}")
     text = f"Record {m} at offset {o} is acknowledged to the producer ({how}): it is committed"
     if who is not None and not cur.acting_leader(who) and cur.has("q_leader"):
-        q = cur.get("q_leader")
-        text += (f" — by r{who}, a deposed leader still on epoch {cur.get('leader_epoch', who)}: "
-                 f"{_who(R, q)} leads epoch {cur.get('q_epoch')} in ZooKeeper")
+        q, qe, e = cur.get("q_leader"), cur.get("q_epoch"), cur.get("leader_epoch", who)
+        if q == who:
+            text += (f" — by r{who} on epoch {e}: it has not yet applied the LeaderAndIsr of epoch {qe} "
+                     f"that the controller has written since")
+        else:
+            text += f" — by r{who}, a deposed leader still on epoch {e}: {_who(R, q)} leads epoch {qe} in ZooKeeper"
     return text + "."
 
 
