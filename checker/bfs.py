@@ -2,7 +2,7 @@
 
 Level by level: each chunk of the frontier is expanded action by action (a
 guard is a boolean vector over the chunk, an update computes only the written
-columns of the enabled rows), successors get Zobrist fingerprints by XOR delta,
+columns of the enabled rows), successors get linear fingerprints by delta,
 and only fingerprints new to the visited set are materialized as rows. States
 are numbered in BFS order; a new state's canonical discovery is the one with the
 smallest (parent number, action instance), so numbering, parents and traces do
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from checker.fingerprint import Symmetry, Zobrist
+from checker.fingerprint import Fingerprint, Symmetry
 from checker.visited import VisitedSet
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
@@ -45,6 +45,7 @@ class SearchResult:
     complete: bool
     budget_hit: str | None
     never_fired: list
+    fingerprint_bits: int = 64       # a pair of distinct states collides with probability <= 2**-bits
 
     @property
     def verdicts(self):
@@ -62,7 +63,7 @@ class SearchResult:
     @property
     def collision_probability(self):
         """Upper bound on the chance that a fingerprint collision hid a state: each lookup meets at most n others."""
-        return min(1.0, self.distinct_states * self.transitions / 2.0 ** 64)
+        return min(1.0, self.distinct_states * self.transitions / 2.0 ** self.fingerprint_bits)
 
 
 def sorted_unique(values):
@@ -81,8 +82,8 @@ class Search:
     def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18):
         self.spec = spec
         self.invariants = [spec.invariants[name] for name in invariants]
-        self.zobrist = Zobrist(spec.layout)
-        self.symmetry = Symmetry(spec.layout, self.zobrist, spec.R) if symmetry else None
+        self.fingerprint = Fingerprint(spec.layout)
+        self.symmetry = Symmetry(spec.layout, self.fingerprint, spec.R) if symmetry else None
         self.chunk = chunk
 
     # --- successor generation ----------------------------------------------------------
@@ -92,7 +93,7 @@ class Search:
         Returns parts ``(action id, parent rows, {column: new values or a constant}, fingerprints)``,
         one per action instance that fired; rows ascend within a part.
         """
-        spec, z = self.spec, self.zobrist
+        spec, fp = self.spec, self.fingerprint
         parts = []
         for inst in spec.actions:
             rows = np.flatnonzero(spec.guard_batch(inst, batch))
@@ -101,10 +102,11 @@ class Search:
             new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
                         for c, v in spec.update_batch(inst, batch, rows)._written.items()}
             if self.symmetry is None:
-                h = fps[rows]
+                parent_fp = np.take(fps, rows)
+                h = parent_fp.copy()
                 for c, v in new_cols.items():
-                    h = h ^ z.delta(c, batch[c][rows], v)
-                moved = h != fps[rows]                 # drop self-loops: same fingerprint, same state
+                    h += fp.delta(c, batch[c][rows], v)
+                moved = h != parent_fp                 # drop self-loops: same fingerprint, same state
                 if not moved.all():
                     rows, h = rows[moved], h[moved]
                     new_cols = {c: v[moved] if isinstance(v, np.ndarray) else v for c, v in new_cols.items()}
@@ -118,13 +120,13 @@ class Search:
     def materialize(batch, parts, picks):
         """Rows of chosen successors: ``picks`` are (part index, position in part) pairs, in output order."""
         part_of, pos = picks
-        by_part = np.argsort(part_of, kind="stable")
+        by_part = np.argsort(part_of.astype(np.int16), kind="stable")     # a radix sort
         bounds = np.searchsorted(part_of[by_part], np.arange(len(parts) + 1))
         parents = np.empty(part_of.size, dtype=np.int64)
         for p, (_, rows, _, _) in enumerate(parts):
             dest = by_part[bounds[p]:bounds[p + 1]]
             parents[dest] = rows[pos[dest]]
-        out = batch[:, parents]
+        out = np.take(batch, parents, axis=1)       # far faster than batch[:, parents] on int8
         for p, (_, _, cols, _) in enumerate(parts):
             dest = by_part[bounds[p]:bounds[p + 1]]
             if dest.size:
@@ -136,54 +138,55 @@ class Search:
     def dedupe(self, parts, succ_fp, visited):
         """New successors, one per new fingerprint: its canonical discovery, in (parent, action) order.
 
-        Sorted unique fingerprints are checked against the visited set; a table of
-        the fresh ones finds the successors carrying them; the smallest
-        (parent, action) key per fresh fingerprint wins. Returns (indices into the
-        concatenated successors, their parent rows, their action ids, the new
-        fingerprints sorted).
+        One sort of the fingerprints, each with its successor's index packed into
+        the low bits, groups equal fingerprints; the groups' fingerprints are looked
+        up in the visited set, and in each fresh group the smallest (parent, action)
+        key wins. Returns (indices into the concatenated successors, their parent
+        rows, their action ids, the new fingerprints sorted, their insert positions
+        in the visited set).
         """
         n = succ_fp.size
-        fresh = sorted_unique(succ_fp)
-        fresh = fresh[~visited.contains(fresh)]
+        low = np.uint64((1 << max(1, (n - 1).bit_length())) - 1)
+        packed = succ_fp & ~low
+        packed |= np.arange(n, dtype=np.uint64)
+        packed.sort()
+        order = (packed & low).view(np.int64)
+        fps = np.take(succ_fp, order)
+        start = np.empty(n, dtype=bool)
+        start[0] = True
+        np.not_equal(fps[1:], fps[:-1], out=start[1:])
+        unique = fps[start]
+        if unique.size > 1 and not (unique[1:] > unique[:-1]).all():
+            # two fingerprints agreed on their high bits and interleaved (rare): sort whole fingerprints
+            order = np.argsort(succ_fp, kind="stable")
+            fps = np.take(succ_fp, order)
+            np.not_equal(fps[1:], fps[:-1], out=start[1:])
+            unique = fps[start]
+        starts = np.flatnonzero(start)
+        seen, at = visited.lookup(unique)
+        fresh = np.flatnonzero(~seen)
         if fresh.size == 0:
             empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty, fresh
-        # a direct-address table on the low fingerprint bits finds each successor's fresh slot;
-        # the few whose bits collide with another fresh fingerprint fall back to a binary search
-        bits = 1 << max(16, int(fresh.size).bit_length() + 3)
-        mask = np.uint64(bits - 1)
-        table = np.full(bits, -1, dtype=np.int64)
-        table[fresh & mask] = np.arange(fresh.size)
-        slot = table[succ_fp & mask]
-        cand = np.flatnonzero(slot >= 0)
-        slot = slot[cand]
-        exact = fresh[slot] == succ_fp[cand]
-        retry = cand[~exact]
-        cand, slot = cand[exact], slot[exact]
-        if retry.size:
-            pos = np.minimum(np.searchsorted(fresh, succ_fp[retry]), fresh.size - 1)
-            found = fresh[pos] == succ_fp[retry]
-            cand = np.concatenate([cand, retry[found]])
-            slot = np.concatenate([slot, pos[found]])
+            return empty, empty, empty, np.empty(0, dtype=np.uint64), empty
         parent = np.concatenate([p[1] for p in parts])
         action_id = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), [p[1].size for p in parts])
         # (parent, action) is unique per successor, so the smallest key names the canonical discovery
-        n_actions = len(self.spec.actions)
-        best = np.full(fresh.size, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(best, slot, (parent[cand] * n_actions + action_id[cand]) * n + cand)
-        winners = best % n
-        winners = winners[np.argsort(best)]
-        return winners, parent[winners], action_id[winners], fresh
+        key = (parent * len(self.spec.actions) + action_id) * (int(low) + 1) + np.arange(n)
+        best = np.minimum.reduceat(np.take(key, order), starts)[fresh]
+        best.sort()
+        winners = best & int(low)
+        return winners, np.take(parent, winners), np.take(action_id, winners), \
+            unique[fresh], at[fresh]
 
     # --- the search ------------------------------------------------------------------------
     def run(self, max_states=None, max_depth=None, time_limit=None, progress=None):
         spec = self.spec
         start = time.perf_counter()
         init = spec.initial_row()[:, None]
-        init_fp = self.zobrist.full(init)
+        init_fp = self.fingerprint.full(init)
         key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
         visited = VisitedSet()
-        visited.add(np.sort(key_fp))
+        visited.add(key_fp, np.zeros(1, dtype=np.int64))
         parents = [np.array([NO_PARENT], dtype=np.uint32)]
         actions = [np.array([NO_ACTION], dtype=np.uint16)]
         level_start = [0]
@@ -218,17 +221,17 @@ class Search:
                     part_of = np.repeat(np.arange(len(parts)), sizes)
                     succ_rows = self.materialize(batch, parts, (part_of, np.arange(part_of.size) - part_start[part_of]))
                     succ_fp = self.symmetry.canonical(succ_rows)
-                winners, win_parent, win_action, fresh = self.dedupe(parts, succ_fp, visited)
+                winners, win_parent, win_action, fresh, at = self.dedupe(parts, succ_fp, visited)
                 if winners.size == 0:
                     continue
-                visited.add(fresh)
+                visited.add(fresh, at)
                 part_w = np.searchsorted(part_start, winners, side="right") - 1
                 if succ_rows is None:
                     rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
                     row_fps = succ_fp[winners]
                 else:
                     rows = succ_rows[:, winners]
-                    row_fps = self.zobrist.full(rows)
+                    row_fps = self.fingerprint.full(rows)
                 self._check(rows, next_id + produced, depth + 1, pending, violations)
                 new_rows.append(rows)
                 new_fps.append(row_fps)
@@ -264,7 +267,8 @@ class Search:
             invariants=[i.name for i in self.invariants], violations=violations,
             distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
             seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=retained,
-            complete=complete, budget_hit=budget_hit, never_fired=never if complete else [])
+            complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
+            fingerprint_bits=self.fingerprint.bits)
 
     def _check(self, rows, first_id, level, pending, violations):
         """Check pending invariants on new rows; the first violating row of each becomes its counterexample."""

@@ -1,8 +1,8 @@
 """The visited set: 64-bit fingerprints in one sorted array (no Python object per state).
 
-Membership of a chunk's sorted fingerprints is one vectorized binary search; new
-fingerprints are merged in with one linear insert per chunk, which costs less
-than searching several runs. The set holds 8 bytes per state.
+Membership of a chunk's sorted fingerprints is one vectorized binary search, whose
+positions then merge the new fingerprints in with one linear pass per chunk (which
+costs less than searching several runs). The set holds 8 bytes per state.
 """
 from __future__ import annotations
 
@@ -20,15 +20,20 @@ class VisitedSet:
     def nbytes(self):
         return self.fps.nbytes
 
-    def contains(self, fps):
-        """Membership of sorted fingerprints, as a bool vector."""
-        if self.fps.size == 0:
-            return np.zeros(fps.size, dtype=bool)
+    def lookup(self, fps):
+        """Membership of sorted fingerprints, and the position where each would be inserted."""
         pos = np.searchsorted(self.fps, fps)
-        pos[pos == self.fps.size] = 0
-        return self.fps[pos] == fps
+        if self.fps.size == 0:
+            return np.zeros(fps.size, dtype=bool), pos
+        return np.take(self.fps, pos, mode="clip") == fps, pos
 
-    def add(self, fps):
-        """Add sorted fingerprints that are not in the set yet."""
+    def add(self, fps, pos):
+        """Merge in sorted fingerprints not in the set yet, at their ``lookup`` positions."""
         if fps.size:
-            self.fps = np.insert(self.fps, np.searchsorted(self.fps, fps), fps)
+            merged = np.empty(self.fps.size + fps.size, dtype=np.uint64)
+            dest = pos + np.arange(fps.size)
+            keep = np.ones(merged.size, dtype=bool)
+            keep[dest] = False
+            merged[dest] = fps
+            merged[keep] = self.fps
+            self.fps = merged

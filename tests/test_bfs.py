@@ -128,8 +128,8 @@ def test_collision_probability_is_small_and_grows_with_states():
     assert 0 < small.collision_probability < big.collision_probability < 1e-6
 
 
-def test_fingerprints_are_zobrist_consistent():
-    """The XOR-delta fingerprint of every successor equals its full fingerprint."""
+def test_fingerprints_by_delta_match_full_fingerprints():
+    """The delta fingerprint of every successor equals its full fingerprint."""
     from checker.bfs import Search
     spec = SPECS["kip-320"](**TINY)
     s = Search(spec, ["no-committed-loss"])
@@ -141,9 +141,9 @@ def test_fingerprints_are_zobrist_consistent():
         row = spec.step(row, enabled[rng.integers(len(enabled))])
         rows.append(row)
     batch = np.stack(rows, axis=1)
-    fps = s.zobrist.full(batch)
+    fps = s.fingerprint.full(batch)
     for _, parents, cols, h in s.expand(batch, fps):
         succ = batch[:, parents].copy()
         for c, v in cols.items():
             succ[c] = v
-        assert (s.zobrist.full(succ) == h).all()
+        assert (s.fingerprint.full(succ) == h).all()
