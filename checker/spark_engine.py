@@ -129,7 +129,7 @@ class _Part:
     def __init__(self, visited, rows, fps, keys, level_start):
         self.visited = visited          # uint64, sorted: every owned (canonical) fingerprint seen so far
         self.rows = rows                # int8, n x width (a state per row): owned states of the newest level
-        self.fps = fps                  # uint64 (n,): their full Zobrist fingerprints (expand's delta base)
+        self.fps = fps                  # uint64 (n,): their full fingerprints (expand's delta base)
         self.keys = keys                # uint64 (n,), sorted: parent number << 16 | action
         self.level_start = level_start  # number of the level's first state
 
@@ -162,7 +162,7 @@ def _worker_search(job):
     if found is None:
         spec = job.spec_class(**dict(job.bounds))
         search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk)
-        sym = Symmetry(spec.layout, search.zobrist, spec.R) if job.symmetry else None
+        sym = Symmetry(spec.layout, search.fingerprint, spec.R) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
     return found
 
@@ -401,7 +401,7 @@ def _reduce_task(job, index, records):
         new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
         new_rows = np.take(allrows, win, axis=0)
         new_key_fps = fp[win]
-        new_fps = new_key_fps if sym is None else search.zobrist.full(_transpose(new_rows))
+        new_fps = new_key_fps if sym is None else search.fingerprint.full(_transpose(new_rows))
     else:
         new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
@@ -531,9 +531,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             sc.setCheckpointDir(os.path.join(workdir, "checkpoints"))
         report = _progress_reporter(progress)
 
-        sym = Symmetry(spec.layout, search.zobrist, spec.R) if symmetry else None
+        sym = Symmetry(spec.layout, search.fingerprint, spec.R) if symmetry else None
         init = spec.initial_row()[:, None]
-        init_fp = search.zobrist.full(init)
+        init_fp = search.fingerprint.full(init)
         init_key_fp = init_fp if sym is None else sym.canonical(init)
         owner0 = int(init_key_fp[0] % np.uint64(P))
         violations, pending = {}, []
@@ -671,7 +671,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         seconds=time.perf_counter() - start,
         peak_memory_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         retained_bytes=8 * visited_states + 10 * distinct,
-        complete=complete, budget_hit=budget_hit, never_fired=never if complete else [])
+        complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
+        fingerprint_bits=search.fingerprint.bits)
 
 
 def _batch_size(level_sizes, batch_states, depth_left):
