@@ -48,6 +48,7 @@ def make_spec(name, bounds):
 
 
 def pick_invariants(spec, names, every):
+    """The invariants to check; with ``--all``, every one (benign ones are reported, not failed on)."""
     if every:
         return list(spec.invariants)
     if not names:
@@ -164,20 +165,28 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
                             max_depth=max_depth, time_limit=time_limit, progress=progress)
     finally:
         progress.done()
-    finish(spec, engine, result, out_dir, fmt, symmetry=symmetry)
+    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), symmetry=symmetry)
 
 
-def finish(spec, engine, result, out_dir, fmt, **meta):
-    """Save a trace per violation, print the report, exit 1 / 3 / 0."""
+def observations(spec, names, every):
+    """Benign invariants checked through ``--all``: reported when broken, never a failure.
+
+    Named explicitly with ``--invariant``, a benign invariant is checked like any other.
+    """
+    return {n for n in names if every and spec.invariants[n].benign}
+
+
+def finish(spec, engine, result, out_dir, fmt, observed=(), **meta):
+    """Save a trace per violation, print the report, exit 1 / 3 / 0 (benign observations never fail)."""
     trace_files = {}
     for inv, v in result.violations.items():
         trace = from_steps(spec, inv, engine, v.steps, **meta)
         trace_files[inv] = save(trace, default_path(out_dir, spec.name, inv))
     if fmt == "json":
-        click.echo(json.dumps(report.as_json(spec, engine, result, trace_files), indent=1))
+        click.echo(json.dumps(report.as_json(spec, engine, result, trace_files, observed), indent=1))
     else:
-        report.print_text(_out(), spec, engine, result, trace_files)
-    if result.violations:
+        report.print_text(_out(), spec, engine, result, trace_files, observed)
+    if set(result.violations) - set(observed):
         sys.exit(EXIT_VIOLATED)
     if result.budget_hit:
         sys.exit(EXIT_BUDGET)
@@ -340,7 +349,7 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
                           derandomize=seed is not None, progress=report_progress)
     finally:
         progress.done()
-    finish(spec, "fuzz", result, out_dir, fmt, seed=result.seed)
+    finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), seed=result.seed)
 
 
 @cli.command()

@@ -7,12 +7,15 @@ from rich.table import Table
 from checker import __version__
 
 
-def as_json(spec, engine, result, trace_files):
-    """The ``--format json`` object (stable keys; see the README)."""
-    first = next(iter(trace_files.values()), None)
+def as_json(spec, engine, result, trace_files, observed=()):
+    """The ``--format json`` object (stable keys; see the README).
+
+    ``benign`` lists the invariants whose verdict does not count towards the exit code.
+    """
+    first = next((f for inv, f in trace_files.items() if inv not in observed), None)
     return {
         "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-        "engine": engine, "verdicts": result.verdicts,
+        "engine": engine, "verdicts": result.verdicts, "benign": sorted(observed),
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
         "seconds": round(result.seconds, 3), "states_per_second": round(result.states_per_second, 1),
         "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": round(result.bytes_per_state, 2),
@@ -30,7 +33,7 @@ def _bytes(n):
         n /= 1024
 
 
-def print_text(console: Console, spec, engine, result, trace_files):
+def print_text(console: Console, spec, engine, result, trace_files, observed=()):
     bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
     console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{spec.name}[/] · {bounds} · engine {engine}")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -45,7 +48,10 @@ def print_text(console: Console, spec, engine, result, trace_files):
         trace = ""
         if inv in trace_files:
             trace = f"{trace_files[inv]} ({len(result.violations[inv].steps)} states)"
-        table.add_row(inv, f"[{styles[verdict]}]{verdict}[/]{mark}", expected, trace)
+        shown = f"[{styles[verdict]}]{verdict}[/]{mark}"
+        if inv in observed:
+            shown = "[yellow]observed[/] (benign)" if verdict == "violated" else f"{shown} (benign)"
+        table.add_row(inv, shown, expected, trace)
     console.print(table)
     console.print(f"{result.distinct_states:,} distinct states · {result.transitions:,} transitions · "
                   f"depth {result.depth} · {result.seconds:.2f} s · {result.states_per_second:,.0f} states/s")
@@ -60,5 +66,5 @@ def print_text(console: Console, spec, engine, result, trace_files):
     elif result.complete:
         console.print("every action fired")
     if trace_files:
-        first = next(iter(trace_files.values()))
+        first = next((f for inv, f in trace_files.items() if inv not in observed), next(iter(trace_files.values())))
         console.print(f"read a counterexample: [bold]isrcheck show {first}[/]")

@@ -731,7 +731,7 @@ class KafkaReplication(Spec):
                         & (s.leader_epoch[a] == s.leader_epoch[b]))
                       for a in self.REPLICAS for b in self.REPLICAS if a < b)
 
-    @invariant("single-acting-leader")
+    @invariant("single-acting-leader", benign=True)
     def single_acting_leader(self, s):
         """At most one replica believes it leads at any moment.
 

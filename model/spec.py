@@ -54,10 +54,16 @@ def action(**domains):
     return deco
 
 
-def invariant(name):
-    """Declare a state invariant under a user-facing name (kebab-case)."""
+def invariant(name, benign=False):
+    """Declare a state invariant under a user-facing name (kebab-case).
+
+    ``benign=True`` marks an observation rather than a safety property: breaking
+    it is expected and harmless while the protocol's fences hold (e.g. the split
+    brain of a deposed leader). ``check --all`` reports it without failing.
+    """
     def deco(fn):
         fn.__isrcheck_invariant__ = name
+        fn.__isrcheck_benign__ = benign
         return fn
     return deco
 
@@ -82,6 +88,7 @@ class Invariant:
     fn: object = dc_field(repr=False)
     meaning: str = ""
     loss: str = ""
+    benign: bool = False
 
 
 def _doc_parts(fn):
@@ -147,7 +154,7 @@ class Spec:
         invs = {}
         for _, fn in self._members("__isrcheck_invariant__"):
             meaning, loss = _doc_parts(fn)
-            inv = Invariant(fn.__isrcheck_invariant__, fn, meaning, loss)
+            inv = Invariant(fn.__isrcheck_invariant__, fn, meaning, loss, fn.__isrcheck_benign__)
             invs[inv.name] = inv
             with track_arithmetic() as arithmetic:
                 try:

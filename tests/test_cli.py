@@ -45,10 +45,24 @@ def test_holds_exits_0_with_null_trace(tmp_path):
 def test_all_reports_every_invariant_as_expected(tmp_path):
     from specs import SPECS
     r = run("check", "--spec", "kip-320", "--all", "--format", "json", "--out", str(tmp_path), "--no-progress")
-    assert r.returncode == 1                  # the benign split brain (single-acting-leader) is expected
+    assert r.returncode == 0                  # only the benign split brain breaks, and --all does not fail on it
     report = json.loads(r.stdout)
     assert report["verdicts"] == SPECS["kip-320"].expected
+    assert report["benign"] == ["single-acting-leader"] and report["trace_file"] is None
     assert report["never_fired"] == []
+
+
+def test_benign_invariant_named_explicitly_fails_like_any_other(tmp_path):
+    r = run("check", "--spec", "kip-320", "--invariant", "single-acting-leader", "--out", str(tmp_path),
+            "--no-progress")
+    assert r.returncode == 1
+    assert (tmp_path / "kip-320" / "single-acting-leader.itf.json").exists()
+
+
+def test_all_still_fails_on_a_real_violation(tmp_path):
+    r = run("check", "--spec", "hw-truncation", "--all", "--out", str(tmp_path), "--no-progress")
+    assert r.returncode == 1
+    assert "observed" in r.stdout and "violated" in r.stdout
 
 
 def test_budget_exits_3(tmp_path):
