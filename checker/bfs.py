@@ -99,13 +99,14 @@ class Search:
             rows = np.flatnonzero(spec.guard_batch(inst, batch))
             if rows.size == 0:
                 continue
+            update = spec.update_batch(inst, batch, rows)
             new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
-                        for c, v in spec.update_batch(inst, batch, rows)._written.items()}
+                        for c, v in update._written.items()}
             if self.symmetry is None:
                 parent_fp = np.take(fps, rows)
                 h = parent_fp.copy()
                 for c, v in new_cols.items():
-                    h += fp.delta(c, batch[c][rows], v)
+                    h += fp.delta(c, update.old[c], v)
                 moved = h != parent_fp                 # drop self-loops: same fingerprint, same state
                 if not moved.all():
                     rows, h = rows[moved], h[moved]

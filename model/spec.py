@@ -289,16 +289,21 @@ class Spec:
         return [a for a in self.actions if self.step(row, a) is not None]
 
     def _action_kernels(self, inst):
-        """(guard kernel, written columns, update kernel) of an action, traced once and cached."""
+        """(guard kernel, written columns, update kernel) of an action, traced once and cached.
+
+        The update kernel returns the written columns' new values, then their old
+        ones (read once, shared with the update where it reads them too).
+        """
         cache = self.__dict__.setdefault("_kernel_cache", {})
         found = cache.get(("action", inst.id))
         if found is None:
             graph = Graph()
-            view = View(self.layout, graph.reader(self.layout))
+            read = graph.reader(self.layout)
+            view = View(self.layout, read)
             inst.fn(self, view, **inst.params)
             columns = list(view._written)
             found = (kernel([view.guard], subset=False), columns,
-                     kernel([view._written[c] for c in columns], subset=True))
+                     kernel([view._written[c] for c in columns] + [read(c) for c in columns], subset=True))
             cache[("action", inst.id)] = found
         return found
 
@@ -319,10 +324,12 @@ class Spec:
     def update_batch(self, inst, batch, rows):
         """Numpy backend: the new values of the written columns for the given rows (guard assumed).
 
-        Returns an object whose ``_written`` maps column -> values (an array, or a constant).
+        Returns an object whose ``_written`` maps column -> values (an array, or a constant),
+        and ``old`` maps the same columns to their values before.
         """
         _, columns, update = self._action_kernels(inst)
-        return SimpleNamespace(_written=dict(zip(columns, update(batch, rows))))
+        values = update(batch, rows)
+        return SimpleNamespace(_written=dict(zip(columns, values)), old=dict(zip(columns, values[len(columns):])))
 
     def holds_batch(self, inv, batch):
         """Numpy backend: the invariant over a batch, as a bool vector."""
