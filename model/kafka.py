@@ -22,6 +22,10 @@ class KafkaReplication(Spec):
     epoch_cached_on_election = False
     #: for a version built to show a missing fence: one sentence naming it and what Kafka uses instead
     missing_fence = None
+    #: what every version shares; specs start their own dicts from these
+    expected = {"single-acting-leader": "violated"}
+    expected_why = {"single-acting-leader": "benign split brain, in every version: a deposed leader still "
+                                            "believes it leads until its LeaderAndIsr arrives"}
 
     #: Options added for the fencing specs (specs/no_isr_fencing.py and friends) all default to 0, the
     #: behaviour above; each adds its state fields only when enabled, so the state layout, the action

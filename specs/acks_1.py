@@ -1,4 +1,5 @@
 """KIP-320 with producers on acks=1: a record is acknowledged as soon as the leader appends it."""
+from model.kafka import KafkaReplication
 from specs.kip_320 import Kip320
 
 
@@ -11,12 +12,11 @@ class Acks1(Kip320):
     references = ("Kafka producer config acks (acks=1 documented to lose records on leader failure)",
                   "KIP-679 (acks=all default since 3.0)")
     defaults = {**Kip320.defaults, "acks_all": 0, "max_epochs": 2}
-    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
-                "leader-in-isr": "holds", "strong-isr": "holds"}
-    expected_why = {
+    expected = {**KafkaReplication.expected,
+                "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "holds"}
+    expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "by design: the leader acknowledges a record it alone has and the controller elects "
                              "the follower, which truncates nothing but never had it",
-        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
-                                "until its LeaderAndIsr arrives",
     }

@@ -8,12 +8,11 @@ class HwTruncation(KafkaReplication):
     summary = ("Before Kafka 0.11: a replica that becomes follower (including after every restart) "
                "truncates its log to its own high watermark, which lags the leader's.")
     references = ("KIP-101 (scenarios 1 and 2)", "KAFKA-1211")
-    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
-                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
-                "leader-in-isr": "holds", "strong-isr": "violated"}
-    expected_why = {
-        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes "
-                                "it leads until its LeaderAndIsr arrives",
+    expected = {**KafkaReplication.expected,
+                "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "violated"}
+    expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KIP-101 scenario 1: a bounced follower truncates to its lagging HW and is elected",
         "log-matching": "divergence needs a power failure of both replicas (KIP-101 scenario 2): "
                         "--unflushed-loss 1 --max-crashes 2 breaks it",

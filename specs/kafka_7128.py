@@ -15,17 +15,16 @@ class Kafka7128(Kip320):
                   "KIP-320")
     defaults = {**Kip320.defaults, "replicas": 3, "log_size": 1, "max_records": 1, "max_epochs": 3,
                 "max_crashes": 0, "fetch_response_loss": 1}
-    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
-                "leader-in-isr": "holds", "strong-isr": "violated"}
-    expected_why = {
+    expected = {**KafkaReplication.expected,
+                "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "violated"}
+    expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-7128: a new leader with a lagging HW adds a follower whose fetch offset "
                              "reached that HW; the response is lost, the follower is elected without the "
                              "committed record (kip-320 holds at these bounds)",
         "hw-monotonic": "the same election leaves the leader's log below the committed HW",
         "strong-isr": "the follower joins the ISR without the committed record",
-        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
-                                "until its LeaderAndIsr arrives",
     }
 
     def may_join_isr(self, s, l, f):

@@ -9,12 +9,11 @@ class Kip101(KafkaReplication):
     summary = ("Kafka 0.11: a new follower asks the leader (OffsetsForLeaderEpoch) for the end offset "
                "of its latest epoch and truncates there; the answer carries no epoch.")
     references = ("KIP-101", "KAFKA-1211", "KAFKA-6361 (fast leader fail-over still diverges)")
-    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
-                "leader-in-isr": "holds", "strong-isr": "violated"}
-    expected_why = {
-        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes "
-                                "it leads until its LeaderAndIsr arrives",
+    expected = {**KafkaReplication.expected,
+                "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "violated"}
+    expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "a follower asks a stale leader, gets UNDEFINED and truncates to its HW, "
                              "then is elected (fenced by KIP-320; UNDEFINED answers fixed by KAFKA-7415)",
         "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",

@@ -1,5 +1,6 @@
 """Kafka 2.0 (KIP-279): the OffsetsForLeaderEpoch answer carries the epoch, matched backwards."""
 from model.expr import min_of, where
+from model.kafka import KafkaReplication
 from specs.kip_101 import Kip101
 
 
@@ -9,12 +10,11 @@ class Kip279(Kip101):
                "and that epoch's end offset; the follower truncates to the smaller of both end offsets "
                "for that epoch and repeats while it does not hold that epoch.")
     references = ("KIP-279", "KAFKA-6361", "KAFKA-7128 (lagging HW lets a follower rejoin the ISR too early)")
-    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
-                "leader-in-isr": "holds", "strong-isr": "violated"}
-    expected_why = {
-        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes "
-                                "it leads until its LeaderAndIsr arrives",
+    expected = {**KafkaReplication.expected,
+                "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "violated"}
+    expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "fetches are not fenced by epoch: a stale leader's UNDEFINED answer sends a "
                              "follower back to its HW (KIP-320, KAFKA-7415)",
         "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",

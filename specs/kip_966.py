@@ -1,5 +1,6 @@
 """KIP-966 (Kafka 4.0): strict min.insync.replicas for the HW, and eligible leader replicas."""
 from model.expr import count_of
+from model.kafka import KafkaReplication
 from specs.last_replica_standing import LastReplicaStanding
 
 
@@ -13,11 +14,10 @@ class Kip966(LastReplicaStanding):
     defaults = {**LastReplicaStanding.defaults, "elr": 1}
     expected = {**LastReplicaStanding.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds"}
-    expected_why = {
+    expected_why = {**KafkaReplication.expected_why,
         "strong-isr": "a follower that lost committed records in a hard crash stays in the ISR until the "
                       "controller notices; KIP-966 keeps it from being elected (it leaves the ISR and the ELR "
                       "before it registers again)",
-        "single-acting-leader": LastReplicaStanding.expected_why["single-acting-leader"],
     }
 
     def hw_may_advance(self, s, l):

@@ -1,4 +1,5 @@
 """KIP-320 with unclean leader election enabled."""
+from model.kafka import KafkaReplication
 from specs.kip_320 import Kip320
 
 
@@ -11,14 +12,13 @@ class UncleanElection(Kip320):
     references = ("KIP-106 (unclean.leader.election.enable defaults to false)",
                   "KAFKA-3163 (unclean election loses committed data)")
     defaults = {**Kip320.defaults, "unclean": 1, "max_epochs": 2}
-    expected = {"no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
-                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
-                "leader-in-isr": "holds", "strong-isr": "holds"}
-    expected_why = {
+    expected = {**KafkaReplication.expected,
+                "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
+                "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
+                "strong-isr": "holds"}
+    expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "by design (KIP-106): the ISR shrinks to the leader, which commits a record and "
                              "dies; the out-of-sync follower is elected without it",
         "consistent-reads": "the unclean leader writes a different record at an offset consumers already read",
         "hw-monotonic": "the unclean leader's log ends below the committed HW",
-        "single-acting-leader": "benign split brain, in every version: a deposed leader still believes it leads "
-                                "until its LeaderAndIsr arrives",
     }
