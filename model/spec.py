@@ -285,8 +285,9 @@ class Spec:
         return bool(inv.fn(self, View(self.layout, scalar_reader(self.layout, row))))
 
     def enabled(self, row):
-        """Scalar backend: every enabled action instance."""
-        return [a for a in self.actions if self.step(row, a) is not None]
+        """Scalar backend: every enabled action instance (guards only: each run stops at its first write)."""
+        read = scalar_reader(self.layout, row)
+        return [a for a in self.actions if bool(self.run(a, View(self.layout, read, guard_only=True)))]
 
     def _action_kernels(self, inst):
         """(guard kernel, written columns, update kernel) of an action, traced once and cached.
