@@ -48,6 +48,7 @@ class KafkaReplication(Spec):
                   acks_all, min_isr, unclean, unflushed_loss, controller_failover=0, async_isr=0, elr=0,
                   fetch_response_loss=0):
         self.R, self.L, self.M, self.E, self.C = replicas, log_size, max_records, max_epochs, max_crashes
+        self.may_stop = max_crashes > 0   # a broker can be down (crash or shutdown); else actions on one drop out
         self.NONE = replicas
         self.NO_OFFSET = log_size + 1     # "no such offset": past any LEO
         self.acks_all, self.min_isr = bool(acks_all), min_isr
@@ -391,7 +392,7 @@ class KafkaReplication(Spec):
     @action(r="REPLICAS")
     def controller_shrink_isr(self, s, r):
         """Controller removes a dead follower from the ISR and bumps the leader epoch (ZK mode, 0.8+)."""
-        s.require(~s.up[r] & s.q_isr[r] & (s.q_leader != r) & (s.q_epoch < self.E))
+        s.require(self.may_stop & ~s.up[r] & s.q_isr[r] & (s.q_leader != r) & (s.q_epoch < self.E))
         if not self.elr:        # KIP-966 lets the ISR become empty
             s.require(count_of(s.q_isr[i] for i in self.REPLICAS) > 1)
         self.send_leader_and_isr(s, s.q_epoch + 1, s.q_leader,
@@ -404,7 +405,7 @@ class KafkaReplication(Spec):
         Kafka keeps the last ISR member in the ISR (it may hold data nobody else has).
         """
         others_alive = any_of(s.q_isr[i] & s.up[i] for i in self.REPLICAS if i != r)
-        s.require(~s.up[r] & (s.q_leader == r) & ~others_alive & (s.q_epoch < self.E))
+        s.require(self.may_stop & ~s.up[r] & (s.q_leader == r) & ~others_alive & (s.q_epoch < self.E))
         last = count_of(s.q_isr[i] for i in self.REPLICAS) == 1
         if self.elr:
             last = False        # KIP-966: the ISR may become empty (the last member goes to the ELR)
@@ -647,7 +648,7 @@ class KafkaReplication(Spec):
         accepts the controller's current LeaderAndIsr (resent on broker startup)
         and newer ones only.
         """
-        s.require(~s.up[r])
+        s.require(self.may_stop & ~s.up[r])
         allowed = self.restart_allowed(s, r)
         if allowed is not True:
             s.require(allowed)
