@@ -203,42 +203,27 @@ class Search:
                 budget_hit = f"max depth {max_depth}"
                 break
             next_id = level_start[-1] + frontier.shape[1]
-            new_rows, new_fps, new_parents, new_actions = [], [], [], []
+            new = []                    # per chunk: (rows, fingerprints, parent numbers, action ids)
             produced = 0
             for cs in range(0, frontier.shape[1], self.chunk):
-                batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
-                fps = frontier_fps[cs:cs + self.chunk]
-                parts = self.expand(batch, fps)
-                if not parts:
-                    continue
-                sizes = np.array([p[1].size for p in parts])
-                transitions += int(sizes.sum())
-                fired[[p[0] for p in parts]] = True
-                part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-                if self.symmetry is None:
-                    succ_fp = np.concatenate([p[3] for p in parts])
-                    succ_rows = None
-                else:
-                    part_of = np.repeat(np.arange(len(parts)), sizes)
-                    succ_rows = self.materialize(batch, parts, (part_of, np.arange(part_of.size) - part_start[part_of]))
-                    succ_fp = self.symmetry.canonical(succ_rows)
-                winners, win_parent, win_action, fresh, at = self.dedupe(parts, succ_fp, visited)
-                if winners.size == 0:
-                    continue
-                visited.add(fresh, at)
-                part_w = np.searchsorted(part_start, winners, side="right") - 1
-                if succ_rows is None:
-                    rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
-                    row_fps = succ_fp[winners]
-                else:
-                    rows = succ_rows[:, winners]
-                    row_fps = self.fingerprint.full(rows)
-                self._check(rows, next_id + produced, depth + 1, pending, violations)
-                new_rows.append(rows)
-                new_fps.append(row_fps)
-                new_parents.append((level_start[-1] + cs + win_parent).astype(np.uint32))
-                new_actions.append(win_action.astype(np.uint16))
-                produced += winners.size
+                kept, before = len(new), dict(violations)
+                try:
+                    found, moves, fired_ids = self._successors(frontier, frontier_fps, cs, visited)
+                    transitions += moves
+                    fired[fired_ids] = True
+                    if found is None:
+                        continue
+                    rows, row_fps, win_parent, win_action = found
+                    self._check(rows, next_id + produced, depth + 1, pending, violations)
+                    new.append((rows, row_fps, (level_start[-1] + cs + win_parent).astype(np.uint32),
+                                win_action.astype(np.uint16)))
+                except KeyboardInterrupt:       # stop cleanly: what was found so far is reported and saved
+                    budget_hit = "Ctrl-C"
+                    if len(new) == kept:        # this chunk's states were not kept, so neither are its violations
+                        pending += [inv for inv in self.invariants if inv.name in violations.keys() - before.keys()]
+                        violations = before
+                    break
+                produced += rows.shape[1]
                 if progress is not None:
                     progress(depth=depth, frontier=frontier.shape[1], distinct=next_id + produced,
                              seconds=time.perf_counter() - start)
@@ -248,14 +233,15 @@ class Search:
                 if time_limit is not None and time.perf_counter() - start > time_limit:
                     budget_hit = f"time limit {time_limit:g}s"
                     break
+            produced = sum(part[0].shape[1] for part in new)
             if not produced:
                 complete = budget_hit is None
                 break
             level_start.append(next_id)
-            parents.append(np.concatenate(new_parents))
-            actions.append(np.concatenate(new_actions))
-            frontier = np.concatenate(new_rows, axis=1)
-            frontier_fps = np.concatenate(new_fps)
+            frontier, frontier_fps, level_parents, level_actions = (
+                np.concatenate(part, axis=-1) for part in zip(*new))
+            parents.append(level_parents)
+            actions.append(level_actions)
             if budget_hit:
                 break
             depth += 1
@@ -270,6 +256,40 @@ class Search:
             seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=retained,
             complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
             fingerprint_bits=self.fingerprint.bits)
+
+    def _successors(self, frontier, frontier_fps, cs, visited):
+        """The new states reached from one chunk of the frontier, added to the visited set.
+
+        Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None,
+        transitions taken, ids of the action instances that fired).
+        """
+        batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
+        fps = frontier_fps[cs:cs + self.chunk]
+        parts = self.expand(batch, fps)
+        if not parts:
+            return None, 0, []
+        sizes = np.array([p[1].size for p in parts])
+        fired = [p[0] for p in parts]
+        part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        if self.symmetry is None:
+            succ_fp = np.concatenate([p[3] for p in parts])
+            succ_rows = None
+        else:
+            part_of = np.repeat(np.arange(len(parts)), sizes)
+            succ_rows = self.materialize(batch, parts, (part_of, np.arange(part_of.size) - part_start[part_of]))
+            succ_fp = self.symmetry.canonical(succ_rows)
+        winners, win_parent, win_action, fresh, at = self.dedupe(parts, succ_fp, visited)
+        if winners.size == 0:
+            return None, int(sizes.sum()), fired
+        visited.add(fresh, at)
+        part_w = np.searchsorted(part_start, winners, side="right") - 1
+        if succ_rows is None:
+            rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
+            row_fps = succ_fp[winners]
+        else:
+            rows = succ_rows[:, winners]
+            row_fps = self.fingerprint.full(rows)
+        return (rows, row_fps, win_parent, win_action), int(sizes.sum()), fired
 
     def _check(self, rows, first_id, level, pending, violations):
         """Check pending invariants on new rows; the first violating row of each becomes its counterexample."""

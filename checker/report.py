@@ -58,7 +58,7 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
     console.print(f"peak memory {_bytes(result.peak_memory_bytes)} · {result.bytes_per_state:.1f} bytes retained "
                   f"per state · fingerprint collision probability ≤ {result.collision_probability:.1e}")
     if result.budget_hit:
-        console.print(f"[yellow]stopped: {result.budget_hit} reached; depth {result.depth} fully explored, "
+        console.print(f"[yellow]stopped by {result.budget_hit}: depth {result.depth} fully explored, "
                       f"{result.distinct_states:,} states[/]")
     elif result.never_fired:
         console.print(f"[yellow]never fired: {', '.join(result.never_fired)} — an action that never fires "

@@ -147,3 +147,25 @@ def test_fingerprints_by_delta_match_full_fingerprints():
         for c, v in cols.items():
             succ[c] = v
         assert (s.fingerprint.full(succ) == h).all()
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
+    """An interrupt mid-search ends it like a budget: violations found so far keep their traces."""
+    from checker.bfs import Search
+    calls = {"n": 0}
+    successors = Search._successors
+
+    def interrupted_later(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise KeyboardInterrupt
+        return successors(self, *args)
+
+    monkeypatch.setattr(Search, "_successors", interrupted_later)
+    spec = SPECS["kip-320"]()
+    result = search(spec, ["single-acting-leader", "no-committed-loss"])
+    assert result.budget_hit == "Ctrl-C" and not result.complete
+    assert result.verdicts == {"single-acting-leader": "violated", "no-committed-loss": "unknown"}
+    steps = result.violations["single-acting-leader"].steps
+    assert not spec.holds(steps[-1][1], spec.invariants["single-acting-leader"])
+    assert 0 < result.distinct_states < 694_386
