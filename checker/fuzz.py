@@ -63,7 +63,8 @@ loaded modules (Hypothesis mixes constants found in local modules into its
 generation) and as long as no time budget cuts it short.
 
 Backend. By default the fuzzer runs on :class:`CompiledModel`: the spec's own
-guards, updates and invariants taken from its z3 backend and emitted as
+guards, updates and invariants traced into the same kind of graph as the
+numpy batch kernels (model/compile.py) and emitted by ``tuple_kernel`` as
 straight-line Python over tuples of ints, evaluated one state at a time like
 the scalar backend and about a hundred times faster (tests/test_fuzz.py
 checks it against the numpy and scalar backends for every spec). Every
@@ -83,8 +84,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-import z3
-from z3 import z3core as _z3c
 
 from checker.bfs import SearchResult, Violation, peak_memory
 from checker.fingerprint import Zobrist
@@ -95,139 +94,15 @@ BLOCK = 256             # most steps whose choices one Hypothesis draw provides 
 
 
 # ======================================================================================
-# The executor: the spec compiled from its z3 backend to straight-line Python
+# The executor: the spec traced into one graph, emitted as one-state Python code
 # ======================================================================================
-class Unsupported(Exception):
-    """A z3 operator the compiler does not know (the fuzzer falls back to the scalar backend)."""
-
-
-_BINARY = {z3.Z3_OP_EQ: "==", z3.Z3_OP_LE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GE: ">=", z3.Z3_OP_GT: ">"}
-_NARY = {z3.Z3_OP_AND: " and ", z3.Z3_OP_OR: " or ", z3.Z3_OP_ADD: " + ", z3.Z3_OP_SUB: " - ",
-         z3.Z3_OP_MUL: " * "}
-_APP_AST = 1
-_NUMERAL_AST = 0
-
-
-class _Nodes:
-    """Every distinct z3 sub-term reachable from some roots: id -> (kind, child ids, payload)."""
-
-    def __init__(self):
-        self.ctx = z3.main_ctx().ref()
-        self.table = {}
-        self.alive = []           # z3 reuses the id of a freed term: keep every root (and so its sub-terms)
-
-    def add(self, exprs):
-        ctx, table, C = self.ctx, self.table, _z3c
-        self.alive.extend(exprs)
-        roots = [e.as_ast() for e in exprs]
-        ids = [C.Z3_get_ast_id(ctx, a) for a in roots]
-        stack = list(roots)
-        while stack:
-            a = stack.pop()
-            i = C.Z3_get_ast_id(ctx, a)
-            if i in table:
-                continue
-            kind = C.Z3_get_ast_kind(ctx, a)
-            if kind == _NUMERAL_AST:
-                table[i] = ("num", (), int(C.Z3_get_numeral_string(ctx, a)))
-                continue
-            if kind != _APP_AST:
-                raise Unsupported(f"z3 term kind {kind}")
-            app = C.Z3_to_app(ctx, a)
-            d = C.Z3_get_app_decl(ctx, app)
-            k = C.Z3_get_decl_kind(ctx, d)
-            n = C.Z3_get_app_num_args(ctx, app)
-            kids = [C.Z3_get_app_arg(ctx, app, j) for j in range(n)]
-            payload = None
-            if k == z3.Z3_OP_UNINTERPRETED:
-                if n:
-                    raise Unsupported("uninterpreted function")
-                payload = C.Z3_get_symbol_string(ctx, C.Z3_get_decl_name(ctx, d))
-            table[i] = (k, tuple(C.Z3_get_ast_id(ctx, c) for c in kids), payload)
-            stack.extend(kids)
-        return ids
-
-
-class _Emitter:
-    """Python source for some z3 roots: shared or deep sub-terms become temporaries."""
-
-    MAX_DEPTH = 40
-
-    def __init__(self, nodes, columns, roots):
-        self.t, self.columns = nodes.table, columns
-        self.lines, self.done, self.n = [], {}, 0
-        self.uses = {}
-        stack = list(roots)
-        while stack:
-            i = stack.pop()
-            c = self.uses.get(i, 0)
-            self.uses[i] = c + 1
-            if c == 0:
-                stack.extend(self.t[i][1])
-
-    def expr(self, root):
-        stack = [(root, False)]
-        while stack:
-            i, ready = stack.pop()
-            if i in self.done:
-                continue
-            kind, kids, payload = self.t[i]
-            if not ready:
-                stack.append((i, True))
-                stack.extend((k, False) for k in kids if k not in self.done)
-                continue
-            args = [self.done[k] for k in kids]
-            text = self._node(kind, [a[0] for a in args], payload)
-            depth = max((a[1] for a in args), default=0) + 1
-            if kids and (self.uses[i] > 1 or depth > self.MAX_DEPTH):
-                name = f"t{self.n}"
-                self.n += 1
-                self.lines.append(f"{name} = {text}")
-                text, depth = name, 0
-            self.done[i] = (text, depth if kids else 0)
-        return self.done[root][0]
-
-    def _node(self, k, a, payload):
-        if k == "num":
-            return str(payload)
-        if k == z3.Z3_OP_TRUE:
-            return "True"
-        if k == z3.Z3_OP_FALSE:
-            return "False"
-        if k == z3.Z3_OP_UNINTERPRETED:
-            return f"r[{self.columns[payload]}]"
-        if k in _NARY:
-            return "(" + _NARY[k].join(a) + ")"
-        if k in _BINARY and len(a) == 2:
-            return f"({a[0]} {_BINARY[k]} {a[1]})"
-        if k == z3.Z3_OP_NOT:
-            return f"(not {a[0]})"
-        if k == z3.Z3_OP_ITE:
-            return f"({a[1]} if {a[0]} else {a[2]})"
-        if k == z3.Z3_OP_DISTINCT:
-            return f"({a[0]} != {a[1]})" if len(a) == 2 else f"(len({{{', '.join(a)}}}) == {len(a)})"
-        if k == z3.Z3_OP_UMINUS:
-            return f"(-{a[0]})"
-        if k == z3.Z3_OP_IMPLIES:
-            return f"((not {a[0]}) or {a[1]})"
-        if k == z3.Z3_OP_XOR:
-            return f"(bool({a[0]}) != bool({a[1]}))"
-        if k == z3.Z3_OP_IFF:
-            return f"(bool({a[0]}) == bool({a[1]}))"
-        raise Unsupported(f"z3 operator kind {k}")
-
-
-def _define(name, lines, filename):
-    ns = {}
-    exec(compile("\n".join(lines), filename, "exec"), ns)
-    return ns[name]
-
-
 class CompiledModel:
     """A spec on tuples of ints: ``enabled(r)`` (instance ids), ``step(r, i)``, ``holds(r, name)``.
 
-    Built from the spec's z3 backend (``spec.z3_action``, ``spec.z3_invariant``),
-    so it evaluates the very guards, updates and invariants the other backends do.
+    Every action and invariant is traced on :class:`model.compile.Node` values
+    into one shared graph, as the numpy kernels are, and emitted by
+    :func:`model.compile.tuple_kernel`: the very guards, updates and invariants
+    the other backends evaluate, as straight-line Python over one state.
     """
 
     _cache = weakref.WeakKeyDictionary()
@@ -241,35 +116,25 @@ class CompiledModel:
         return model
 
     def __init__(self, spec):
-        from model.view import z3_variables
+        from model.compile import Graph, tuple_kernel
         self.spec = spec
         lay = spec.layout
-        self.variables = z3_variables(lay)
-        self.columns = {v.decl().name(): c for c, v in enumerate(self.variables)}
-        self.nodes = _Nodes()
-        guard_ids, update_ids = [], []
+        self.graph = Graph()
+        booleans = {c for c in range(len(lay.names)) if lay.boolean[c]}
+        guards, self.updates = [], []
         for inst in spec.actions:
-            g, upd = spec.z3_action(inst, self.variables)
-            cols = list(upd)
-            ids = self.nodes.add([g] + [upd[c] for c in cols])
-            guard_ids.append(ids[0])
-            update_ids.append(list(zip(cols, ids[1:])))
-        em = _Emitter(self.nodes, self.columns, guard_ids)
-        texts = [em.expr(i) for i in guard_ids]
-        src = ["def enabled(r):"] + ["    " + line for line in em.lines] + ["    en = []"]
-        src += [f"    if {t}: en.append({k})" for k, t in enumerate(texts)]
-        src.append("    return en")
-        self.enabled = _define("enabled", src, f"<{spec.name} guards>")
-        self.updates = []
-        for inst, upd in zip(spec.actions, update_ids):
-            em = _Emitter(self.nodes, self.columns, [i for _, i in upd])
-            outs = [(c, em.expr(i)) for c, i in upd]
-            src = ["def update(r):"] + ["    " + line for line in em.lines] + ["    n = list(r)"]
-            src += [f"    n[{c}] = {f'int({t})' if lay.boolean[c] else t}" for c, t in outs]
-            src.append("    return tuple(n)")
-            self.updates.append(_define("update", src, f"<{spec.name} {inst.label}>"))
+            view = self._view()
+            inst.fn(spec, view, **inst.params)
+            guards.append(view.guard)
+            columns = list(view._written)
+            self.updates.append(tuple_kernel([view._written[c] for c in columns], "update", columns, booleans))
+        self.enabled = tuple_kernel(guards, "which")
         self._invariants = {}
         self.initial = tuple(int(v) for v in spec.initial_row())
+
+    def _view(self):
+        from model.view import View
+        return View(self.spec.layout, self.graph.reader(self.spec.layout))
 
     def step(self, r, i):
         """The successor of state ``r`` by instance id ``i`` (which must be enabled)."""
@@ -279,12 +144,9 @@ class CompiledModel:
         """The invariant ``name`` as a function of a state tuple."""
         fn = self._invariants.get(name)
         if fn is None:
-            term = self.spec.z3_invariant(self.spec.invariants[name], self.variables)
-            root = self.nodes.add([term])[0]
-            em = _Emitter(self.nodes, self.columns, [root])
-            text = em.expr(root)
-            src = ["def holds(r):"] + ["    " + line for line in em.lines] + [f"    return bool({text})"]
-            fn = self._invariants[name] = _define("holds", src, f"<{self.spec.name} {name}>")
+            from model.compile import tuple_kernel
+            value = self.spec.invariants[name].fn(self.spec, self._view())
+            fn = self._invariants[name] = tuple_kernel([value], "value")
         return fn
 
     def holds(self, r, name):
@@ -414,10 +276,7 @@ class _Fuzzer:
         self.deadline = self.start + budget_s
         self.base_seed = seed if seed is not None else (0 if derandomize else random.getrandbits(32))
         if backend == "compiled":
-            try:
-                self.model = CompiledModel.of(spec)
-            except Unsupported:
-                self.model = ScalarModel(spec)
+            self.model = CompiledModel.of(spec)
         elif backend == "scalar":
             self.model = ScalarModel(spec)
         else:
