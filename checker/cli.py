@@ -245,8 +245,9 @@ def show(trace_path, fmt):
     inv = spec.invariants[trace.invariant]
     console.print(f"[bold red]{explain.summary(spec, trace)}[/]")
     console.print(f"{trace.invariant}: {inv.meaning}")
-    if inv.loss:
-        console.print(f"[dim]{inv.loss}[/]")
+    loss = explain.consequence(spec, trace.invariant)
+    if loss:
+        console.print(f"[dim]{loss}[/]")
     fence = getattr(spec, "missing_fence", None)
     if fence:
         console.print(f"[bold]missing fence:[/] {fence}")
