@@ -4,7 +4,7 @@ API (the CLI's ``isrcheck fuzz`` calls these)::
 
     fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
          progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True) -> FuzzResult
+         minimize_steps=True, clock=time.monotonic) -> FuzzResult
 
     CompiledModel.of(spec)      the fast one-state-at-a-time executor the fuzzer runs on
     CompiledModel.backend()     the same behind the Spec scalar interface, for checker.minimize
@@ -25,29 +25,51 @@ included); ``depth`` is the longest run plus one (states on it);
 found is "unknown" in ``verdicts``; ``budget_hit`` says which budget ended
 the search when something was left unfound. Extra fields: ``runs`` (test
 cases), ``seed`` (Hypothesis seed of the first session), ``found`` (per
-invariant found: ``seconds_to_find``, ``found_length`` of the first failing
+invariant found: ``seconds_to_find`` (on ``clock``), ``cpu_seconds_to_find``
+(CPU time of this process), ``found_length`` of the first failing
 run, ``hypothesis_length`` after Hypothesis shrinking, ``minimized_length``
 after :func:`checker.minimize.minimize`, ``shrink_seconds``,
 ``minimize_seconds``), ``fired`` (action kinds that fired at least once).
 
-A run. One Hypothesis test case is one execution from the initial state
-(``@given(st.data())``). It first draws a swarm subset of action kinds (each
-kind off with probability 1/4; every kind allowed brings the kinds on a
-shortest path to a state where it is enabled, so no subset is so small that
-nothing happens), then up to ``max_steps`` times draws one of the enabled
-instances of the allowed kinds and takes that step. The choices come from
-Hypothesis as one bytes draw per run (two bytes a step; a new draw every
-``BLOCK`` steps): measured against one draw per step or per 16 steps, this
-finds bugs several times sooner, because Hypothesis's span mutations and
-prefix reuse then stop making most runs near-copies of earlier ones, and each
-run costs fewer engine calls. After every step
-every requested invariant not yet found is checked; the first violation
-fails the test case (one exception class per invariant, so Hypothesis keeps
-them apart) and Hypothesis shrinks it. ``hypothesis.target`` steers towards
-runs with more leader changes (``q_epoch`` moves), truncations (a ``leo``
-drops) and crashes (an ``up`` flag drops).
+A run. One Hypothesis test case is one execution (``@given(st.data())``).
+It first draws its configuration (``_Fuzzer._swarm``): a weight for every
+action kind (swarm testing: 1, 8 or 64, or off with probability 1/4; every
+kind allowed brings in, at weight 1 at least, the kinds on a shortest path to
+a state where it is enabled, so no configuration is so small that nothing
+happens), and which replicas are active and how fast. When at least two
+replicas are active, only they act (an instance is allowed when its first
+replica parameter, the acting one, is active) and an instance in which an
+active replica acts on a passive one (a leader shrinking it out of its ISR) is
+taken as soon as it is enabled: a bug that needs a precise interleaving of two
+or three replicas is then not diluted by five. Replica speeds make laggards
+(a replica that applies LeaderAndIsr late stays a zombie leader). Kind
+weights pace the scarce resources (epochs, records, crashes) that a uniform
+walk spends in its first steps. An instance's weight is its kind's times its
+replica's; each step draws one enabled instance in proportion to it.
 
-Budgets and sessions. ``budget_s`` bounds the search; ``max_examples``, when
+A run starts from the initial state or, with probability 3/4, from a state
+of the corpus of the same set of active replicas: a sample of the new states
+(by fingerprint) of earlier runs, kept with the path to them (at most
+``CORPUS`` per set; a run from the corpus takes at most ``CONTINUE`` steps,
+one from the initial state ``max_steps``). So runs go on from states earlier
+runs reached, as in Go-Explore, and deep interleavings are built a piece at a
+time instead of in one lucky walk. Failing runs add nothing, and the corpus
+is frozen while a failure is shrunk, so Hypothesis's replays stay exact.
+
+The choices come from Hypothesis as one bytes draw per run (two bytes a step;
+a new draw every ``BLOCK`` steps): measured against one draw per step or per
+16 steps, this finds bugs several times sooner, because Hypothesis's span
+mutations and prefix reuse then stop making most runs near-copies of earlier
+ones, and each run costs fewer engine calls. After every step every requested
+invariant not yet found is checked; the first violation fails the test case
+(one exception class per invariant, so Hypothesis keeps them apart) and
+Hypothesis shrinks it. ``hypothesis.target`` steers towards runs with more
+leader changes (``q_epoch`` moves), truncations (a ``leo`` drops) and crashes
+(an ``up`` flag drops).
+
+Budgets and sessions. ``budget_s`` bounds the search, in seconds of
+``clock`` (wall time by default; ``time.process_time`` makes every budget
+and ``seconds_to_find`` CPU time, independent of the machine's load); ``max_examples``, when
 given, also bounds the number of search runs, which makes a fuzz independent
 of the machine's speed. Shrinking a failure may run ``shrink_budget_s``
 longer (default ``min(10, max(2, budget_s / 10))``) and minimizing it as long
@@ -71,13 +93,14 @@ checks it against the numpy and scalar backends for every spec). Every
 counterexample returned is replayed on the scalar backend (``spec.step`` /
 ``spec.holds``). ``backend="scalar"`` fuzzes on the scalar backend itself.
 
-``python -m checker.fuzz SPEC [INVARIANT ...] --bound replicas=5 --budget 60``
-is a bare measuring tool printing one JSON line per invariant.
+``benchmarks/fuzz_reach.py`` measures the time to find every expected
+violation in specs/.
 """
 from __future__ import annotations
 
 import itertools
 import random
+from array import array
 import time
 import weakref
 from collections import deque
@@ -261,9 +284,30 @@ def _enablers(model, spec, kinds, max_states=20_000):
     return [need.get(k, set()) for k in range(len(kinds))]
 
 
+def _pick(en, weight, v):
+    """The instance a 16-bit choice ``v`` selects among the enabled ones ``en``, in proportion to ``weight``.
+
+    ``v = 0`` picks the first enabled instance.
+    """
+    total = 0
+    for i in en:
+        total += weight[i]
+    x = (v * total) >> 16
+    for i in en:
+        x -= weight[i]
+        if x < 0:
+            return i
+    raise AssertionError("unreachable: v < 65536")
+
+
+def _replica_params(spec):
+    """Per action instance, its replica parameters in order (the first is the replica acting)."""
+    return [[a.params[p] for p, d in a.fn.__isrcheck_action__.items() if d == "REPLICAS"] for a in spec.actions]
+
+
 class _Fuzzer:
     def __init__(self, spec, invariants, budget_s, seed, max_steps, derandomize, progress,
-                 max_examples, shrink_budget_s, backend):
+                 max_examples, shrink_budget_s, backend, clock=time.monotonic):
         self.spec = spec
         self.names = list(invariants)
         self.budget_s = budget_s
@@ -272,7 +316,9 @@ class _Fuzzer:
         self.progress = progress
         self.max_examples = max_examples
         self.shrink_budget_s = min(10.0, max(2.0, budget_s / 10)) if shrink_budget_s is None else shrink_budget_s
-        self.start = time.monotonic()
+        self.clock = clock
+        self.start = self.clock()
+        self.cpu_start = time.process_time()
         self.deadline = self.start + budget_s
         self.base_seed = seed if seed is not None else (0 if derandomize else random.getrandbits(32))
         if backend == "compiled":
@@ -285,6 +331,8 @@ class _Fuzzer:
         self.kinds = list(dict.fromkeys(a.name for a in spec.actions))
         self.kind_of = [self.kinds.index(a.name) for a in spec.actions]
         self.enablers = _enablers(self.model, spec, self.kinds)
+        self.replica_params = _replica_params(spec)
+        self.replicas = spec.bounds.get("replicas", 0)
         self.zobrist = Zobrist(spec.layout)
         self.fingerprints = set()
         self.runs = self.transitions = self.search_runs = 0
@@ -298,14 +346,16 @@ class _Fuzzer:
         self.last_progress = 0.0
         self.shrink_deadline = None
         from hypothesis import strategies as st
-        swarm_bytes = (2 * len(self.kinds) + 7) // 8
+        swarm_bytes = (2 * len(self.kinds) + 3 * self.replicas + 7) // 8
         self._swarm_strategy = st.binary(min_size=swarm_bytes, max_size=swarm_bytes)
         block = min(BLOCK, max_steps)
         self._block_strategy = st.binary(min_size=2 * block, max_size=2 * block)
+        self._start_strategy = st.binary(min_size=3, max_size=3)
+        self.corpus = {}          # active replicas -> [(path, state)]: states runs start from (see run_once)
 
     # --- one Hypothesis test case: one execution ------------------------------------------------
     def _budget(self):
-        now = time.monotonic()
+        now = self.clock()
         if self.shrink_deadline is not None:
             if now > self.shrink_deadline:
                 raise _OutOfBudget
@@ -316,17 +366,51 @@ class _Fuzzer:
             self.progress(runs=self.runs, transitions=self.transitions, distinct=len(self.fingerprints),
                           seconds=now - self.start, found=sorted(self.found))
 
+    WEIGHTS = (1, 8, 64, 0)       # a kind's weight in a run, by its two swarm bits (0: the kind is off)
+    SPEEDS = (1, 4, 16)           # an active replica's weight in a run
+    EAGER_STEPS = 4               # per replica: most steps a run takes eagerly on passive replicas
+
     def _swarm(self, bits):
-        """Allowed flag per action instance: a kind is off when both its bits are set (p = 1/4)."""
+        """A run's configuration from its swarm bits: the weight of each action instance (0: not allowed).
+
+        Two bits per kind give its weight (off with p = 1/4; a kind allowed
+        brings its enablers in, at weight 1 at least). Three bits per replica
+        say whether it is active (p = 1/2) and how fast: when at least two are
+        active, only they act (an instance is allowed when its first replica
+        parameter, the one acting, is active); the others stay as they are
+        unless an active one acts on them (a leader shrinks them out of its
+        ISR, say), so a bug that needs a precise interleaving of two or three
+        replicas is not diluted by the others: an instance in which an active
+        replica acts on a passive one is *eager*, taken as soon as it is
+        enabled (up to ``EAGER_STEPS`` per replica and run), so a leader drops
+        the passive replicas from its ISR at once and the run is as if the
+        partition had only the active ones. A slow active replica is one that
+        lags: it applies LeaderAndIsr requests late, stays a zombie leader,
+        fetches rarely. An instance's weight is its kind's times its
+        replica's. Returns (weight per instance, eager flag per instance).
+        """
         if isinstance(bits, bytes):
             bits = int.from_bytes(bits, "little")
         n = len(self.kinds)
-        on = {k for k in range(n) if (bits >> (2 * k)) & 3 != 3}
-        if not on:
-            on = set(range(n))
-        for k in list(on):
-            on |= self.enablers[k]
-        return [k in on for k in self.kind_of]
+        weight = [self.WEIGHTS[(bits >> (2 * k)) & 3] for k in range(n)]
+        if not any(weight):
+            weight = [1] * n
+        for k in range(n):
+            if weight[k]:
+                for j in self.enablers[k]:
+                    weight[j] = max(weight[j], 1)
+        bits >>= 2 * n
+        code = [(bits >> (3 * r)) & 7 for r in range(self.replicas)]
+        if sum(c >= 4 for c in code) >= 2:
+            speed = [self.SPEEDS[c & 3] if c >= 4 and c & 3 < 3 else (1 if c == 7 else 0) for c in code]
+        else:
+            speed = [1] * self.replicas
+        out, eager = [], []
+        for k, reps in zip(self.kind_of, self.replica_params):
+            w = weight[k] * (speed[reps[0]] if reps else 1)
+            out.append(w)
+            eager.append(bool(w) and any(not speed[x] for x in reps[1:]))
+        return out, eager, tuple(s > 0 for s in speed)
 
     def run_once(self, data):
         from hypothesis import target
@@ -334,20 +418,32 @@ class _Fuzzer:
         self.runs += 1
         if self.shrink_deadline is None:
             self.search_runs += 1
-        allowed = self._swarm(data.draw(self._swarm_strategy, label="swarm"))
+        weight, eager, active = self._swarm(data.draw(self._swarm_strategy, label="swarm"))
+        eager_left = self.EAGER_STEPS * self.replicas if any(eager) else 0
         block, pos = b"", 0
         model, checks = self.model, self.active
-        r = model.initial
-        rows, path = [r], []
+        start = int.from_bytes(data.draw(self._start_strategy, label="start"), "little")
+        corpus = self.corpus.setdefault(active, [])
+        if start % 4 and corpus:
+            prefix, r = corpus[(start >> 2) % len(corpus)]
+            prefix, r = prefix.tolist(), tuple(r)
+            steps = self.CONTINUE
+        else:
+            prefix, r = (), model.initial
+            steps = self.max_steps
+        rows, path = [r], list(prefix)
         broken = [n for n, fn in checks if not fn(r)]
-        for _ in range(self.max_steps if not broken else 0):
-            en = [i for i in model.enabled(r) if allowed[i]]
+        for _ in range(steps if not broken else 0):
+            en = [i for i in model.enabled(r) if weight[i]]
             if not en:
                 break
-            if len(en) > 1:
+            if eager_left and any(eager[i] for i in en):
+                i = next(i for i in en if eager[i])
+                eager_left -= 1
+            elif len(en) > 1:
                 if pos == len(block):
                     block, pos = data.draw(self._block_strategy), 0
-                i = en[((block[pos] << 8 | block[pos + 1]) * len(en)) >> 16]
+                i = _pick(en, weight, block[pos] << 8 | block[pos + 1])
                 pos += 2
             else:
                 i = en[0]
@@ -357,17 +453,18 @@ class _Fuzzer:
             broken = [n for n, fn in checks if not fn(r)]
             if broken:
                 break
-        leaders, truncations, crashes = self._account(rows, path)
+        keep = not broken and self.shrink_deadline is None
+        leaders, truncations, crashes = self._account(rows, path[len(prefix):], path, corpus if keep else None)
         target(float(leaders), label="leader changes")
         target(float(truncations), label="truncations")
         target(float(crashes), label="crashes")
         if broken:
-            now = time.monotonic()
+            now = self.clock()
             for n in broken:
                 rec = self.found.get(n)
                 if rec is None:
-                    rec = self.found[n] = {"time": now - self.start, "first": list(path), "best": list(path),
-                                           "pool": {}}
+                    rec = self.found[n] = {"time": now - self.start, "cpu": time.process_time() - self.cpu_start,
+                                           "first": list(path), "best": list(path), "pool": {}}
                 elif len(path) < len(rec["best"]):
                     rec["best"] = list(path)
                     rec["shrunk"] = now - self.start
@@ -388,18 +485,39 @@ class _Fuzzer:
             worst = max(pool, key=lambda p: (len(p), -pool[p]))
             del pool[worst]
 
-    def _account(self, rows, path):
-        """Count the run's steps and distinct states; return its (leader changes, truncations, crashes)."""
-        self.transitions += len(path)
+    CORPUS = 20_000       # most states kept to start runs from, per set of active replicas
+    SAMPLE = 8            # a new state joins the corpus when its fingerprint is 0 modulo this
+    MAX_DEPTH = 400       # deepest state kept in the corpus
+    CONTINUE = 20         # most steps of a run that starts from a corpus state
+
+    def _account(self, rows, steps, path, corpus):
+        """Count a run's steps and distinct states; return its (leader changes, truncations, crashes).
+
+        ``rows`` are the states from the run's start on, ``steps`` the actions
+        taken from there, ``path`` all the run's actions; when ``corpus`` is
+        given, a sample of the new states joins it with the paths to them.
+        """
+        self.transitions += len(steps)
         self.longest = max(self.longest, len(path))
-        for i in path:
+        for i in steps:
             self.fired[self.kind_of[i]] = True
         width = len(rows[0])
         batch = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int8,
                             count=len(rows) * width).reshape(len(rows), width)
         z = self.zobrist              # Zobrist.full, vectorized over the columns as well
         words = z.table[z.base[None, :] + batch]
-        self.fingerprints.update(np.bitwise_xor.reduce(words, axis=1).tolist())
+        fps = np.bitwise_xor.reduce(words, axis=1).tolist()
+        if corpus is not None:
+            seen, depth = self.fingerprints, len(path) - len(steps)
+            for j in range(1, len(rows)):
+                fp = fps[j]
+                if fp % self.SAMPLE == 0 and fp not in seen and depth + j <= self.MAX_DEPTH:
+                    entry = (array("H", path[:depth + j]), array("b", rows[j]))      # compact: 2 and 1 bytes
+                    if len(corpus) < self.CORPUS:
+                        corpus.append(entry)
+                    else:
+                        corpus[(fp // self.SAMPLE) % self.CORPUS] = entry
+        self.fingerprints.update(fps)
         if len(rows) < 2:
             return 0, 0, 0
         d = np.diff(batch.astype(np.int16), axis=0)
@@ -438,7 +556,7 @@ class _Fuzzer:
 
     def run(self, minimize_steps=True):
         k = 0
-        while self.pending and time.monotonic() < self.deadline and \
+        while self.pending and self.clock() < self.deadline and \
                 (self.max_examples is None or self.search_runs < self.max_examples):
             before = self.search_runs
             self.session(k)
@@ -456,12 +574,12 @@ class _Fuzzer:
             rec = self.found.get(n)
             if rec is None:
                 continue
-            t0 = time.monotonic()
+            t0 = self.clock()
             candidates = sorted(set(rec["pool"]) | {tuple(rec["best"])}, key=lambda p: (len(p), p))
             steps = None
             until = t0 + max(self.shrink_budget_s, 5.0)
             for path in candidates if minimize_steps else candidates[:1]:
-                left = until - time.monotonic()
+                left = until - self.clock()
                 if steps is not None and left <= 0:
                     break
                 got = minimize(spec, [spec.actions[i] for i in path], n, backend=self.model.backend(),
@@ -469,10 +587,11 @@ class _Fuzzer:
                 if steps is None or len(got) < len(steps):
                     steps = got
             violations[n] = Violation(n, -1, len(steps), list(steps))
-            found[n] = {"seconds_to_find": round(rec["time"], 3), "found_length": len(rec["first"]),
+            found[n] = {"seconds_to_find": round(rec["time"], 3), "cpu_seconds_to_find": round(rec["cpu"], 3),
+                        "found_length": len(rec["first"]),
                         "hypothesis_length": len(rec["best"]), "minimized_length": len(steps) - 1,
                         "shrink_seconds": round(rec.get("shrunk", rec["time"]) - rec["time"], 3),
-                        "minimize_seconds": round(time.monotonic() - t0, 3)}
+                        "minimize_seconds": round(self.clock() - t0, 3)}
         budget_hit = None
         if self.pending:
             if self.max_examples is not None and self.search_runs >= self.max_examples:
@@ -481,7 +600,7 @@ class _Fuzzer:
                 budget_hit = f"time limit {self.budget_s:g}s"
         return FuzzResult(
             invariants=list(self.names), violations=violations, distinct_states=len(self.fingerprints),
-            transitions=self.transitions, depth=self.longest + 1, seconds=time.monotonic() - self.start,
+            transitions=self.transitions, depth=self.longest + 1, seconds=self.clock() - self.start,
             peak_memory_bytes=peak_memory(), retained_bytes=8 * len(self.fingerprints), complete=False,
             budget_hit=budget_hit, never_fired=[], runs=self.runs, seed=self.base_seed, found=found,
             fired=[k for k, f in zip(self.kinds, self.fired) if f])
@@ -489,7 +608,7 @@ class _Fuzzer:
 
 def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
          progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True):
+         minimize_steps=True, clock=time.monotonic):
     """Fuzz ``spec`` for the named invariants for about ``budget_s`` seconds; see the module doc.
 
     ``progress``, when given, is called about once a second with keyword
@@ -501,39 +620,5 @@ def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, der
     if budget_s <= 0 or max_steps < 1:
         raise ValueError("fuzz needs a positive time budget and max_steps >= 1")
     fz = _Fuzzer(spec, invariants, budget_s, seed, max_steps, derandomize, progress, max_examples,
-                 shrink_budget_s, backend)
+                 shrink_budget_s, backend, clock)
     return fz.run(minimize_steps)
-
-
-def _main(argv=None):
-    """``python -m checker.fuzz SPEC [INVARIANT ...] [--bound=value ...] [--budget S] [--seed N]``.
-
-    A bare measuring tool (the user-facing command is ``isrcheck fuzz``): fuzzes
-    each named invariant (default: those the spec expects "violated") on its
-    own and prints one JSON line per invariant.
-    """
-    import argparse
-    import json
-    from specs import SPECS
-    p = argparse.ArgumentParser(prog="python -m checker.fuzz")
-    p.add_argument("spec")
-    p.add_argument("invariants", nargs="*")
-    p.add_argument("--budget", type=float, default=60.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
-    p.add_argument("--bound", action="append", default=[], help="name=value, e.g. replicas=5")
-    args = p.parse_args(argv)
-    bounds = {k: int(v) for k, v in (b.split("=", 1) for b in args.bound)}
-    spec = SPECS[args.spec](**bounds)
-    names = args.invariants or [n for n, v in spec.expected.items() if v == "violated"]
-    for n in names:
-        start = time.monotonic()
-        res = fuzz(spec, [n], args.budget, seed=args.seed, max_steps=args.max_steps)
-        print(json.dumps({"spec": spec.name, "bounds": bounds, "invariant": n, "verdict": res.verdicts[n],
-                          "seconds": round(time.monotonic() - start, 1), "runs": res.runs,
-                          "transitions": res.transitions, "distinct_states": res.distinct_states,
-                          **res.found.get(n, {})}), flush=True)
-
-
-if __name__ == "__main__":
-    _main()
