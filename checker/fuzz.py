@@ -50,7 +50,9 @@ replica's; each step draws one enabled instance in proportion to it.
 A run starts from the initial state or, with probability 3/4, from a state
 of the corpus of the same set of active replicas: a sample of the new states
 (by fingerprint) of earlier runs, kept with the path to them (at most
-``CORPUS`` per set; a run from the corpus takes at most ``CONTINUE`` steps,
+``CORPUS`` per set, then new ones replace old ones: a few hundred bytes
+each, so up to about 250 MB over the 26 sets of 5 replicas in a long fuzz; a
+run from the corpus takes at most ``CONTINUE`` steps,
 one from the initial state ``max_steps``). So runs go on from states earlier
 runs reached, as in Go-Explore, and deep interleavings are built a piece at a
 time instead of in one lucky walk. Failing runs add nothing, and the corpus
