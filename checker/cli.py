@@ -254,8 +254,9 @@ def show(trace_path, fmt):
     inv = spec.invariants[trace.invariant]
     console.print(f"[bold red]{explain.summary(spec, trace)}[/]")
     console.print(f"{trace.invariant}: {inv.meaning}")
-    if inv.loss:
-        console.print(f"[dim]{inv.loss}[/]")
+    loss = explain.consequence(spec, trace.invariant)
+    if loss:
+        console.print(f"[dim]{loss}[/]")
     fence = getattr(spec, "missing_fence", None)
     if fence:
         console.print(f"[bold]missing fence:[/] {fence}")
@@ -279,21 +280,35 @@ def replay(trace_path):
 @click.option("--spec", "spec_name", required=True)
 @click.option("--invariant", required=True)
 @click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="induction depth")
-@click.option("--lemma", "lemmas", multiple=True, help="an invariant of the spec assumed and proved alongside")
+@click.option("--lemma", "lemmas", multiple=True,
+              help="an invariant of the spec assumed and proved alongside (repeatable; default: the lemmas and "
+                   "model options the spec declares for proving this invariant, if any)")
 @click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="seconds")
 @bound_options
 @click.option("--out", "out_dir", default="counterexamples", show_default=True)
 def prove(spec_name, invariant, k, lemmas, z3_timeout, out_dir, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
     from checker.symbolic import prove as k_induction, render_states
-    spec = make_spec(spec_name, collect_bounds(kw))
+    bounds = collect_bounds(kw)
+    declared = None if lemmas else getattr(SPECS.get(spec_name), "proofs", {}).get(invariant)
+    if declared:
+        lemmas = tuple(declared["lemmas"])
+        bounds = {**declared["settings"], **bounds}       # an explicit --set wins
+    spec = make_spec(spec_name, bounds)
     for name in (invariant,) + lemmas:
         pick_invariants(spec, [name], False)
+    cpu = time.process_time()
     result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout)
+    cpu = time.process_time() - cpu
     console = _out()
-    head = f"{spec.name} · {invariant} · k={k} · lemmas: {', '.join(lemmas) or 'none'} · {result.seconds:.1f} s"
+    settings = " ".join(f"{key}={v}" for key, v in declared["settings"].items()) if declared else ""
+    used = (f"{len(lemmas)} lemmas (the spec's for this invariant; {settings or 'no options'})" if declared
+            else ", ".join(lemmas) or "none")
+    head = (f"{spec.name} · {invariant} · k={k} · lemmas: {used} · {result.seconds:.1f} s "
+            f"({cpu:.1f} s CPU; base {result.base_seconds:.1f} s, step {result.step_seconds:.1f} s)")
     if result.verdict == "proved":
-        console.print(f"[green]proved[/] for every depth · {head}")
+        console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
+                      f"\n{head}")
         sys.exit(EXIT_HOLDS)
     if result.verdict == "refuted":
         path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))

@@ -4,6 +4,7 @@ API (``isrcheck show`` prints these under the steps)::
 
     explain(spec, trace, invariant=None) -> list of Line       # Line is a (step index, sentence) tuple
     summary(spec, trace, invariant=None) -> str                # one line
+    consequence(spec, invariant) -> str                        # what the violation means, for the spec's bounds
 
 ``trace`` is a :class:`checker.trace.Trace` (from any engine, or loaded from a
 file) or engine steps ``[(ActionInstance or None, row)]`` (then pass
@@ -450,10 +451,24 @@ def explain(spec, trace, invariant=None):
         if row is None or not spec.holds(row, inv):
             detail = _detail(spec, invariant, states, R)
             text = f"{invariant} breaks here: {detail}" if detail else f"{invariant} breaks here: {inv.meaning}"
-            if inv.loss:
-                text += f" {inv.loss}"
+            loss = consequence(spec, invariant)
+            if loss:
+                text += f" {loss}"
             lines.append(Line(len(steps) - 1, text, "violated"))
     return lines
+
+
+def consequence(spec, invariant):
+    """What a violation of ``invariant`` means for users, worded for the spec's bounds.
+
+    The invariants' documentation speaks of the default producer, acks=all; a
+    spec whose producer uses acks=1 (``acks_all`` 0) had its records
+    acknowledged on the leader's append instead, and the text says so.
+    """
+    text = spec.invariants[invariant].loss
+    if not getattr(spec, "acks_all", True):
+        text = text.replace("(acks=all)", "(acks=1: as soon as the leader appended it)")
+    return text
 
 
 # ======================================================================================

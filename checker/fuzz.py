@@ -4,7 +4,7 @@ API (the CLI's ``isrcheck fuzz`` calls these)::
 
     fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
          progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True) -> FuzzResult
+         minimize_steps=True, clock=time.monotonic) -> FuzzResult
 
     CompiledModel.of(spec)      the fast one-state-at-a-time executor the fuzzer runs on
     CompiledModel.backend()     the same behind the Spec scalar interface, for checker.minimize
@@ -17,37 +17,61 @@ ValueError for a non-positive budget or ``max_steps < 1``.
 Result. ``FuzzResult`` is a :class:`checker.bfs.SearchResult` (the CLI prints
 the same report keys as for ``check``): ``violations[name].steps`` is
 ``[(ActionInstance or None, row)]``, replayed on the scalar backend;
-``distinct_states`` counts the distinct Zobrist fingerprints
-(:class:`checker.fingerprint.Zobrist`) of every state visited, computed
+``distinct_states`` counts the distinct fingerprints
+(:class:`checker.fingerprint.Fingerprint`) of every state visited, computed
 vectorized per run; ``transitions`` counts steps executed (shrinking
 included); ``depth`` is the longest run plus one (states on it);
 ``complete`` is always False (fuzzing proves nothing), so an invariant not
 found is "unknown" in ``verdicts``; ``budget_hit`` says which budget ended
 the search when something was left unfound. Extra fields: ``runs`` (test
 cases), ``seed`` (Hypothesis seed of the first session), ``found`` (per
-invariant found: ``seconds_to_find``, ``found_length`` of the first failing
+invariant found: ``seconds_to_find`` (on ``clock``), ``cpu_seconds_to_find``
+(CPU time of this process), ``found_length`` of the first failing
 run, ``hypothesis_length`` after Hypothesis shrinking, ``minimized_length``
 after :func:`checker.minimize.minimize`, ``shrink_seconds``,
 ``minimize_seconds``), ``fired`` (action kinds that fired at least once).
 
-A run. One Hypothesis test case is one execution from the initial state
-(``@given(st.data())``). It first draws a swarm subset of action kinds (each
-kind off with probability 1/4; every kind allowed brings the kinds on a
-shortest path to a state where it is enabled, so no subset is so small that
-nothing happens), then up to ``max_steps`` times draws one of the enabled
-instances of the allowed kinds and takes that step. The choices come from
-Hypothesis as one bytes draw per run (two bytes a step; a new draw every
-``BLOCK`` steps): measured against one draw per step or per 16 steps, this
-finds bugs several times sooner, because Hypothesis's span mutations and
-prefix reuse then stop making most runs near-copies of earlier ones, and each
-run costs fewer engine calls. After every step
-every requested invariant not yet found is checked; the first violation
-fails the test case (one exception class per invariant, so Hypothesis keeps
-them apart) and Hypothesis shrinks it. ``hypothesis.target`` steers towards
-runs with more leader changes (``q_epoch`` moves), truncations (a ``leo``
-drops) and crashes (an ``up`` flag drops).
+A run. One Hypothesis test case is one execution (``@given(st.data())``).
+It first draws its configuration (``_Fuzzer._swarm``): a weight for every
+action kind (swarm testing: 1, 8 or 64, or off with probability 1/4; every
+kind allowed brings in, at weight 1 at least, the kinds on a shortest path to
+a state where it is enabled, so no configuration is so small that nothing
+happens), and which replicas are active and how fast. When at least two
+replicas are active, only they act (an instance is allowed when its first
+replica parameter, the acting one, is active) and an instance in which an
+active replica acts on a passive one (a leader shrinking it out of its ISR) is
+taken as soon as it is enabled: a bug that needs a precise interleaving of two
+or three replicas is then not diluted by five. Replica speeds make laggards
+(a replica that applies LeaderAndIsr late stays a zombie leader). Kind
+weights pace the scarce resources (epochs, records, crashes) that a uniform
+walk spends in its first steps. An instance's weight is its kind's times its
+replica's; each step draws one enabled instance in proportion to it.
 
-Budgets and sessions. ``budget_s`` bounds the search; ``max_examples``, when
+A run starts from the initial state or, with probability 3/4, from a state
+of the corpus of the same set of active replicas: a sample of the new states
+(by fingerprint) of earlier runs, kept with the path to them (at most
+``CORPUS`` per set, then new ones replace old ones: a few hundred bytes
+each, so up to about 250 MB over the 26 sets of 5 replicas in a long fuzz; a
+run from the corpus takes at most ``CONTINUE`` steps,
+one from the initial state ``max_steps``). So runs go on from states earlier
+runs reached, as in Go-Explore, and deep interleavings are built a piece at a
+time instead of in one lucky walk. Failing runs add nothing, and the corpus
+is frozen while a failure is shrunk, so Hypothesis's replays stay exact.
+
+The choices come from Hypothesis as one bytes draw per run (two bytes a step;
+a new draw every ``BLOCK`` steps): measured against one draw per step or per
+16 steps, this finds bugs several times sooner, because Hypothesis's span
+mutations and prefix reuse then stop making most runs near-copies of earlier
+ones, and each run costs fewer engine calls. After every step every requested
+invariant not yet found is checked; the first violation fails the test case
+(one exception class per invariant, so Hypothesis keeps them apart) and
+Hypothesis shrinks it. ``hypothesis.target`` steers towards runs with more
+leader changes (``q_epoch`` moves), truncations (a ``leo`` drops) and crashes
+(an ``up`` flag drops).
+
+Budgets and sessions. ``budget_s`` bounds the search, in seconds of
+``clock`` (wall time by default; ``time.process_time`` makes every budget
+and ``seconds_to_find`` CPU time, independent of the machine's load); ``max_examples``, when
 given, also bounds the number of search runs, which makes a fuzz independent
 of the machine's speed. Shrinking a failure may run ``shrink_budget_s``
 longer (default ``min(10, max(2, budget_s / 10))``) and minimizing it as long
@@ -63,31 +87,31 @@ loaded modules (Hypothesis mixes constants found in local modules into its
 generation) and as long as no time budget cuts it short.
 
 Backend. By default the fuzzer runs on :class:`CompiledModel`: the spec's own
-guards, updates and invariants taken from its z3 backend and emitted as
+guards, updates and invariants traced into the same kind of graph as the
+numpy batch kernels (model/compile.py) and emitted by ``tuple_kernel`` as
 straight-line Python over tuples of ints, evaluated one state at a time like
 the scalar backend and about a hundred times faster (tests/test_fuzz.py
 checks it against the numpy and scalar backends for every spec). Every
 counterexample returned is replayed on the scalar backend (``spec.step`` /
 ``spec.holds``). ``backend="scalar"`` fuzzes on the scalar backend itself.
 
-``python -m checker.fuzz SPEC [INVARIANT ...] --bound replicas=5 --budget 60``
-is a bare measuring tool printing one JSON line per invariant.
+``benchmarks/fuzz_reach.py`` measures the time to find every expected
+violation in specs/.
 """
 from __future__ import annotations
 
 import itertools
 import random
+from array import array
 import time
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-import z3
-from z3 import z3core as _z3c
 
 from checker.bfs import SearchResult, Violation, peak_memory
-from checker.fingerprint import Zobrist
+from checker.fingerprint import Fingerprint
 
 DEFAULT_MAX_STEPS = 120
 SESSION_EXAMPLES = 1000
@@ -95,139 +119,15 @@ BLOCK = 256             # most steps whose choices one Hypothesis draw provides 
 
 
 # ======================================================================================
-# The executor: the spec compiled from its z3 backend to straight-line Python
+# The executor: the spec traced into one graph, emitted as one-state Python code
 # ======================================================================================
-class Unsupported(Exception):
-    """A z3 operator the compiler does not know (the fuzzer falls back to the scalar backend)."""
-
-
-_BINARY = {z3.Z3_OP_EQ: "==", z3.Z3_OP_LE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GE: ">=", z3.Z3_OP_GT: ">"}
-_NARY = {z3.Z3_OP_AND: " and ", z3.Z3_OP_OR: " or ", z3.Z3_OP_ADD: " + ", z3.Z3_OP_SUB: " - ",
-         z3.Z3_OP_MUL: " * "}
-_APP_AST = 1
-_NUMERAL_AST = 0
-
-
-class _Nodes:
-    """Every distinct z3 sub-term reachable from some roots: id -> (kind, child ids, payload)."""
-
-    def __init__(self):
-        self.ctx = z3.main_ctx().ref()
-        self.table = {}
-        self.alive = []           # z3 reuses the id of a freed term: keep every root (and so its sub-terms)
-
-    def add(self, exprs):
-        ctx, table, C = self.ctx, self.table, _z3c
-        self.alive.extend(exprs)
-        roots = [e.as_ast() for e in exprs]
-        ids = [C.Z3_get_ast_id(ctx, a) for a in roots]
-        stack = list(roots)
-        while stack:
-            a = stack.pop()
-            i = C.Z3_get_ast_id(ctx, a)
-            if i in table:
-                continue
-            kind = C.Z3_get_ast_kind(ctx, a)
-            if kind == _NUMERAL_AST:
-                table[i] = ("num", (), int(C.Z3_get_numeral_string(ctx, a)))
-                continue
-            if kind != _APP_AST:
-                raise Unsupported(f"z3 term kind {kind}")
-            app = C.Z3_to_app(ctx, a)
-            d = C.Z3_get_app_decl(ctx, app)
-            k = C.Z3_get_decl_kind(ctx, d)
-            n = C.Z3_get_app_num_args(ctx, app)
-            kids = [C.Z3_get_app_arg(ctx, app, j) for j in range(n)]
-            payload = None
-            if k == z3.Z3_OP_UNINTERPRETED:
-                if n:
-                    raise Unsupported("uninterpreted function")
-                payload = C.Z3_get_symbol_string(ctx, C.Z3_get_decl_name(ctx, d))
-            table[i] = (k, tuple(C.Z3_get_ast_id(ctx, c) for c in kids), payload)
-            stack.extend(kids)
-        return ids
-
-
-class _Emitter:
-    """Python source for some z3 roots: shared or deep sub-terms become temporaries."""
-
-    MAX_DEPTH = 40
-
-    def __init__(self, nodes, columns, roots):
-        self.t, self.columns = nodes.table, columns
-        self.lines, self.done, self.n = [], {}, 0
-        self.uses = {}
-        stack = list(roots)
-        while stack:
-            i = stack.pop()
-            c = self.uses.get(i, 0)
-            self.uses[i] = c + 1
-            if c == 0:
-                stack.extend(self.t[i][1])
-
-    def expr(self, root):
-        stack = [(root, False)]
-        while stack:
-            i, ready = stack.pop()
-            if i in self.done:
-                continue
-            kind, kids, payload = self.t[i]
-            if not ready:
-                stack.append((i, True))
-                stack.extend((k, False) for k in kids if k not in self.done)
-                continue
-            args = [self.done[k] for k in kids]
-            text = self._node(kind, [a[0] for a in args], payload)
-            depth = max((a[1] for a in args), default=0) + 1
-            if kids and (self.uses[i] > 1 or depth > self.MAX_DEPTH):
-                name = f"t{self.n}"
-                self.n += 1
-                self.lines.append(f"{name} = {text}")
-                text, depth = name, 0
-            self.done[i] = (text, depth if kids else 0)
-        return self.done[root][0]
-
-    def _node(self, k, a, payload):
-        if k == "num":
-            return str(payload)
-        if k == z3.Z3_OP_TRUE:
-            return "True"
-        if k == z3.Z3_OP_FALSE:
-            return "False"
-        if k == z3.Z3_OP_UNINTERPRETED:
-            return f"r[{self.columns[payload]}]"
-        if k in _NARY:
-            return "(" + _NARY[k].join(a) + ")"
-        if k in _BINARY and len(a) == 2:
-            return f"({a[0]} {_BINARY[k]} {a[1]})"
-        if k == z3.Z3_OP_NOT:
-            return f"(not {a[0]})"
-        if k == z3.Z3_OP_ITE:
-            return f"({a[1]} if {a[0]} else {a[2]})"
-        if k == z3.Z3_OP_DISTINCT:
-            return f"({a[0]} != {a[1]})" if len(a) == 2 else f"(len({{{', '.join(a)}}}) == {len(a)})"
-        if k == z3.Z3_OP_UMINUS:
-            return f"(-{a[0]})"
-        if k == z3.Z3_OP_IMPLIES:
-            return f"((not {a[0]}) or {a[1]})"
-        if k == z3.Z3_OP_XOR:
-            return f"(bool({a[0]}) != bool({a[1]}))"
-        if k == z3.Z3_OP_IFF:
-            return f"(bool({a[0]}) == bool({a[1]}))"
-        raise Unsupported(f"z3 operator kind {k}")
-
-
-def _define(name, lines, filename):
-    ns = {}
-    exec(compile("\n".join(lines), filename, "exec"), ns)
-    return ns[name]
-
-
 class CompiledModel:
     """A spec on tuples of ints: ``enabled(r)`` (instance ids), ``step(r, i)``, ``holds(r, name)``.
 
-    Built from the spec's z3 backend (``spec.z3_action``, ``spec.z3_invariant``),
-    so it evaluates the very guards, updates and invariants the other backends do.
+    Every action and invariant is traced on :class:`model.compile.Node` values
+    into one shared graph, as the numpy kernels are, and emitted by
+    :func:`model.compile.tuple_kernel`: the very guards, updates and invariants
+    the other backends evaluate, as straight-line Python over one state.
     """
 
     _cache = weakref.WeakKeyDictionary()
@@ -241,35 +141,25 @@ class CompiledModel:
         return model
 
     def __init__(self, spec):
-        from model.view import z3_variables
+        from model.compile import Graph, tuple_kernel
         self.spec = spec
         lay = spec.layout
-        self.variables = z3_variables(lay)
-        self.columns = {v.decl().name(): c for c, v in enumerate(self.variables)}
-        self.nodes = _Nodes()
-        guard_ids, update_ids = [], []
+        self.graph = Graph()
+        booleans = {c for c in range(len(lay.names)) if lay.boolean[c]}
+        guards, self.updates = [], []
         for inst in spec.actions:
-            g, upd = spec.z3_action(inst, self.variables)
-            cols = list(upd)
-            ids = self.nodes.add([g] + [upd[c] for c in cols])
-            guard_ids.append(ids[0])
-            update_ids.append(list(zip(cols, ids[1:])))
-        em = _Emitter(self.nodes, self.columns, guard_ids)
-        texts = [em.expr(i) for i in guard_ids]
-        src = ["def enabled(r):"] + ["    " + line for line in em.lines] + ["    en = []"]
-        src += [f"    if {t}: en.append({k})" for k, t in enumerate(texts)]
-        src.append("    return en")
-        self.enabled = _define("enabled", src, f"<{spec.name} guards>")
-        self.updates = []
-        for inst, upd in zip(spec.actions, update_ids):
-            em = _Emitter(self.nodes, self.columns, [i for _, i in upd])
-            outs = [(c, em.expr(i)) for c, i in upd]
-            src = ["def update(r):"] + ["    " + line for line in em.lines] + ["    n = list(r)"]
-            src += [f"    n[{c}] = {f'int({t})' if lay.boolean[c] else t}" for c, t in outs]
-            src.append("    return tuple(n)")
-            self.updates.append(_define("update", src, f"<{spec.name} {inst.label}>"))
+            view = self._view()
+            inst.fn(spec, view, **inst.params)
+            guards.append(view.guard)
+            columns = list(view._written)
+            self.updates.append(tuple_kernel([view._written[c] for c in columns], "update", columns, booleans))
+        self.enabled = tuple_kernel(guards, "which")
         self._invariants = {}
         self.initial = tuple(int(v) for v in spec.initial_row())
+
+    def _view(self):
+        from model.view import View
+        return View(self.spec.layout, self.graph.reader(self.spec.layout))
 
     def step(self, r, i):
         """The successor of state ``r`` by instance id ``i`` (which must be enabled)."""
@@ -279,12 +169,9 @@ class CompiledModel:
         """The invariant ``name`` as a function of a state tuple."""
         fn = self._invariants.get(name)
         if fn is None:
-            term = self.spec.z3_invariant(self.spec.invariants[name], self.variables)
-            root = self.nodes.add([term])[0]
-            em = _Emitter(self.nodes, self.columns, [root])
-            text = em.expr(root)
-            src = ["def holds(r):"] + ["    " + line for line in em.lines] + [f"    return bool({text})"]
-            fn = self._invariants[name] = _define("holds", src, f"<{self.spec.name} {name}>")
+            from model.compile import tuple_kernel
+            value = self.spec.invariants[name].fn(self.spec, self._view())
+            fn = self._invariants[name] = tuple_kernel([value], "value")
         return fn
 
     def holds(self, r, name):
@@ -399,9 +286,30 @@ def _enablers(model, spec, kinds, max_states=20_000):
     return [need.get(k, set()) for k in range(len(kinds))]
 
 
+def _pick(en, weight, v):
+    """The instance a 16-bit choice ``v`` selects among the enabled ones ``en``, in proportion to ``weight``.
+
+    ``v = 0`` picks the first enabled instance.
+    """
+    total = 0
+    for i in en:
+        total += weight[i]
+    x = (v * total) >> 16
+    for i in en:
+        x -= weight[i]
+        if x < 0:
+            return i
+    raise AssertionError("unreachable: v < 65536")
+
+
+def _replica_params(spec):
+    """Per action instance, its replica parameters in order (the first is the replica acting)."""
+    return [[a.params[p] for p, d in a.fn.__isrcheck_action__.items() if d == "REPLICAS"] for a in spec.actions]
+
+
 class _Fuzzer:
     def __init__(self, spec, invariants, budget_s, seed, max_steps, derandomize, progress,
-                 max_examples, shrink_budget_s, backend):
+                 max_examples, shrink_budget_s, backend, clock=time.monotonic):
         self.spec = spec
         self.names = list(invariants)
         self.budget_s = budget_s
@@ -410,14 +318,13 @@ class _Fuzzer:
         self.progress = progress
         self.max_examples = max_examples
         self.shrink_budget_s = min(10.0, max(2.0, budget_s / 10)) if shrink_budget_s is None else shrink_budget_s
-        self.start = time.monotonic()
+        self.clock = clock
+        self.start = self.clock()
+        self.cpu_start = time.process_time()
         self.deadline = self.start + budget_s
         self.base_seed = seed if seed is not None else (0 if derandomize else random.getrandbits(32))
         if backend == "compiled":
-            try:
-                self.model = CompiledModel.of(spec)
-            except Unsupported:
-                self.model = ScalarModel(spec)
+            self.model = CompiledModel.of(spec)
         elif backend == "scalar":
             self.model = ScalarModel(spec)
         else:
@@ -426,7 +333,9 @@ class _Fuzzer:
         self.kinds = list(dict.fromkeys(a.name for a in spec.actions))
         self.kind_of = [self.kinds.index(a.name) for a in spec.actions]
         self.enablers = _enablers(self.model, spec, self.kinds)
-        self.zobrist = Zobrist(spec.layout)
+        self.replica_params = _replica_params(spec)
+        self.replicas = spec.bounds.get("replicas", 0)
+        self.fingerprint = Fingerprint(spec.layout)
         self.fingerprints = set()
         self.runs = self.transitions = self.search_runs = 0
         self.longest = 0
@@ -439,14 +348,16 @@ class _Fuzzer:
         self.last_progress = 0.0
         self.shrink_deadline = None
         from hypothesis import strategies as st
-        swarm_bytes = (2 * len(self.kinds) + 7) // 8
+        swarm_bytes = (2 * len(self.kinds) + 3 * self.replicas + 7) // 8
         self._swarm_strategy = st.binary(min_size=swarm_bytes, max_size=swarm_bytes)
         block = min(BLOCK, max_steps)
         self._block_strategy = st.binary(min_size=2 * block, max_size=2 * block)
+        self._start_strategy = st.binary(min_size=3, max_size=3)
+        self.corpus = {}          # active replicas -> [(path, state)]: states runs start from (see run_once)
 
     # --- one Hypothesis test case: one execution ------------------------------------------------
     def _budget(self):
-        now = time.monotonic()
+        now = self.clock()
         if self.shrink_deadline is not None:
             if now > self.shrink_deadline:
                 raise _OutOfBudget
@@ -457,17 +368,51 @@ class _Fuzzer:
             self.progress(runs=self.runs, transitions=self.transitions, distinct=len(self.fingerprints),
                           seconds=now - self.start, found=sorted(self.found))
 
+    WEIGHTS = (1, 8, 64, 0)       # a kind's weight in a run, by its two swarm bits (0: the kind is off)
+    SPEEDS = (1, 4, 16)           # an active replica's weight in a run
+    EAGER_STEPS = 4               # per replica: most steps a run takes eagerly on passive replicas
+
     def _swarm(self, bits):
-        """Allowed flag per action instance: a kind is off when both its bits are set (p = 1/4)."""
+        """A run's configuration from its swarm bits: the weight of each action instance (0: not allowed).
+
+        Two bits per kind give its weight (off with p = 1/4; a kind allowed
+        brings its enablers in, at weight 1 at least). Three bits per replica
+        say whether it is active (p = 1/2) and how fast: when at least two are
+        active, only they act (an instance is allowed when its first replica
+        parameter, the one acting, is active); the others stay as they are
+        unless an active one acts on them (a leader shrinks them out of its
+        ISR, say), so a bug that needs a precise interleaving of two or three
+        replicas is not diluted by the others: an instance in which an active
+        replica acts on a passive one is *eager*, taken as soon as it is
+        enabled (up to ``EAGER_STEPS`` per replica and run), so a leader drops
+        the passive replicas from its ISR at once and the run is as if the
+        partition had only the active ones. A slow active replica is one that
+        lags: it applies LeaderAndIsr requests late, stays a zombie leader,
+        fetches rarely. An instance's weight is its kind's times its
+        replica's. Returns (weight per instance, eager flag per instance).
+        """
         if isinstance(bits, bytes):
             bits = int.from_bytes(bits, "little")
         n = len(self.kinds)
-        on = {k for k in range(n) if (bits >> (2 * k)) & 3 != 3}
-        if not on:
-            on = set(range(n))
-        for k in list(on):
-            on |= self.enablers[k]
-        return [k in on for k in self.kind_of]
+        weight = [self.WEIGHTS[(bits >> (2 * k)) & 3] for k in range(n)]
+        if not any(weight):
+            weight = [1] * n
+        for k in range(n):
+            if weight[k]:
+                for j in self.enablers[k]:
+                    weight[j] = max(weight[j], 1)
+        bits >>= 2 * n
+        code = [(bits >> (3 * r)) & 7 for r in range(self.replicas)]
+        if sum(c >= 4 for c in code) >= 2:
+            speed = [self.SPEEDS[c & 3] if c >= 4 and c & 3 < 3 else (1 if c == 7 else 0) for c in code]
+        else:
+            speed = [1] * self.replicas
+        out, eager = [], []
+        for k, reps in zip(self.kind_of, self.replica_params):
+            w = weight[k] * (speed[reps[0]] if reps else 1)
+            out.append(w)
+            eager.append(bool(w) and any(not speed[x] for x in reps[1:]))
+        return out, eager, tuple(s > 0 for s in speed)
 
     def run_once(self, data):
         from hypothesis import target
@@ -475,20 +420,32 @@ class _Fuzzer:
         self.runs += 1
         if self.shrink_deadline is None:
             self.search_runs += 1
-        allowed = self._swarm(data.draw(self._swarm_strategy, label="swarm"))
+        weight, eager, active = self._swarm(data.draw(self._swarm_strategy, label="swarm"))
+        eager_left = self.EAGER_STEPS * self.replicas if any(eager) else 0
         block, pos = b"", 0
         model, checks = self.model, self.active
-        r = model.initial
-        rows, path = [r], []
+        start = int.from_bytes(data.draw(self._start_strategy, label="start"), "little")
+        corpus = self.corpus.setdefault(active, [])
+        if start % 4 and corpus:
+            prefix, r = corpus[(start >> 2) % len(corpus)]
+            prefix, r = prefix.tolist(), tuple(r)
+            steps = self.CONTINUE
+        else:
+            prefix, r = (), model.initial
+            steps = self.max_steps
+        rows, path = [r], list(prefix)
         broken = [n for n, fn in checks if not fn(r)]
-        for _ in range(self.max_steps if not broken else 0):
-            en = [i for i in model.enabled(r) if allowed[i]]
+        for _ in range(steps if not broken else 0):
+            en = [i for i in model.enabled(r) if weight[i]]
             if not en:
                 break
-            if len(en) > 1:
+            if eager_left and any(eager[i] for i in en):
+                i = next(i for i in en if eager[i])
+                eager_left -= 1
+            elif len(en) > 1:
                 if pos == len(block):
                     block, pos = data.draw(self._block_strategy), 0
-                i = en[((block[pos] << 8 | block[pos + 1]) * len(en)) >> 16]
+                i = _pick(en, weight, block[pos] << 8 | block[pos + 1])
                 pos += 2
             else:
                 i = en[0]
@@ -498,17 +455,18 @@ class _Fuzzer:
             broken = [n for n, fn in checks if not fn(r)]
             if broken:
                 break
-        leaders, truncations, crashes = self._account(rows, path)
+        keep = not broken and self.shrink_deadline is None
+        leaders, truncations, crashes = self._account(rows, path[len(prefix):], path, corpus if keep else None)
         target(float(leaders), label="leader changes")
         target(float(truncations), label="truncations")
         target(float(crashes), label="crashes")
         if broken:
-            now = time.monotonic()
+            now = self.clock()
             for n in broken:
                 rec = self.found.get(n)
                 if rec is None:
-                    rec = self.found[n] = {"time": now - self.start, "first": list(path), "best": list(path),
-                                           "pool": {}}
+                    rec = self.found[n] = {"time": now - self.start, "cpu": time.process_time() - self.cpu_start,
+                                           "first": list(path), "best": list(path), "pool": {}}
                 elif len(path) < len(rec["best"]):
                     rec["best"] = list(path)
                     rec["shrunk"] = now - self.start
@@ -529,18 +487,37 @@ class _Fuzzer:
             worst = max(pool, key=lambda p: (len(p), -pool[p]))
             del pool[worst]
 
-    def _account(self, rows, path):
-        """Count the run's steps and distinct states; return its (leader changes, truncations, crashes)."""
-        self.transitions += len(path)
+    CORPUS = 20_000       # most states kept to start runs from, per set of active replicas
+    SAMPLE_BITS = 3       # a new state joins the corpus when these top bits of its fingerprint are 0 (1 in 8)
+    MAX_DEPTH = 400       # deepest state kept in the corpus
+    CONTINUE = 20         # most steps of a run that starts from a corpus state
+
+    def _account(self, rows, steps, path, corpus):
+        """Count a run's steps and distinct states; return its (leader changes, truncations, crashes).
+
+        ``rows`` are the states from the run's start on, ``steps`` the actions
+        taken from there, ``path`` all the run's actions; when ``corpus`` is
+        given, a sample of the new states joins it with the paths to them.
+        """
+        self.transitions += len(steps)
         self.longest = max(self.longest, len(path))
-        for i in path:
+        for i in steps:
             self.fired[self.kind_of[i]] = True
         width = len(rows[0])
         batch = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int8,
                             count=len(rows) * width).reshape(len(rows), width)
-        z = self.zobrist              # Zobrist.full, vectorized over the columns as well
-        words = z.table[z.base[None, :] + batch]
-        self.fingerprints.update(np.bitwise_xor.reduce(words, axis=1).tolist())
+        fps = self.fingerprint.full(batch.T).tolist()
+        if corpus is not None:
+            seen, depth = self.fingerprints, len(path) - len(steps)
+            for j in range(1, len(rows)):
+                fp = fps[j]
+                if fp >> (64 - self.SAMPLE_BITS) == 0 and fp not in seen and depth + j <= self.MAX_DEPTH:
+                    entry = (array("H", path[:depth + j]), array("b", rows[j]))      # compact: 2 and 1 bytes
+                    if len(corpus) < self.CORPUS:
+                        corpus.append(entry)
+                    else:
+                        corpus[fp % self.CORPUS] = entry
+        self.fingerprints.update(fps)
         if len(rows) < 2:
             return 0, 0, 0
         d = np.diff(batch.astype(np.int16), axis=0)
@@ -579,7 +556,7 @@ class _Fuzzer:
 
     def run(self, minimize_steps=True):
         k = 0
-        while self.pending and time.monotonic() < self.deadline and \
+        while self.pending and self.clock() < self.deadline and \
                 (self.max_examples is None or self.search_runs < self.max_examples):
             before = self.search_runs
             self.session(k)
@@ -597,12 +574,12 @@ class _Fuzzer:
             rec = self.found.get(n)
             if rec is None:
                 continue
-            t0 = time.monotonic()
+            t0 = self.clock()
             candidates = sorted(set(rec["pool"]) | {tuple(rec["best"])}, key=lambda p: (len(p), p))
             steps = None
             until = t0 + max(self.shrink_budget_s, 5.0)
             for path in candidates if minimize_steps else candidates[:1]:
-                left = until - time.monotonic()
+                left = until - self.clock()
                 if steps is not None and left <= 0:
                     break
                 got = minimize(spec, [spec.actions[i] for i in path], n, backend=self.model.backend(),
@@ -610,10 +587,11 @@ class _Fuzzer:
                 if steps is None or len(got) < len(steps):
                     steps = got
             violations[n] = Violation(n, -1, len(steps), list(steps))
-            found[n] = {"seconds_to_find": round(rec["time"], 3), "found_length": len(rec["first"]),
+            found[n] = {"seconds_to_find": round(rec["time"], 3), "cpu_seconds_to_find": round(rec["cpu"], 3),
+                        "found_length": len(rec["first"]),
                         "hypothesis_length": len(rec["best"]), "minimized_length": len(steps) - 1,
                         "shrink_seconds": round(rec.get("shrunk", rec["time"]) - rec["time"], 3),
-                        "minimize_seconds": round(time.monotonic() - t0, 3)}
+                        "minimize_seconds": round(self.clock() - t0, 3)}
         budget_hit = None
         if self.pending:
             if self.max_examples is not None and self.search_runs >= self.max_examples:
@@ -622,7 +600,7 @@ class _Fuzzer:
                 budget_hit = f"time limit {self.budget_s:g}s"
         return FuzzResult(
             invariants=list(self.names), violations=violations, distinct_states=len(self.fingerprints),
-            transitions=self.transitions, depth=self.longest + 1, seconds=time.monotonic() - self.start,
+            transitions=self.transitions, depth=self.longest + 1, seconds=self.clock() - self.start,
             peak_memory_bytes=peak_memory(), retained_bytes=8 * len(self.fingerprints), complete=False,
             budget_hit=budget_hit, never_fired=[], runs=self.runs, seed=self.base_seed, found=found,
             fired=[k for k, f in zip(self.kinds, self.fired) if f])
@@ -630,7 +608,7 @@ class _Fuzzer:
 
 def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
          progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True):
+         minimize_steps=True, clock=time.monotonic):
     """Fuzz ``spec`` for the named invariants for about ``budget_s`` seconds; see the module doc.
 
     ``progress``, when given, is called about once a second with keyword
@@ -642,39 +620,5 @@ def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, der
     if budget_s <= 0 or max_steps < 1:
         raise ValueError("fuzz needs a positive time budget and max_steps >= 1")
     fz = _Fuzzer(spec, invariants, budget_s, seed, max_steps, derandomize, progress, max_examples,
-                 shrink_budget_s, backend)
+                 shrink_budget_s, backend, clock)
     return fz.run(minimize_steps)
-
-
-def _main(argv=None):
-    """``python -m checker.fuzz SPEC [INVARIANT ...] [--bound=value ...] [--budget S] [--seed N]``.
-
-    A bare measuring tool (the user-facing command is ``isrcheck fuzz``): fuzzes
-    each named invariant (default: those the spec expects "violated") on its
-    own and prints one JSON line per invariant.
-    """
-    import argparse
-    import json
-    from specs import SPECS
-    p = argparse.ArgumentParser(prog="python -m checker.fuzz")
-    p.add_argument("spec")
-    p.add_argument("invariants", nargs="*")
-    p.add_argument("--budget", type=float, default=60.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
-    p.add_argument("--bound", action="append", default=[], help="name=value, e.g. replicas=5")
-    args = p.parse_args(argv)
-    bounds = {k: int(v) for k, v in (b.split("=", 1) for b in args.bound)}
-    spec = SPECS[args.spec](**bounds)
-    names = args.invariants or [n for n, v in spec.expected.items() if v == "violated"]
-    for n in names:
-        start = time.monotonic()
-        res = fuzz(spec, [n], args.budget, seed=args.seed, max_steps=args.max_steps)
-        print(json.dumps({"spec": spec.name, "bounds": bounds, "invariant": n, "verdict": res.verdicts[n],
-                          "seconds": round(time.monotonic() - start, 1), "runs": res.runs,
-                          "transitions": res.transitions, "distinct_states": res.distinct_states,
-                          **res.found.get(n, {})}), flush=True)
-
-
-if __name__ == "__main__":
-    _main()

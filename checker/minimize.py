@@ -314,11 +314,8 @@ def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
     else:
         result = None
         if backend is None:
-            try:
-                from checker.fuzz import CompiledModel, Unsupported
-                backend = CompiledModel.of(spec).backend()
-            except Unsupported:
-                backend = spec
+            from checker.fuzz import CompiledModel
+            backend = CompiledModel.of(spec).backend()
         elif backend == "scalar":
             backend = spec
         if backend is not spec:

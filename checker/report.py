@@ -53,6 +53,13 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
             shown = "[yellow]observed[/] (benign)" if verdict == "violated" else f"{shown} (benign)"
         table.add_row(inv, shown, expected, trace)
     console.print(table)
+    (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
+    if trace_files:
+        first = next((f for inv, f in trace_files.items() if inv not in observed), next(iter(trace_files.values())))
+        console.print(f"read a counterexample: [bold]isrcheck show {first}[/]")
+
+
+def _print_search_summary(console, result):
     console.print(f"{result.distinct_states:,} distinct states · {result.transitions:,} transitions · "
                   f"depth {result.depth} · {result.seconds:.2f} s · {result.states_per_second:,.0f} states/s")
     console.print(f"peak memory {_bytes(result.peak_memory_bytes)} · {result.bytes_per_state:.1f} bytes retained "
@@ -65,6 +72,16 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
                       f"at these bounds is suspicious (a guard too strong, or bounds too small)[/]")
     elif result.complete:
         console.print("every action fired")
-    if trace_files:
-        first = next((f for inv, f in trace_files.items() if inv not in observed), next(iter(trace_files.values())))
-        console.print(f"read a counterexample: [bold]isrcheck show {first}[/]")
+
+
+def _print_bmc_summary(console, result):
+    """Bounded model checking enumerates no states: say which paths it covered, and that it is no proof."""
+    console.print(f"every path of up to {result.depth} states checked symbolically · {result.bits}-bit encoding · "
+                  f"{result.seconds:.2f} s · peak memory {_bytes(result.peak_memory_bytes)}")
+    pending = [inv for inv, verdict in result.verdicts.items() if verdict == "unknown"]
+    if result.timed_out:
+        console.print(f"[yellow]stopped by {result.budget_hit}: no violation of {', '.join(pending)} "
+                      f"up to depth {result.depth}[/]")
+    elif pending:
+        console.print(f"[yellow]no violation of {', '.join(pending)} up to depth {result.depth}: a bounded check, "
+                      f"not a proof (isrcheck prove covers every depth)[/]")

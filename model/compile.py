@@ -173,3 +173,102 @@ def kernel(outputs, subset):
     scope = {"where": np.where, "minimum": np.minimum, "maximum": np.maximum, "bool_": np.bool_, "i8": np.int8}
     exec(compile(source, "<isrcheck kernel>", "exec"), scope)
     return scope["kernel"]
+
+
+_PY_BINARY = {**_BINARY, "and": "and", "or": "or"}
+
+
+def _is_int(v, depth=0):
+    """Whether the Python code for v surely yields an int (cells and constants do; comparisons give bools)."""
+    if _const(v) or v.op == "col":
+        return True
+    if depth > 20:
+        return False
+    if v.op == "where":
+        return _is_int(v.args[1], depth + 1) and _is_int(v.args[2], depth + 1)
+    return v.op in ("and", "or", "add", "sub", "mul", "min", "max") and all(_is_int(x, depth + 1) for x in v.args)
+
+
+def tuple_kernel(outputs, kind, columns=(), booleans=()):
+    """One-state Python code from traced outputs: a function of a state given as a tuple of ints.
+
+    The numpy ``kernel`` evaluates a graph over a whole batch; this evaluates it
+    for one state with plain Python ints and bools (``and``/``or``/``not``, ``x if
+    c else y``), which is what a random walk needs. Nodes used more than once, or
+    nested too deep for one expression, become temporaries; the others are inlined.
+    ``kind`` is what the function returns:
+
+    - ``"which"``: the indices of the outputs that hold (guards -> enabled instances);
+    - ``"update"``: the state with ``columns[k]`` set to output ``k`` (as an int; 0/1
+      for the columns flagged in ``booleans``);
+    - ``"value"``: ``bool`` of the single output (an invariant).
+    """
+    uses = {}
+    stack = [v for v in outputs if not _const(v)]
+    while stack:
+        v = stack.pop()
+        uses[v.id] = uses.get(v.id, 0) + 1
+        if uses[v.id] == 1:
+            stack.extend(x for x in v.args if isinstance(x, Node))
+    lines, text = [], {}           # node id -> (expression text, nesting depth)
+
+    def ref(v):
+        if _const(v):
+            return str(int(_plain(v))), 0           # booleans as 0/1, like the state's cells
+        return text[v.id]
+
+    def define(v):
+        if v.op == "col":
+            return f"r[{v.args[0]}]", 0
+        a = [ref(x) for x in v.args]
+        depth = 1 + max(d for _, d in a)
+        s = [t for t, _ in a]
+        if v.op in _PY_BINARY:
+            return f"({s[0]} {_PY_BINARY[v.op]} {s[1]})", depth
+        if v.op == "not":
+            return f"(not {s[0]})", depth
+        if v.op == "where":
+            return f"({s[1]} if {s[0]} else {s[2]})", depth
+        return f"{v.op}({s[0]}, {s[1]})", depth
+
+    def emit(root):
+        stack = [(root, False)]
+        while stack:
+            v, ready = stack.pop()
+            if _const(v) or v.id in text:
+                continue
+            if not ready:
+                stack.append((v, True))
+                stack.extend((x, False) for x in v.args if isinstance(x, Node))
+                continue
+            t, depth = define(v)
+            if v.op != "col" and (uses[v.id] > 1 or depth > 40):
+                lines.append(f"    t{v.id} = {t}")
+                t, depth = f"t{v.id}", 0
+            text[v.id] = (t, depth)
+        return ref(root)[0]
+
+    results = [emit(v) for v in outputs]
+    if kind == "which":
+        body = ["    out = []"] + [f"    if {t}: out.append({k})" for k, t in enumerate(results) if t != "0"]
+        body.append("    return out")
+    elif kind == "update":
+        writes = [(c, t if c not in booleans or _is_int(v) else f"int({t})")
+                  for c, v, t in sorted(zip(columns, outputs, results), key=lambda w: w[0])
+                  if not (isinstance(v, Node) and v.op == "col" and v.args[0] == c)]
+        if len(writes) > 3:
+            body = ["    n = list(r)"] + [f"    n[{c}] = {t}" for c, t in writes] + ["    return tuple(n)"]
+        else:
+            parts, start = [], 0
+            for c, t in writes:
+                parts += ([f"r[{start}:{c}]"] if c > start else []) + [f"({t},)"]
+                start = c + 1
+            body = [f"    return {' + '.join(parts + [f'r[{start}:]'])}"]
+    elif kind == "value":
+        body = [f"    return bool({results[0]})"]
+    else:
+        raise ValueError(f"unknown tuple kernel kind {kind!r}")
+    source = "def kernel(r):\n" + "\n".join(lines + body) + "\n"
+    scope = {}
+    exec(compile(source, "<isrcheck tuple kernel>", "exec"), scope)
+    return scope["kernel"]

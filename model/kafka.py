@@ -36,17 +36,19 @@ class KafkaReplication(Spec):
     #:   elr: eligible leader replicas (KIP-966): ISR may shrink to empty, replicas removed while the ISR
     #:       is below min.insync.replicas stay electable, an unclean shutdown makes a replica ineligible
     #:   fetch_response_loss: a fetch the leader has processed may never reach the follower (no new field)
+    #:   proof_ghosts: history fields that no action reads, for the lemmas of k-induction proofs (below);
+    #:       they change no behaviour, only split states that differ in history alone
     defaults = dict(replicas=2, log_size=2, max_records=2, max_epochs=4, max_crashes=1,
                     acks_all=1, min_isr=1, unclean=0, unflushed_loss=0,
-                    controller_failover=0, async_isr=0, elr=0, fetch_response_loss=0)
+                    controller_failover=0, async_isr=0, elr=0, fetch_response_loss=0, proof_ghosts=0)
     limits = dict(replicas=(2, 5), log_size=(1, 6), max_records=(1, 8), max_epochs=(1, 8),
                   max_crashes=(0, 6), acks_all=(0, 1), min_isr=(1, 5), unclean=(0, 1),
                   unflushed_loss=(0, 1), controller_failover=(0, 1), async_isr=(0, 1), elr=(0, 1),
-                  fetch_response_loss=(0, 1))
+                  fetch_response_loss=(0, 1), proof_ghosts=(0, 1))
 
     def configure(self, replicas, log_size, max_records, max_epochs, max_crashes,
                   acks_all, min_isr, unclean, unflushed_loss, controller_failover=0, async_isr=0, elr=0,
-                  fetch_response_loss=0):
+                  fetch_response_loss=0, proof_ghosts=0):
         self.R, self.L, self.M, self.E, self.C = replicas, log_size, max_records, max_epochs, max_crashes
         self.may_stop = max_crashes > 0   # a broker can be down (crash or shutdown); else actions on one drop out
         self.NONE = replicas
@@ -54,7 +56,7 @@ class KafkaReplication(Spec):
         self.acks_all, self.min_isr = bool(acks_all), min_isr
         self.unclean, self.unflushed_loss = bool(unclean), bool(unflushed_loss)
         self.controller_failover, self.async_isr, self.elr = bool(controller_failover), bool(async_isr), bool(elr)
-        self.fetch_response_loss = bool(fetch_response_loss)
+        self.fetch_response_loss, self.proof_ghosts = bool(fetch_response_loss), bool(proof_ghosts)
         self.REPLICAS = range(replicas)
         self.OFFSETS = range(log_size)
         self.EPOCHS = range(1, max_epochs + 1)
@@ -128,6 +130,21 @@ class KafkaReplication(Spec):
                 Field("q_elr", 0, 1, (R,), boolean=True, axes=rep, doc="eligible leader replicas in the quorum state"),
                 Field("unclean_shutdown", 0, 1, (R,), boolean=True, axes=rep,
                       doc="the broker's last stop was a hard crash that lost unflushed data"),
+            ]
+        if self.proof_ghosts:
+            out += [
+                Field("applied_epoch", 0, E, (R,), ghost=True, axes=rep,
+                      doc="leader epoch of the last LeaderAndIsr the broker applied (kept across restarts, "
+                          "which reset leader_epoch)"),
+                Field("followed_epoch", 0, E, (R,), ghost=True, axes=rep,
+                      doc="leader epoch in which the broker last fetched or truncated its log (0: never): "
+                          "since then its log changed only by its own appends as leader"),
+                Field("fetched_epoch", 0, E, (R,), ghost=True, axes=rep,
+                      doc="leader epoch in which the broker last fetched (0: never)"),
+                Field("up_since", 0, E, (R,), ghost=True, axes=rep,
+                      doc="the quorum's leader epoch when the broker last started (0: up from the start)"),
+                Field("exposed_epoch", 0, E, (self.L,), ghost=True,
+                      doc="the earliest leader epoch whose leader's HW passed each offset (0: not yet exposed)"),
             ]
         return out
 
@@ -208,6 +225,8 @@ class KafkaReplication(Spec):
             s.log_record[r][o] = where(keep, s.log_record[r][o], 0)
             s.log_epoch[r][o] = where(keep, s.log_epoch[r][o], 0)
         new_leo = min_of([s.leo[r], offset])
+        if self.proof_ghosts:
+            s.followed_epoch[r] = where(new_leo < s.leo[r], s.leader_epoch[r], s.followed_epoch[r])
         s.leo[r] = new_leo
         s.hw[r] = min_of([s.hw[r], new_leo])
         s.flushed[r] = min_of([s.flushed[r], new_leo])
@@ -244,6 +263,10 @@ class KafkaReplication(Spec):
         for o in self.OFFSETS:
             seen = leads & (o < s.hw[l]) & (s.exposed[o] == 0)
             s.exposed[o] = where(seen, s.log_record[l][o], s.exposed[o])
+            if self.proof_ghosts:
+                epoch, first = s.leader_epoch[l], s.exposed_epoch[o]
+                earlier = leads & (o < s.hw[l]) & ((first == 0) | (epoch < first))
+                s.exposed_epoch[o] = where(earlier, epoch, first)
 
     def maybe_increment_hw(self, s, l):
         """Partition.maybeIncrementLeaderHW: the leader's HW rises to the smallest LEO it knows in its ISR.
@@ -462,6 +485,8 @@ class KafkaReplication(Spec):
         was_leading = self.believes_leads(s, r)
         s.ack_from[r] = where(new_leader == r, where(was_leading, s.ack_from[r], s.leo[r]), 0)
         s.leader_epoch[r] = epoch
+        if self.proof_ghosts:
+            s.applied_epoch[r] = epoch
         s.leader[r] = new_leader
         s.zk_version_current[r] = zk_version_current
         for i in self.REPLICAS:
@@ -525,6 +550,9 @@ class KafkaReplication(Spec):
                   & self.fetch_accepted(s, f, l))
         s.require(~s.truncating[f])
         response_hw, fetch_offset, leader_leo = s.hw[l], s.leo[f], s.leo[l]
+        if self.proof_ghosts:
+            s.followed_epoch[f] = s.leader_epoch[f]
+            s.fetched_epoch[f] = s.leader_epoch[f]
         for o in self.OFFSETS:
             copy = (o >= fetch_offset) & (o < leader_leo)
             keep = o < leader_leo
@@ -660,6 +688,8 @@ class KafkaReplication(Spec):
             s.unclean_shutdown[r] = False
         s.up[r] = True
         s.leader_epoch[r] = where(s.q_epoch > 0, s.q_epoch - 1, 0)
+        if self.proof_ghosts:
+            s.up_since[r] = s.q_epoch
         if self.controller_failover:
             s.controller_epoch_seen[r] = s.q_controller_epoch     # the current controller's startup requests
 

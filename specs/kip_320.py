@@ -1,8 +1,9 @@
 """Kafka 2.1 (KIP-320): fetches fenced by the current leader epoch."""
 from specs.kip_279 import Kip279
+from specs.kip_320_lemmas import LEMMAS, LEMMAS_WHY, Kip320Lemmas
 
 
-class Kip320(Kip279):
+class Kip320(Kip320Lemmas, Kip279):
     name = "kip-320"
     summary = ("Kafka 2.1: Fetch and OffsetsForLeaderEpoch carry the follower's current leader epoch and "
                "the leader rejects any other; a follower rejoins the ISR only once it reached the start "
@@ -12,11 +13,11 @@ class Kip320(Kip279):
     epoch_cached_on_election = True
     expected = {"no-committed-loss": "holds", "log-matching": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
-                "leader-in-isr": "holds", "strong-isr": "holds"}
+                "leader-in-isr": "holds", "strong-isr": "holds", **{name: "holds" for name in LEMMAS}}
     expected_why = {**Kip279.expected_why,
                     "single-acting-leader": "benign split brain, in every version: a deposed leader still believes "
                                             "it leads until its LeaderAndIsr arrives",
-                    }
+                    **LEMMAS_WHY}
 
     def fetch_accepted(self, s, f, l):
         """KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH unless both are on the same leader epoch."""

@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 
 from checker.bfs import search
-from checker.explain import Line, explain, summary
+from checker.explain import Line, consequence, explain, summary
 from checker.export import to_dot, to_graph, to_mermaid
 from checker.trace import from_steps, load, save, spec_for
 from specs import SPECS
@@ -93,6 +93,20 @@ def test_explain_works_on_engine_steps_and_loaded_files(hw_truncation, tmp_path)
     from_file = explain(spec, loaded)
     assert [tuple(x) for x in from_trace] == [tuple(x) for x in from_steps_] == [tuple(x) for x in from_file]
     assert summary(spec, steps, "no-committed-loss") == summary(spec, trace)
+
+
+def test_wording_follows_the_producer_acks_setting_of_the_spec(hw_truncation):
+    _, _, acks_all = hw_truncation
+    trace = load(os.path.join(ROOT, "counterexamples", "acks-1", "no-committed-loss.itf.json"))
+    spec = spec_for(trace)
+    assert spec.acks_all == 0
+    lines = explain(spec, trace)
+    assert not [line.text for line in lines if "acks=all" in line.text]
+    assert "acks=1" in _marks(lines, "acked")[0].text and "acks=1" in _marks(lines, "violated")[0].text
+    assert "acks=1" in consequence(spec, "no-committed-loss")
+    spec_all = SPECS["hw-truncation"]()
+    violated = _marks(explain(spec_all, acks_all), "violated")[0].text
+    assert "(acks=all)" in violated and "acks=1" not in violated
 
 
 def test_explain_marks_diverging_logs():

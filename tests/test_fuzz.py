@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from checker.bfs import SearchResult, search
-from checker.fuzz import CompiledModel, FuzzResult, _enablers, fuzz
+from checker.fuzz import CompiledModel, FuzzResult, _Fuzzer, _pick, fuzz
 from checker.trace import from_steps, replay
 from specs import SPECS
 
@@ -78,26 +78,56 @@ def test_compiled_model_agrees_with_numpy_and_scalar_backends(name):
             assert model.holds(r, inv_name) == spec.holds(row, inv)
 
 
-def test_swarm_subsets_always_include_what_their_kinds_need():
-    spec = SPECS["kip-101"]()
-    model = CompiledModel.of(spec)
-    kinds = list(dict.fromkeys(a.name for a in spec.actions))
-    need = _enablers(model, spec, kinds)
+def test_swarm_configurations_allow_what_their_kinds_need_and_only_active_replicas_act():
+    spec = SPECS["kip-101"](replicas=4)
+    fz = _Fuzzer(spec, ["no-committed-loss"], 1, 0, 10, True, None, None, None, "compiled")
+    model, kinds, need = fz.model, fz.kinds, fz.enablers
     assert need[kinds.index("elect_leader")] == set()
     assert {kinds.index("elect_leader"), kinds.index("apply_leader_and_isr")} <= need[kinds.index("produce")]
     assert kinds.index("crash") in need[kinds.index("restart")] or kinds.index("shutdown") in need[
         kinds.index("restart")]
-    from checker.fuzz import _Fuzzer
-    fz = _Fuzzer(spec, ["no-committed-loss"], 1, 0, 10, True, None, None, None, "compiled")
     rng = random.Random(SEED)
-    for bits in [0, 4 ** len(kinds) - 1] + [rng.getrandbits(2 * len(kinds)) for _ in range(50)]:
-        allowed = fz._swarm(bits)
-        on = {fz.kind_of[i] for i, a in enumerate(allowed) if a}
-        assert on, "a swarm subset is never empty"
+    width = 2 * len(kinds) + 3 * 4
+    subsets = set()
+    for bits in [0, 2 ** width - 1] + [rng.getrandbits(width) for _ in range(200)]:
+        weight, eager, active = fz._swarm(bits)
+        on = {fz.kind_of[i] for i, w in enumerate(weight) if w}
+        assert on, "a configuration is never empty"
         for k in on:
             assert need[k] <= on
-        # something can happen from the initial state
-        assert any(allowed[i] for i in model.enabled(model.initial))
+        assert any(weight[i] for i in model.enabled(model.initial)), "something can happen initially"
+        assert sum(active) >= 2
+        subsets.add(active)
+        for i, reps in enumerate(fz.replica_params):
+            if reps and not active[reps[0]]:
+                assert weight[i] == 0, spec.actions[i].label        # passive replicas do not act
+            assert eager[i] == (weight[i] > 0 and any(not active[x] for x in reps[1:]))
+    assert len(subsets) == 11                                   # every set of at least two replicas
+
+
+def test_a_step_is_drawn_in_proportion_to_the_weights():
+    en, weight = [3, 5, 8], {3: 1, 5: 0, 8: 3}
+    assert _pick(en, weight, 0) == 3
+    counts = {i: 0 for i in en}
+    for v in range(65536):
+        counts[_pick(en, weight, v)] += 1
+    assert counts == {3: 16384, 5: 0, 8: 49152}
+
+
+def test_runs_start_from_corpus_states_that_their_paths_reach():
+    spec = SPECS["hw-truncation"](replicas=3)
+    fz = _Fuzzer(spec, ["log-matching"], 30, 0, 40, True, None, 200, None, "compiled")
+    fz.run(minimize_steps=False)
+    model = fz.model
+    entries = [e for corpus in fz.corpus.values() for e in corpus]
+    assert len(entries) > 100 and len(fz.corpus) > 3
+    assert any(len(path) > 40 for path, _ in entries), "runs from the corpus go deeper than max_steps"
+    for path, state in random.Random(SEED).sample(entries, 30):
+        r = model.initial
+        for i in path:
+            assert i in model.enabled(r)
+            r = model.step(r, i)
+        assert r == tuple(state)
 
 
 # ------------------------------------------------------------------------------------------

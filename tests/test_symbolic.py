@@ -3,13 +3,16 @@
 BMC is exponential in depth on these interleaving models (each level costs 2-4x
 the previous one; kip-101 needs ~10 minutes for level 12), so by default every
 expected violation is compared with the exhaustive engine up to depth
-ISRCHECK_BMC_DEPTH (default 8; this file then takes about a minute): the
+ISRCHECK_BMC_DEPTH (default 8; that part then takes about a minute, the kip-320 proofs
+another one and a half of CPU): the
 violations the exhaustive engine finds by then must be found by BMC at exactly
 the same depth, with a trace that replays, and the deeper ones must not be
 reported before it. ISRCHECK_BMC_DEPTH=full checks every expected violation at
 its full depth (hours for the depth-14..16 ones).
 """
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,7 +20,7 @@ import z3
 
 from checker import trace as tr
 from checker.bfs import search
-from checker.symbolic import (BitBlaster, BvUnrolling, Unrolling, bmc, lemma_names, prove, with_lemmas)
+from checker.symbolic import BitBlaster, BvUnrolling, Unrolling, bmc, prove
 from specs import SPECS
 
 _DEPTH = os.environ.get("ISRCHECK_BMC_DEPTH", "8")
@@ -145,19 +148,51 @@ def test_bit_blaster_width_covers_every_subterm():
 
 
 # --- k-induction ---------------------------------------------------------------------------
-Kip320L = with_lemmas(SPECS["kip-320"])
+Kip320 = SPECS["kip-320"]
+KIP320_PROOF = Kip320.proofs["no-committed-loss"]
 
 
-def test_lemmas_hold_at_default_bounds():
-    spec = Kip320L()
-    names = lemma_names()
-    result = search(spec, names)
-    assert result.complete and result.violations == {}, sorted(result.violations)
+def kip320_proof(replicas, lemmas=KIP320_PROOF["lemmas"], **kw):
+    spec = Kip320(replicas=replicas, **KIP320_PROOF["settings"])
+    return spec, prove(spec, "no-committed-loss", 1, lemmas=list(lemmas), **kw)
+
+
+def test_kip320_no_committed_loss_is_proved_with_two_replicas():
+    """The lemmas make no-committed-loss 1-inductive (and are proved with it: each is an invariant at these bounds)."""
+    spec, result = kip320_proof(2)
+    assert result.verdict == "proved", result.render(spec)
+    assert result.lemmas == list(KIP320_PROOF["lemmas"]) and result.k == 1
+    assert result.relaxed["applied_epoch"] == "leader epoch" and result.relaxed["next_record"] == "record id"
+
+
+def test_kip320_proof_needs_the_history_ghosts():
+    """Without the proof ghosts the history lemmas say nothing, and induction starts from unreachable states."""
+    spec = Kip320(replicas=2)
+    assert "applied_epoch" not in spec.layout.fields
+    result = prove(spec, "no-committed-loss", 1, lemmas=list(KIP320_PROOF["lemmas"]))
+    assert result.verdict == "not-inductive" and len(result.steps) == 2
+
+
+def test_kip320_no_committed_loss_is_proved_with_three_replicas():
+    """The headline proof: isrcheck prove --spec kip-320 --invariant no-committed-loss --replicas 3 (about 60 s CPU)."""
+    spec, result = kip320_proof(3)
+    assert result.verdict == "proved", result.render(spec)
+
+
+def test_kip320_lemmas_belong_to_kip320_only():
+    lemmas = [n for n in KIP320_PROOF["lemmas"] if n.startswith("lemma-")]
+    spec = Kip320()
+    assert set(lemmas) <= set(spec.invariants) and all(spec.expected[n] == "holds" for n in lemmas)
+    assert all(spec.invariants[n].meaning for n in lemmas)          # documented in Kafka terms
+    for name, cls in SPECS.items():
+        if cls is not Kip320 and issubclass(cls, Kip320):
+            assert not set(lemmas) & set(cls().invariants), name
+            assert cls.proofs == {}, name
 
 
 def test_prove_small_case():
     """leader-in-isr is 1-inductive once zkVersion fencing and the request table are stated."""
-    spec = Kip320L()
+    spec = Kip320()
     result = prove(spec, "leader-in-isr", 1, lemmas=["lemma-zk-current", "lemma-epochs"])
     assert result.verdict == "proved", result.reason
     assert result.relaxed["q_epoch"] == "leader epoch" and result.relaxed["log_record"] == "record id"
@@ -166,7 +201,7 @@ def test_prove_small_case():
 
 
 def test_prove_not_inductive_gives_a_consistent_counterexample_to_induction():
-    spec = Kip320L()
+    spec = Kip320()
     k = 2
     result = prove(spec, "leader-in-isr", k, relax=False)
     assert result.verdict == "not-inductive" and result.failing == "leader-in-isr"
@@ -200,6 +235,35 @@ def test_prove_short_of_the_counterexample_is_not_refuted():
 
 
 def test_prove_timeout_is_unknown():
-    spec = Kip320L()
-    result = prove(spec, "no-committed-loss", 1, lemmas=lemma_names(), timeout_s=0.05)
+    spec, result = kip320_proof(2, timeout_s=0.05)
     assert result.verdict == "unknown" and "time limit" in result.reason
+
+
+# --- command line --------------------------------------------------------------------------
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "checker.cli", *args], capture_output=True, text=True)
+
+
+def test_cli_prove_uses_the_specs_lemmas_and_reports_k_lemmas_and_cpu():
+    r = run_cli("prove", "--spec", "kip-320", "--invariant", "no-committed-loss")
+    assert r.returncode == 0, r.stdout + r.stderr
+    n = len(KIP320_PROOF["lemmas"])
+    assert "proved for every depth" in r.stdout and "replicas=2" in r.stdout and "proof_ghosts=1" in r.stdout
+    assert f"k=1 · lemmas: {n} lemmas (the spec's for this invariant; proof_ghosts=1)" in r.stdout
+    assert "s CPU" in r.stdout
+
+
+def test_cli_prove_with_too_few_lemmas_prints_the_counterexample_to_induction():
+    r = run_cli("prove", "--spec", "kip-320", "--invariant", "no-committed-loss", "--lemma", "lemma-epochs")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "not inductive" in r.stdout and "lemmas: lemma-epochs" in r.stdout
+    assert "counterexample to induction: kip-320" in r.stdout and "fails in state 1" in r.stdout
+
+
+def test_cli_bmc_says_no_violation_up_to_its_depth_and_exits_3():
+    r = run_cli("check", "--engine", "bmc", "--spec", "kip-320", "--invariant", "no-committed-loss", "--depth", "3",
+                "--no-progress")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "no violation of no-committed-loss up to depth 3: a bounded check, not a proof" in r.stdout
+    assert "every path of up to 3 states checked symbolically" in r.stdout
+    assert "distinct states" not in r.stdout
