@@ -39,7 +39,7 @@ class Kip320Lemmas:
 
     The subclasses of kip-320 change the protocol, some to break it on purpose (no-isr-fencing,
     acks-1), so its lemmas are not theirs: a class that does not list this mixin among its own
-    bases drops them (and the proof), and declares no expected verdict for them. Under the
+    bases drops them, their expected verdicts (also when it inherits kip-320's) and the proof. Under the
     relaxed bounds of checker.symbolic.prove the lemmas are about arbitrarily large epochs and
     record ids, except lemma-epoch-table, which re-establishes the one epoch bound the model's
     guards impose (its LeaderAndIsr table has max_epochs slots).
@@ -47,12 +47,18 @@ class Kip320Lemmas:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        if Kip320Lemmas not in cls.__bases__:
-            for attr, fn in vars(Kip320Lemmas).items():
-                if hasattr(fn, "__isrcheck_invariant__") and attr not in vars(cls):
-                    setattr(cls, attr, None)
-            if "proofs" not in vars(cls):
-                cls.proofs = {}
+        if Kip320Lemmas in cls.__bases__:
+            return
+        lemmas = {attr: fn.__isrcheck_invariant__ for attr, fn in vars(Kip320Lemmas).items()
+                  if hasattr(fn, "__isrcheck_invariant__")}
+        for attr in lemmas:
+            if attr not in vars(cls):
+                setattr(cls, attr, None)
+        names = set(lemmas.values())
+        cls.expected = {k: v for k, v in cls.expected.items() if k not in names}
+        cls.expected_why = {k: v for k, v in cls.expected_why.items() if k not in names}
+        if "proofs" not in vars(cls):
+            cls.proofs = {}
 
     def same_entry(self, s, a, b, o):
         """Replicas a and b hold the same record with the same epoch at offset o."""
