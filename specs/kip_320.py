@@ -1,4 +1,5 @@
 """Kafka 2.1 (KIP-320): fetches fenced by the current leader epoch."""
+from model.kafka import KafkaReplication
 from specs.kip_279 import Kip279
 from specs.kip_320_lemmas import LEMMAS, LEMMAS_WHY, Kip320Lemmas
 
@@ -11,13 +12,9 @@ class Kip320(Kip320Lemmas, Kip279):
     references = ("KIP-320", "KAFKA-6880 (zombie replicas must be fenced)", "KAFKA-7128 (fixed here)",
                   "KAFKA-7415 (fixed here: a new leader answers UNDEFINED for epochs before its first write)")
     epoch_cached_on_election = True
-    expected = {"no-committed-loss": "holds", "log-matching": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "single-acting-leader": "violated",
-                "leader-in-isr": "holds", "strong-isr": "holds", **{name: "holds" for name in LEMMAS}}
-    expected_why = {**Kip279.expected_why,
-                    "single-acting-leader": "benign split brain, in every version: a deposed leader still believes "
-                                            "it leads until its LeaderAndIsr arrives",
-                    **LEMMAS_WHY}
+    expected = {**Kip279.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
+                "hw-monotonic": "holds", "strong-isr": "holds", **{name: "holds" for name in LEMMAS}}
+    expected_why = {**KafkaReplication.expected_why, **LEMMAS_WHY}
 
     def fetch_accepted(self, s, f, l):
         """KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH unless both are on the same leader epoch."""
