@@ -171,13 +171,22 @@ class Search:
             return empty, empty, empty, np.empty(0, dtype=np.uint64), empty
         parent = np.concatenate([p[1] for p in parts])
         action_id = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), [p[1].size for p in parts])
-        # (parent, action) is unique per successor, so the smallest key names the canonical discovery
-        key = (parent * len(self.spec.actions) + action_id) * (int(low) + 1) + np.arange(n)
-        best = np.minimum.reduceat(np.take(key, order), starts)[fresh]
-        best.sort()
-        winners = best & int(low)
-        return winners, np.take(parent, winners), np.take(action_id, winners), \
-            unique[fresh], at[fresh]
+        # (parent, action) is unique per successor, so the smallest key names the canonical discovery;
+        # most fresh fingerprints have one successor, so keys are compared only where there are more
+        first = starts[fresh]
+        size = np.append(starts[1:], n)[fresh] - first
+        winners = np.take(order, first)
+        shared = np.flatnonzero(size > 1)
+        if shared.size:
+            counts = size[shared]
+            offsets = np.cumsum(counts) - counts
+            members = np.take(order, np.repeat(first[shared] - offsets, counts) + np.arange(int(counts.sum())))
+            key = (np.take(parent, members) * len(self.spec.actions) + np.take(action_id, members)) * n + members
+            winners[shared] = np.minimum.reduceat(key, offsets) % n
+        key = (np.take(parent, winners) * len(self.spec.actions) + np.take(action_id, winners)) * n + winners
+        key.sort()
+        winners = key % n
+        return winners, np.take(parent, winners), np.take(action_id, winners), unique[fresh], at[fresh]
 
     # --- the search ------------------------------------------------------------------------
     def run(self, max_states=None, max_depth=None, time_limit=None, progress=None):
