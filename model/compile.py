@@ -194,8 +194,10 @@ def tuple_kernel(outputs, kind, columns=(), booleans=()):
 
     The numpy ``kernel`` evaluates a graph over a whole batch; this evaluates it
     for one state with plain Python ints and bools (``and``/``or``/``not``, ``x if
-    c else y``), which is what a random walk needs. Nodes used more than once, or
-    nested too deep for one expression, become temporaries; the others are inlined.
+    c else y``), which is what a random walk needs. Nodes used more than once
+    become temporaries, unless they only combine cells and constants (recomputing
+    those costs no more than naming them, and guards that fail early never pay
+    for them); so do nodes nested too deep for one expression. The rest is inlined.
     ``kind`` is what the function returns:
 
     - ``"which"``: the indices of the outputs that hold (guards -> enabled instances);
@@ -242,7 +244,8 @@ def tuple_kernel(outputs, kind, columns=(), booleans=()):
                 stack.extend((x, False) for x in v.args if isinstance(x, Node))
                 continue
             t, depth = define(v)
-            if v.op != "col" and (uses[v.id] > 1 or depth > 40):
+            cheap = all(_const(x) or x.op == "col" for x in v.args)   # as cheap to recompute as to name
+            if v.op != "col" and ((uses[v.id] > 1 and not cheap) or depth > 40):
                 lines.append(f"    t{v.id} = {t}")
                 t, depth = f"t{v.id}", 0
             text[v.id] = (t, depth)
