@@ -148,18 +148,13 @@ class CompiledModel:
         booleans = {c for c in range(len(lay.names)) if lay.boolean[c]}
         guards, self.updates = [], []
         for inst in spec.actions:
-            view = self._view()
-            inst.fn(spec, view, **inst.params)
+            view = spec.traced(inst, self.graph)
             guards.append(view.guard)
             columns = list(view._written)
             self.updates.append(tuple_kernel([view._written[c] for c in columns], "update", columns, booleans))
         self.enabled = tuple_kernel(guards, "which")
         self._invariants = {}
         self.initial = tuple(int(v) for v in spec.initial_row())
-
-    def _view(self):
-        from model.view import View
-        return View(self.spec.layout, self.graph.reader(self.spec.layout))
 
     def step(self, r, i):
         """The successor of state ``r`` by instance id ``i`` (which must be enabled)."""
@@ -170,7 +165,7 @@ class CompiledModel:
         fn = self._invariants.get(name)
         if fn is None:
             from model.compile import tuple_kernel
-            value = self.spec.invariants[name].fn(self.spec, self._view())
+            value = self.spec.traced_invariant(self.spec.invariants[name], self.graph)
             fn = self._invariants[name] = tuple_kernel([value], "value")
         return fn
 

@@ -289,6 +289,16 @@ class Spec:
         read = scalar_reader(self.layout, row)
         return [a for a in self.actions if bool(self.run(a, View(self.layout, read, guard_only=True)))]
 
+    def traced(self, inst, graph):
+        """An action run on the nodes of an expression ``graph``: its view holds the guard and the writes."""
+        view = View(self.layout, graph.reader(self.layout))
+        inst.fn(self, view, **inst.params)
+        return view
+
+    def traced_invariant(self, inv, graph):
+        """An invariant as a node of an expression ``graph``."""
+        return inv.fn(self, View(self.layout, graph.reader(self.layout)))
+
     def _action_kernels(self, inst):
         """(guard kernel, written columns, update kernel) of an action, traced once and cached.
 
@@ -299,12 +309,11 @@ class Spec:
         found = cache.get(("action", inst.id))
         if found is None:
             graph = Graph()
-            read = graph.reader(self.layout)
-            view = View(self.layout, read)
-            inst.fn(self, view, **inst.params)
+            view = self.traced(inst, graph)
             columns = list(view._written)
+            old = graph.reader(self.layout)
             found = (kernel([view.guard], subset=False), columns,
-                     kernel([view._written[c] for c in columns] + [read(c) for c in columns], subset=True))
+                     kernel([view._written[c] for c in columns] + [old(c) for c in columns], subset=True))
             cache[("action", inst.id)] = found
         return found
 
@@ -312,8 +321,7 @@ class Spec:
         cache = self.__dict__.setdefault("_kernel_cache", {})
         found = cache.get(("invariant", inv.name))
         if found is None:
-            graph = Graph()
-            found = kernel([inv.fn(self, View(self.layout, graph.reader(self.layout)))], subset=False)
+            found = kernel([self.traced_invariant(inv, Graph())], subset=False)
             cache[("invariant", inv.name)] = found
         return found
 
