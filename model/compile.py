@@ -126,6 +126,23 @@ class Node(Traced):
         return self.graph.node("not", self)
 
 
+def _children_first(root, done):
+    """The nodes below ``root`` not in ``done``, each after its arguments (iteratively: graphs can be deep).
+
+    The caller adds each node it gets to ``done`` before asking for the next.
+    """
+    stack = [(root, False)]
+    while stack:
+        v, ready = stack.pop()
+        if _const(v) or v.id in done:
+            continue
+        if ready:
+            yield v
+        else:
+            stack.append((v, True))
+            stack.extend((x, False) for x in v.args if isinstance(x, Node))
+
+
 def kernel(outputs, subset):
     """A function ``f(batch[, rows]) -> [value per output]`` evaluating traced outputs with numpy.
 
@@ -154,18 +171,9 @@ def kernel(outputs, subset):
         return f"{'minimum' if v.op == 'min' else 'maximum'}({a[0]}, {a[1]})"
 
     def emit(root):
-        """Define every node below root, children first (iteratively: graphs can be deep)."""
-        stack = [(root, False)]
-        while stack:
-            v, ready = stack.pop()
-            if _const(v) or v.id in names:
-                continue
-            if ready:
-                names[v.id] = f"t{v.id}"
-                lines.append(f"    t{v.id} = {define(v)}")
-            else:
-                stack.append((v, True))
-                stack.extend((x, False) for x in v.args if isinstance(x, Node))
+        for v in _children_first(root, names):
+            names[v.id] = f"t{v.id}"
+            lines.append(f"    t{v.id} = {define(v)}")
         return ref(root)
 
     results = [emit(v) for v in outputs]
@@ -234,15 +242,7 @@ def tuple_kernel(outputs, kind, columns=(), booleans=()):
         return f"{v.op}({s[0]}, {s[1]})", depth
 
     def emit(root):
-        stack = [(root, False)]
-        while stack:
-            v, ready = stack.pop()
-            if _const(v) or v.id in text:
-                continue
-            if not ready:
-                stack.append((v, True))
-                stack.extend((x, False) for x in v.args if isinstance(x, Node))
-                continue
+        for v in _children_first(root, text):
             t, depth = define(v)
             cheap = all(_const(x) or x.op == "col" for x in v.args)   # as cheap to recompute as to name
             if v.op != "col" and ((uses[v.id] > 1 and not cheap) or depth > 40):

@@ -1,7 +1,7 @@
 """Backend conformance: scalar, numpy and z3 give identical guards, updates and invariants.
 
-For every spec in ``specs.SPECS`` at its default bounds, and kip-320 at
-replicas=3, a fixed-seed sample of well-typed states is run through all three
+For every spec in ``specs.SPECS`` at its default bounds, kip-320 at
+replicas=3, and kip-320 with its proof ghosts on, a fixed-seed sample of well-typed states is run through all three
 backends:
 
 - half drawn uniformly from each column's [lo, hi] (boolean columns 0/1), so
@@ -46,9 +46,10 @@ WALK_MAX_LEN = 40
 Z3_EVERY = 5            # z3 on every 5th state: 200 per spec (100 random, 100 walked)
 
 # every spec at its default bounds (the TLA+ family, whose defaults are TLC's 3 replicas, at 2 to keep CI
-# fast: its actions and invariants are the same code at any replica count), and kip-320 at 3 replicas
+# fast: its actions and invariants are the same code at any replica count), kip-320 at 3 replicas, and
+# kip-320 with the proof ghosts (their updates and the lemmas' history parts) on
 CONFIGS = ([(name, {"replicas": 2} if name.startswith("tla-") else {}) for name in SPECS]
-           + [("kip-320", {"replicas": 3})])
+           + [("kip-320", {"replicas": 3}), ("kip-320", {"proof_ghosts": 1})])
 
 
 def config_id(config):
