@@ -131,7 +131,7 @@ def cli():
 @bound_options
 @click.option("--symmetry", is_flag=True, help="replica-symmetry reduction")
 @click.option("--engine", type=click.Choice(["local", "bmc", "spark"]), default="local", show_default=True,
-              help="local: exhaustive BFS in process; bmc: z3 bounded model checking; spark: BFS on Spark")
+              help="local: exhaustive BFS in process; bmc: bounded model checking (z3 + SAT); spark: BFS on Spark")
 @click.option("--depth", type=click.IntRange(min=1), default=40, show_default=True,
               help="bmc: longest path checked, in states")
 @click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="bmc: seconds")

@@ -19,7 +19,7 @@ read off the model.
 * :func:`bmc` -- is a state violating an invariant reachable in at most
   ``depth`` states? Levels are checked in order, so the first violation found
   for an invariant is a shortest one (the same number of states as the
-  exhaustive engine's trace). The z3 model is decoded into action ids, replayed
+  exhaustive engine's trace). The SAT model is decoded into action ids, replayed
   on the scalar backend from the initial row (the replayed rows must equal the
   model's: a disagreement is an internal error), and returned as a
   :class:`checker.bfs.SearchResult` with ordinary steps, so traces save, replay
@@ -31,40 +31,46 @@ read off the model.
   (the counterexample to induction, for display) or ``unknown`` (z3 gave up or
   the time ran out).
 
-Encoding for BMC: bit-vectors. Every term the spec's z3 backend produces is an
-Int/Bool term over the state columns; BMC translates it (once, on a template
-step, then instantiates it per step by substitution) into a bit-vector term
-and solves by bit-blasting to SAT. The width is chosen by interval analysis so
-that *every* integer subterm's value range fits (see :class:`BitBlaster`):
-on well-typed states the bit-vector term then has exactly the Int term's value,
-and every state on a BMC path is well-typed (the initial state is, and spec
-loading checks that no enabled action writes a value outside its field's
-bounds; the encoding also asserts the bounds). On these models bit-blasting
-beats z3's arithmetic solver by an order of magnitude (level 8 of
-hw-truncation strong-isr: 20 s on Ints, 1.6 s bit-blasted). By default one
-incremental SAT-based solver (z3's QF_FD solver: bit-blasting, learnt clauses
-kept across levels) grows the unrolling level by level and asks for a
-violation under an assumption literal; ``incremental=False`` instead solves each
-level with a fresh solver after equation solving, which eliminates the state
-copies (each next state is a function of the previous one and the action
-choice) -- about as fast on these specs. The induction step uses unbounded
-Ints (its relaxed columns have no upper bound, so no width fits).
+Encoding for BMC: CNF for an incremental SAT solver (CaDiCaL, through
+python-sat). Every term the spec's z3 backend produces is an Int/Bool term over
+the state columns; BMC translates one step of it (once) into bit-vectors, exactly
+(:class:`BitBlaster`: the width is chosen by interval analysis so that every
+integer subterm's value range fits, so on well-typed states the bit-vector term
+has exactly the Int term's value), lets z3 bit-blast it into CNF over named
+atoms -- a state column is its fewest bits, an action choice is one-hot -- and
+instantiates that CNF per step by renaming variables (:class:`CnfUnrolling`).
+Every state on a BMC path is well-typed: the initial state is, spec loading
+checks that no enabled action writes a value outside its field's bounds, and
+the encoding also asserts the bounds. One solver grows the unrolling level by
+level, keeping its learnt clauses, and asks for a violation under an assumption
+literal. A counterexample is read off the model as action ids and replayed on
+the scalar backend, whose states must equal the model's. Measured on
+hw-truncation no-committed-loss (violated at 12 states): 36 s CPU with z3's own
+bit-blasting incremental solver on 6-bit columns, 10 s with this encoding on
+CaDiCaL; kip-101's 16-state loss is found in under a minute, where z3 alone got
+to level 12 in 90 s. The induction step uses unbounded Ints on z3 (its relaxed
+columns have no upper bound, so no width fits).
 
 Cost: BMC is exponential in depth on these interleaving models. Proving that
 no violation exists at level d means refuting every interleaving of d-1
-actions; each level costs 2-4x the previous one, while the exhaustive engine's
-distinct states only double. Measured at the default bounds: levels 1-8 take
-seconds, hw-truncation's level 10 about 3 minutes, kip-101's level 12 about 10
-minutes; the depth-14 to 16 violations of kip-101/kip-279/kafka-7128 are out of
-reach in CI time (the exhaustive engine finds them in 1-3 s). Use BMC for
-shallow bugs and as an independent cross-check, k-induction for proofs.
+actions; each level costs about 1.5-2x the previous one, while the exhaustive
+engine's distinct states only double. The exhaustive engine finds every
+expected violation here in about a second; use BMC as an independent
+cross-check, for shallow bugs in state spaces too large to enumerate, and
+k-induction for proofs. Adjacent-step partial-order reduction (forbidding an
+action after a later-numbered one it commutes with) was measured and dropped:
+it cut the solver's work on some levels and added to it on others, and the
+commutation check costs seconds per spec.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import z3
+from pysat.solvers import Solver as SatSolver
 
 from checker.bfs import SearchResult, Violation, peak_memory
 from model.view import z3_variables
@@ -140,22 +146,9 @@ class Unrolling:
 
     def transition(self, i):
         """T(s_i, a_i, s_{i+1}) as described in the module docstring."""
-        spec = self.spec
-        cur, nxt, a = self.state(i), self.state(i + 1), self.choice(i)
-        n = len(spec.actions)
-        parts = [a >= 0, a < n]
-        chains = {}
-        for inst in spec.actions:
-            guard, updates = spec.z3_action(inst, cur)
-            parts.append(z3.Implies(a == inst.id, guard))
-            for c, t in updates.items():
-                chains.setdefault(c, []).append((inst.id, t))
-        for c in range(spec.layout.width):
-            value = cur[c]
-            for k, t in reversed(chains.get(c, [])):
-                value = z3.If(a == k, t, value)
-            parts.append(nxt[c] == value)
-        return z3.And(parts)
+        a = self.choice(i)
+        return z3.And([a >= 0, a < len(self.spec.actions)]
+                      + step_relation(self.spec, self.state(i), self.state(i + 1), lambda k: a == k))
 
     def holds(self, inv, i):
         return self.spec.z3_invariant(inv, self.state(i))
@@ -171,6 +164,23 @@ class Unrolling:
 
     def action_ids(self, model, steps):
         return [_value(model, self.choice(i)) for i in range(steps)]
+
+
+def step_relation(spec, cur, nxt, chosen):
+    """The conjuncts of T(cur, nxt): ``chosen(k)`` (a Bool term: instance k is the step's action) implies
+    k's guard, and each column of ``nxt`` is the ``ite`` chain over the instances that write it."""
+    parts, chains = [], {}
+    for inst in spec.actions:
+        guard, updates = spec.z3_action(inst, cur)
+        parts.append(z3.Implies(chosen(inst.id), guard))
+        for c, t in updates.items():
+            chains.setdefault(c, []).append((inst.id, t))
+    for c in range(spec.layout.width):
+        value = cur[c]
+        for k, t in reversed(chains.get(c, [])):
+            value = z3.If(chosen(k), t, value)
+        parts.append(nxt[c] == value)
+    return parts
 
 
 def _value(model, x):
@@ -379,67 +389,177 @@ class BitBlaster:
         raise ValueError(f"cannot translate {x.decl()} to bit-vectors")
 
 
-class BvUnrolling:
-    """The BMC unrolling in bit-vectors: one translated template step, substituted per step."""
+class CnfUnrolling:
+    """The BMC unrolling as CNF, for an incremental SAT solver (CaDiCaL, through python-sat).
+
+    A state is a vector of named Boolean atoms: a column with bounds lo..hi holds
+    ``lo + sum_b 2^b x_b`` over the fewest bits that count hi - lo (a flag is one
+    atom), so the type bound is a few clauses and no bit is wasted. The action
+    choice is one-hot: an atom per action instance and step, exactly one true.
+    One step, ``T(s, s')`` with ``s'`` well-typed, and each invariant's truth
+    ``holds.I <=> I(s)`` are translated once: the spec's Int terms go to
+    bit-vectors (:class:`BitBlaster`), each variable becomes its bit vector, and
+    z3's bit-blaster and Tseitin transformation give CNF over the named atoms and
+    fresh ones. Step i is that CNF with the atoms of ``s``, ``s'`` and the choice
+    renamed to the SAT variables of state i, state i+1 and step i, and every
+    fresh atom to a new variable: one bit-blast, however deep the unrolling.
+    """
 
     def __init__(self, spec, invariants):
         self.spec = spec
         lay = spec.layout
+        self.bits = [1 if lay.boolean[c] else max(1, int(lay.hi[c] - lay.lo[c]).bit_length())
+                     for c in range(lay.width)]
+        self.start = np.concatenate([[0], np.cumsum(self.bits)])      # column c: state bits start[c]..start[c+1]
         tpl = Unrolling(spec, prefix="tpl")
-        v0, v1, a0 = tpl.state(0), tpl.state(1), tpl.choice(0)
-        bounds = {str(a0): (0, max(len(spec.actions) - 1, 0))}
-        for vs in (v0, v1):
-            for c, x in enumerate(vs):
-                if not lay.boolean[c]:
-                    bounds[str(x)] = (int(lay.lo[c]), int(lay.hi[c]))
-        int_terms = {"T": tpl.transition(0), "init": tpl.initial(0), "typed": tpl.typed(0)}
-        for inv in invariants:
-            int_terms["inv:" + inv.name] = tpl.holds(inv, 0)
+        v0, v1 = tpl.state(0), tpl.state(1)
+        bounds = {str(x): (int(lay.lo[c]), int(lay.hi[c]))
+                  for vs in (v0, v1) for c, x in enumerate(vs) if not lay.boolean[c]}
+        chosen = [z3.Bool(f"act.{k}") for k in range(len(spec.actions))]
+        step = z3.And(step_relation(spec, v0, v1, chosen.__getitem__))
+        holds = z3.And([z3.Bool(f"holds.{inv.name}") == tpl.holds(inv, 0) for inv in invariants])
         self.bb = BitBlaster(bounds)
-        self.width = self.bb.fit(list(int_terms.values()))
-        self.template = {k: self.bb(t) for k, t in int_terms.items()}
-        var = self.bb.variables
-        w = self.width
-        self._src0 = [z3.Bool(str(x)) if lay.boolean[c] else z3.BitVec(str(x), w) for c, x in enumerate(v0)]
-        self._src1 = [z3.Bool(str(x)) if lay.boolean[c] else z3.BitVec(str(x), w) for c, x in enumerate(v1)]
-        self._srca = z3.BitVec(str(a0), w)
-        assert all(str(x) not in var or var[str(x)].eq(y) for x, y in zip(v0 + v1, self._src0 + self._src1))
-        self.states, self.choices = [], []
+        self.width = self.bb.fit([step, holds])
+        atoms, by_name = {}, {}        # template atom name -> ("s0"|"s1", state bit) / ("act", k) / ("holds", name)
+        for which, vs in (("s0", v0), ("s1", v1)):
+            for c, x in enumerate(vs):
+                names = [str(x)] if lay.boolean[c] else [f"{x}#{b}" for b in range(self.bits[c])]
+                for b, n in enumerate(names):
+                    atoms[n] = (which, int(self.start[c]) + b)
+                by_name[str(x)] = [z3.Bool(n) for n in names]
+        atoms.update({f"act.{k}": ("act", k) for k in range(len(chosen))})
+        atoms.update({f"holds.{inv.name}": ("holds", inv.name) for inv in invariants})
+        self._atoms = atoms
+        typed = [self._below(by_name[str(x)], int(lay.hi[c] - lay.lo[c]))
+                 for c, x in enumerate(v1) if not lay.boolean[c]]
+        self._step = self._cnf(z3.And([self._bits_for(self.bb(step), by_name, bounds)] + typed))
+        self._holds = self._cnf(self._bits_for(self.bb(holds), by_name, bounds))
+        self.n_vars = 0
+        self.states, self.choices, self.holds_at = [], [], []
+
+    # --- translation ------------------------------------------------------------------------
+    def _bits_for(self, bv_term, by_name, bounds):
+        """The bit-vector term with each state variable replaced by its atoms' value."""
+        pairs = []
+        for name, var in self.bb.variables.items():
+            if name not in by_name or z3.is_bool(var):
+                continue
+            bits = [z3.If(b, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)) for b in reversed(by_name[name])]
+            raw = bits[0] if len(bits) == 1 else z3.Concat(*bits)
+            value = z3.ZeroExt(self.width - raw.size(), raw) if raw.size() < self.width else raw
+            pairs.append((var, value + bounds[name][0]))
+        return z3.substitute(bv_term, *pairs)
+
+    @staticmethod
+    def _below(atoms, limit):
+        """The unsigned number on these atoms is at most ``limit``."""
+        if limit >= (1 << len(atoms)) - 1:
+            return z3.BoolVal(True)
+        raw = z3.Concat(*[z3.If(b, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)) for b in reversed(atoms)]) \
+            if len(atoms) > 1 else z3.If(atoms[0], z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
+        return z3.ULE(raw, limit)
+
+    def _cnf(self, formula):
+        """(clauses as one 0-separated int array, template variable -> role) of a formula over the atoms."""
+        goal = z3.Goal()
+        goal.add(formula)
+        (out,) = z3.Then("simplify", "bit-blast", "aig", "tseitin-cnf")(goal)
+        lines = out.dimacs(include_names=True).splitlines()
+        n_vars = int(lines[0].split()[2])
+        roles = [None] * (n_vars + 1)
+        body = []
+        for line in lines[1:]:
+            if line.startswith("c "):
+                _, v, name = line.split(" ", 2)
+                roles[int(v)] = self._atoms.get(name)
+            else:
+                body.append(line)
+        lits = np.array(" ".join(body).split(), dtype=np.int64)
+        return lits, roles
+
+    # --- SAT variables ---------------------------------------------------------------------
+    def new_variables(self, n):
+        first = self.n_vars + 1
+        self.n_vars += n
+        return np.arange(first, first + n, dtype=np.int64)
 
     def state(self, i):
-        lay = self.spec.layout
+        """SAT variables of state i's bits, and the unit clauses fixing state 0 to the initial state."""
         while len(self.states) <= i:
-            j = len(self.states)
-            self.states.append([z3.Bool(f"s{j}.{n}") if b else z3.BitVec(f"s{j}.{n}", self.width)
-                                for n, b in zip(lay.names, lay.boolean)])
+            self.states.append(self.new_variables(int(self.start[-1])))
         return self.states[i]
 
     def choice(self, i):
         while len(self.choices) <= i:
-            self.choices.append(z3.BitVec(f"action{len(self.choices)}", self.width))
+            self.choices.append(self.new_variables(len(self.spec.actions)))
         return self.choices[i]
 
-    def _at(self, key, i, with_next=False):
-        pairs = list(zip(self._src0, self.state(i)))
-        if with_next:
-            pairs += list(zip(self._src1, self.state(i + 1))) + [(self._srca, self.choice(i))]
-        return z3.substitute(self.template[key], *pairs)
+    def _instantiate(self, template, i, with_next):
+        lits, roles = template
+        where = np.empty(len(roles), dtype=np.int64)
+        fresh = [v for v in range(1, len(roles)) if roles[v] is None]
+        where[fresh] = self.new_variables(len(fresh))
+        named = {}
+        for v, role in enumerate(roles):
+            if role is None or v == 0:
+                continue
+            kind, key = role
+            if kind == "s0":
+                where[v] = self.state(i)[key]
+            elif kind == "s1" and with_next:
+                where[v] = self.state(i + 1)[key]
+            elif kind == "act" and with_next:
+                where[v] = self.choice(i)[key]
+            elif kind == "holds":
+                where[v] = named[key] = self.new_variables(1)[0]
+            else:
+                raise RuntimeError(f"internal error: atom {kind} {key} in the wrong template")
+        mapped = np.where(lits > 0, where[np.abs(lits)], -where[np.abs(lits)])
+        mapped[lits == 0] = 0
+        cuts = np.flatnonzero(mapped == 0)
+        clauses = [c.tolist() for c in np.split(mapped, cuts + 1)[:-1]]
+        return [c[:-1] for c in clauses], named
 
-    def initial(self, i=0):
-        return self._at("init", i)
-
-    def typed(self, i):
-        return self._at("typed", i)
+    # --- clauses ---------------------------------------------------------------------------
+    def initial(self):
+        """Unit clauses: state 0 is the spec's initial state."""
+        lay, row, s0 = self.spec.layout, self.spec.initial_row(), self.state(0)
+        out = []
+        for c in range(lay.width):
+            raw = int(row[c]) - (0 if lay.boolean[c] else int(lay.lo[c]))
+            for b in range(self.bits[c]):
+                v = int(s0[self.start[c] + b])
+                out.append([v if (raw >> b) & 1 else -v])
+        return out
 
     def transition(self, i):
-        return self._at("T", i, with_next=True)
+        """Clauses of T(s_i, s_{i+1}) with s_{i+1} well-typed, and exactly one action chosen at step i."""
+        clauses, _ = self._instantiate(self._step, i, with_next=True)
+        acts = self.choice(i).tolist()
+        clauses.append(acts)
+        clauses.extend([-a, -b] for j, a in enumerate(acts) for b in acts[j + 1:])
+        return clauses
 
-    def holds(self, inv, i):
-        return self._at("inv:" + inv.name, i)
+    def holds(self, i):
+        """(clauses, {invariant: SAT variable true iff it holds at state i})."""
+        return self._instantiate(self._holds, i, with_next=False)
+
+    # --- decoding --------------------------------------------------------------------------
+    def values(self, model, i):
+        true = model > 0
+        lay, s = self.spec.layout, self.state(i)
+        out = []
+        for c in range(lay.width):
+            bits = true[s[self.start[c]:self.start[c + 1]] - 1]
+            raw = int(np.dot(bits, 1 << np.arange(self.bits[c])))
+            out.append(raw if lay.boolean[c] else raw + int(lay.lo[c]))
+        return out
 
     def replay(self, model, n_states):
-        return _replay(self.spec, lambda i: [_value(model, x) for x in self.state(i)],
-                       [_value(model, self.choice(i)) for i in range(n_states - 1)], n_states)
+        """The path in a SAT model, replayed on the scalar backend (see :func:`_replay`)."""
+        model = np.asarray(model, dtype=np.int64)
+        ids = [int(np.flatnonzero(model[self.choice(i) - 1] > 0)[0]) for i in range(n_states - 1)]
+        return _replay(self.spec, lambda i: self.values(model, i), ids, n_states)
 
 
 def _solve(constraints, deadline, incremental_solver=None, assumptions=()):
@@ -501,18 +621,18 @@ class BmcResult(SearchResult):
         return self.z3_unknown is not None
 
 
-def bmc(spec, invariants, depth, timeout_s=None, progress=None, incremental=True):
+def bmc(spec, invariants, depth, timeout_s=None, progress=None):
     """Bounded model checking of the named invariants on paths of up to ``depth`` states.
 
     Levels are checked in order 1, 2, ..., depth (level d: paths of d states from
     the initial state), so an invariant's violation is reported at its smallest
     level, with a trace of that many states; once every invariant is violated
-    the search stops. ``timeout_s`` bounds the whole run (z3's timeout is the
-    remaining time at each check); when it runs out, or z3 answers unknown, the
-    result has ``z3_unknown`` and ``budget_hit`` set and ``depth`` is the last
-    level fully checked. ``progress(depth=, frontier=0, distinct=0, seconds=)``
-    is called after each level. ``incremental=False`` solves each level with a
-    fresh solver instead of one incremental solver with assumptions.
+    the search stops. One incremental SAT solver holds the unrolling
+    (:class:`CnfUnrolling`): each level adds a step and asks, under an assumption,
+    for a path whose last state violates a pending invariant. ``timeout_s``
+    bounds the whole run; when it runs out the result has ``z3_unknown`` and
+    ``budget_hit`` set and ``depth`` is the last level fully checked.
+    ``progress(depth=, frontier=0, distinct=0, seconds=)`` is called after each level.
     """
     if depth < 1:
         raise ValueError("bmc depth must be at least 1")
@@ -521,46 +641,58 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, incremental=True
     invs = [spec.invariants[name] for name in invariants]
     pending = list(invs)
     violations = {}
-    u = BvUnrolling(spec, invs)
-    inc = z3.SolverFor("QF_FD") if incremental else None
-    base = []
-
-    def add(c):
-        base.append(c)
-        if inc is not None:
-            inc.add(c)
-
-    add(u.initial(0))
+    u = CnfUnrolling(spec, invs)
     done, unknown, level_seconds = 0, None, []
-    try:
-        for level in range(1, depth + 1):
-            last = level - 1
-            if last > 0:
-                add(u.transition(last - 1))
-                add(u.typed(last))
-            _check_level(u, base, inc, level, pending, violations, deadline, add)
-            done = level
-            level_seconds.append(time.perf_counter() - start)
-            if progress is not None:
-                progress(depth=level, frontier=0, distinct=0, seconds=time.perf_counter() - start)
-            if not pending:
-                break
-    except Z3Unknown as e:
-        unknown = e.reason
+    with SatSolver(name="cadical195") as solver:
+        solver.append_formula(u.initial())
+        try:
+            for level in range(1, depth + 1):
+                last = level - 1
+                if last > 0:
+                    solver.append_formula(u.transition(last - 1))
+                clauses, holds = u.holds(last)
+                solver.append_formula(clauses)
+                _check_level(u, solver, holds, level, pending, violations, deadline)
+                done = level
+                level_seconds.append(time.perf_counter() - start)
+                if progress is not None:
+                    progress(depth=level, frontier=0, distinct=0, seconds=time.perf_counter() - start)
+                if not pending:
+                    break
+        except Z3Unknown as e:
+            unknown = e.reason
     budget = None      # a noun phrase: the CLI prints "stopped: <budget_hit> reached"
     if unknown is not None:
-        budget = (f"z3 time limit {timeout_s:g}s" if unknown.startswith("time limit") and timeout_s is not None
-                  else f"z3 unknown ({unknown})")
+        budget = f"z3 time limit {timeout_s:g}s" if timeout_s is not None else f"z3 unknown ({unknown})"
     elif pending:
         budget = f"bmc depth {depth}"
     return BmcResult(
         invariants=[i.name for i in invs], violations=violations, distinct_states=0, transitions=0,
         depth=done, seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=0,
         complete=False, budget_hit=budget, never_fired=[], z3_unknown=unknown, level_seconds=level_seconds,
-        bits=u.width)
+        bits=int(u.start[-1]))
 
 
-def _check_level(u, base, inc, level, pending, violations, deadline, add):
+def _sat_check(solver, assumptions, deadline):
+    """Satisfiable under the assumptions? Raises Z3Unknown when the deadline passes first."""
+    if deadline is None:
+        return solver.solve(assumptions=assumptions)
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        raise Z3Unknown("time limit reached")
+    timer = threading.Timer(remaining, solver.interrupt)
+    timer.start()
+    try:
+        answer = solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
+    finally:
+        timer.cancel()
+    if answer is None:
+        solver.clear_interrupt()
+        raise Z3Unknown("time limit reached")
+    return answer
+
+
+def _check_level(u, solver, holds, level, pending, violations, deadline):
     """Find every pending invariant violated at ``level`` (a path of that many states).
 
     One query asks for a path violating any of them; each model found removes
@@ -568,30 +700,27 @@ def _check_level(u, base, inc, level, pending, violations, deadline, add):
     hold at this level and are added as facts for deeper levels (every state
     here satisfies them, so this is sound).
     """
-    last = level - 1
     while pending:
-        goals = {inv.name: u.holds(inv, last) for inv in pending}
-        bad = z3.Not(z3.And(list(goals.values())))
-        if inc is None:
-            model = _solve(base + [bad], deadline)
-        else:
-            flag = z3.Bool(f"bad.{level}.{len(pending)}")
-            inc.add(z3.Implies(flag, bad))
-            model = _solve(None, deadline, inc, [flag])
-        if model is None:
-            for g in goals.values():
-                add(g)
+        flag = int(u.new_variables(1)[0])
+        solver.add_clause([-flag] + [-int(holds[inv.name]) for inv in pending])
+        if not _sat_check(solver, [flag], deadline):
+            solver.add_clause([-flag])
+            for inv in pending:
+                solver.add_clause([int(holds[inv.name])])
             return
+        model = np.zeros(u.n_vars, dtype=np.int64)
+        found = np.asarray(solver.get_model(), dtype=np.int64)
+        model[np.abs(found) - 1] = found
         steps = u.replay(model, level)
         before = len(pending)
         for inv in list(pending):
-            if z3.is_false(model.eval(goals[inv.name], model_completion=True)):
+            if model[holds[inv.name] - 1] < 0:
                 if u.spec.holds(steps[-1][1], inv):
-                    raise RuntimeError(f"internal error: {inv.name} holds on replay of the z3 counterexample")
+                    raise RuntimeError(f"internal error: {inv.name} holds on replay of the SAT counterexample")
                 violations[inv.name] = Violation(inv.name, -1, level, steps)
                 pending.remove(inv)
         if len(pending) == before:
-            raise RuntimeError("internal error: z3 found a violating path but no invariant fails in its model")
+            raise RuntimeError("internal error: the SAT solver found a violating path but no invariant fails in it")
 
 
 # ---------------------------------------------------------------------------------------
