@@ -389,6 +389,12 @@ class BitBlaster:
         raise ValueError(f"cannot translate {x.decl()} to bit-vectors")
 
 
+def _unsigned(atoms):
+    """The unsigned bit-vector whose bits, least significant first, are these Bool atoms."""
+    bits = [z3.If(b, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)) for b in reversed(atoms)]
+    return bits[0] if len(bits) == 1 else z3.Concat(*bits)
+
+
 class CnfUnrolling:
     """The BMC unrolling as CNF, for an incremental SAT solver (CaDiCaL, through python-sat).
 
@@ -430,12 +436,15 @@ class CnfUnrolling:
         atoms.update({f"act.{k}": ("act", k) for k in range(len(chosen))})
         atoms.update({f"holds.{inv.name}": ("holds", inv.name) for inv in invariants})
         self._atoms = atoms
-        typed = [self._below(by_name[str(x)], int(lay.hi[c] - lay.lo[c]))
-                 for c, x in enumerate(v1) if not lay.boolean[c]]
+        typed = [z3.ULE(_unsigned(by_name[str(x)]), int(lay.hi[c] - lay.lo[c]))
+                 for c, x in enumerate(v1) if not lay.boolean[c] and lay.hi[c] - lay.lo[c] < (1 << self.bits[c]) - 1]
         self._step = self._cnf(z3.And([self._bits_for(self.bb(step), by_name, bounds)] + typed))
         self._holds = self._cnf(self._bits_for(self.bb(holds), by_name, bounds))
+        missing = {f"holds.{inv.name}" for inv in invariants} - {f"holds.{r[1]}" for r in self._holds[1] if r and r[0] == "holds"}
+        if missing:
+            raise RuntimeError(f"internal error: no CNF variable for {', '.join(sorted(missing))}")
         self.n_vars = 0
-        self.states, self.choices, self.holds_at = [], [], []
+        self.states, self.choices = [], []
 
     # --- translation ------------------------------------------------------------------------
     def _bits_for(self, bv_term, by_name, bounds):
@@ -444,20 +453,11 @@ class CnfUnrolling:
         for name, var in self.bb.variables.items():
             if name not in by_name or z3.is_bool(var):
                 continue
-            bits = [z3.If(b, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)) for b in reversed(by_name[name])]
-            raw = bits[0] if len(bits) == 1 else z3.Concat(*bits)
+            raw = _unsigned(by_name[name])
             value = z3.ZeroExt(self.width - raw.size(), raw) if raw.size() < self.width else raw
             pairs.append((var, value + bounds[name][0]))
         return z3.substitute(bv_term, *pairs)
 
-    @staticmethod
-    def _below(atoms, limit):
-        """The unsigned number on these atoms is at most ``limit``."""
-        if limit >= (1 << len(atoms)) - 1:
-            return z3.BoolVal(True)
-        raw = z3.Concat(*[z3.If(b, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)) for b in reversed(atoms)]) \
-            if len(atoms) > 1 else z3.If(atoms[0], z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
-        return z3.ULE(raw, limit)
 
     def _cnf(self, formula):
         """(clauses as one 0-separated int array, template variable -> role) of a formula over the atoms."""
@@ -479,12 +479,13 @@ class CnfUnrolling:
 
     # --- SAT variables ---------------------------------------------------------------------
     def new_variables(self, n):
+        """n fresh SAT variables."""
         first = self.n_vars + 1
         self.n_vars += n
         return np.arange(first, first + n, dtype=np.int64)
 
     def state(self, i):
-        """SAT variables of state i's bits, and the unit clauses fixing state 0 to the initial state."""
+        """SAT variables of state i's bits (column c: ``start[c]`` to ``start[c + 1]``, least significant first)."""
         while len(self.states) <= i:
             self.states.append(self.new_variables(int(self.start[-1])))
         return self.states[i]
@@ -546,6 +547,7 @@ class CnfUnrolling:
 
     # --- decoding --------------------------------------------------------------------------
     def values(self, model, i):
+        """State i of a SAT model (one literal per variable, in order) as a list of ints."""
         true = model > 0
         lay, s = self.spec.layout, self.state(i)
         out = []
@@ -608,7 +610,7 @@ class BmcResult(SearchResult):
 
     Extra: ``z3_unknown`` (why z3 gave up, None if it never did; ``timed_out``
     is True then), ``level_seconds`` (cumulative seconds when each level was
-    done), ``bits`` (bit-vector width of the encoding).
+    done), ``bits`` (SAT variables per state).
     """
 
     engine: str = "bmc"
