@@ -7,6 +7,7 @@ length of the exhaustive engine's shortest counterexample, with a trace that rep
 """
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -68,12 +69,36 @@ def test_bmc_reports_nothing_for_invariants_that_hold():
     assert result.budget_hit == "bmc depth 6" and not result.complete and not result.timed_out
 
 
-def test_bmc_timeout_says_so():
+def test_bmc_timeout_says_so_and_stops_a_long_solve():
     spec = SPECS["kip-101"]()
-    result = bmc(spec, ["strong-isr"], 14, timeout_s=1.0)
+    start = time.perf_counter()
+    result = bmc(spec, ["strong-isr"], 14, timeout_s=6.0)
+    # levels 12-14 take 5-10 s each: the solve under way at the deadline was stopped, not waited for
+    assert time.perf_counter() - start < 7.5
     assert result.timed_out and "time limit" in result.z3_unknown
-    assert result.budget_hit == "z3 time limit 1s" and result.depth < 14
+    assert result.budget_hit == "z3 time limit 6s" and result.depth < 14
     assert result.verdicts == {"strong-isr": "unknown"}
+
+
+def test_bmc_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
+    from checker import symbolic
+
+    calls = {"n": 0}
+    check = symbolic._sat_check
+
+    def interrupted_later(*args):
+        calls["n"] += 1
+        if calls["n"] == 8:
+            raise KeyboardInterrupt
+        return check(*args)
+
+    monkeypatch.setattr(symbolic, "_sat_check", interrupted_later)
+    spec = SPECS["kip-320"]()
+    result = bmc(spec, ["single-acting-leader", "no-committed-loss"], 10)
+    assert result.budget_hit == "Ctrl-C" and result.depth < 10
+    assert result.verdicts == {"single-acting-leader": "violated", "no-committed-loss": "unknown"}
+    steps = result.violations["single-acting-leader"].steps
+    assert len(steps) == 5 and not spec.holds(steps[-1][1], spec.invariants["single-acting-leader"])
 
 
 def _sample_rows(spec, rng, walks=12, length=14):
