@@ -669,7 +669,7 @@ def relaxed_columns(spec, fields=None):
     return cols
 
 
-def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path=False):
+def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path=False, facts=()):
     """k-induction proof of ``invariant`` (with auxiliary ``lemmas``) at the spec's bounds.
 
     What is proved is the conjunction P = invariant /\\ lemmas (assuming a lemma
@@ -718,6 +718,14 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     distinct (sound for the same shortest-path reason; it can only remove
     counterexamples to induction, at a quadratic cost).
 
+    ``facts``: invariants already proved by other means (e.g. the inductive
+    candidates of :func:`checker.houdini.houdini`), as functions from one state's
+    z3 variables (:meth:`Unrolling.state`) to a formula. The step assumes them in
+    each of its k+1 states; unlike ``lemmas`` they are not proved here (neither in
+    the base nor in the step), so passing one that is not an invariant of the spec
+    at these bounds makes the proof unsound. Assuming them is sound for the same
+    shortest-path reason: every state on that path is reachable.
+
     ``timeout_s`` bounds the whole proof; z3 unknown or the time running out
     gives verdict "unknown" with the reason.
     """
@@ -761,6 +769,7 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     solver = z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", "smt").solver()
     for i in range(k + 1):
         solver.add(u.typed(i))
+        solver.add([fact(u.state(i)) for fact in facts])
         if i < k:
             solver.add(u.transition(i))
             for inv in invs:
