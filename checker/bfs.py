@@ -189,7 +189,14 @@ class Search:
         return winners, np.take(parent, winners), np.take(action_id, winners), unique[fresh], at[fresh]
 
     # --- the search ------------------------------------------------------------------------
-    def run(self, max_states=None, max_depth=None, time_limit=None, progress=None):
+    def run(self, max_states=None, max_depth=None, time_limit=None, progress=None, on_states=None):
+        """Search level by level until every invariant is violated or no new state is found.
+
+        With no invariants it explores every reachable state (within the budgets).
+        ``on_states(rows)`` is called with each batch of newly discovered states
+        (column-major, one column per state), the initial state first: together they
+        are every state visited, each once.
+        """
         spec = self.spec
         start = time.perf_counter()
         init = spec.initial_row()[:, None]
@@ -204,10 +211,12 @@ class Search:
         violations = {}
         pending = list(self.invariants)
         self._check(init, 0, 1, pending, violations)
+        if on_states is not None:
+            on_states(init)
         frontier, frontier_fps = init, init_fp
         transitions, depth, budget_hit, complete = 0, 1, None, False
 
-        while frontier.shape[1] and pending:
+        while frontier.shape[1] and (pending or not self.invariants):
             if max_depth is not None and depth >= max_depth:
                 budget_hit = f"max depth {max_depth}"
                 break
@@ -224,6 +233,8 @@ class Search:
                         continue
                     rows, row_fps, win_parent, win_action = found
                     self._check(rows, next_id + produced, depth + 1, pending, violations)
+                    if on_states is not None:
+                        on_states(rows)
                     new.append((rows, row_fps, (level_start[-1] + cs + win_parent).astype(np.uint32),
                                 win_action.astype(np.uint16)))
                 except KeyboardInterrupt:       # stop cleanly: what was found so far is reported and saved

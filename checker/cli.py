@@ -283,28 +283,36 @@ def replay(trace_path):
 @click.option("--lemma", "lemmas", multiple=True,
               help="an invariant of the spec assumed and proved alongside (repeatable; default: the lemmas and "
                    "model options the spec declares for proving this invariant, if any)")
+@click.option("--auto-lemmas", is_flag=True,
+              help="find the lemmas automatically: facts mined from the exhaustive engine's reachable states, "
+                   "kept only if z3 proves them inductive (Houdini); a proof at exactly these bounds")
 @click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="seconds")
 @bound_options
 @click.option("--out", "out_dir", default="counterexamples", show_default=True)
-def prove(spec_name, invariant, k, lemmas, z3_timeout, out_dir, **kw):
+def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
     from checker.symbolic import prove as k_induction, render_states
+    if auto_lemmas and lemmas:
+        raise UserError("--auto-lemmas finds the lemmas itself: leave out --lemma")
     bounds = collect_bounds(kw)
-    declared = None if lemmas else getattr(SPECS.get(spec_name), "proofs", {}).get(invariant)
+    declared = None if lemmas or auto_lemmas else getattr(SPECS.get(spec_name), "proofs", {}).get(invariant)
     if declared:
         lemmas = tuple(declared["lemmas"])
         bounds = {**declared["settings"], **bounds}       # an explicit --set wins
     spec = make_spec(spec_name, bounds)
     for name in (invariant,) + lemmas:
         pick_invariants(spec, [name], False)
-    cpu = time.process_time()
-    result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout)
+    cpu, start = time.process_time(), time.perf_counter()
+    if auto_lemmas:
+        result, used = _auto_lemma_proof(spec, invariant, k, z3_timeout)
+    else:
+        result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout)
+        settings = " ".join(f"{key}={v}" for key, v in declared["settings"].items()) if declared else ""
+        used = (f"{len(lemmas)} lemmas (the spec's for this invariant; {settings or 'no options'})" if declared
+                else ", ".join(lemmas) or "none")
     cpu = time.process_time() - cpu
     console = _out()
-    settings = " ".join(f"{key}={v}" for key, v in declared["settings"].items()) if declared else ""
-    used = (f"{len(lemmas)} lemmas (the spec's for this invariant; {settings or 'no options'})" if declared
-            else ", ".join(lemmas) or "none")
-    head = (f"{spec.name} · {invariant} · k={k} · lemmas: {used} · {result.seconds:.1f} s "
+    head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {time.perf_counter() - start:.1f} s "
             f"({cpu:.1f} s CPU; base {result.base_seconds:.1f} s, step {result.step_seconds:.1f} s)")
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
@@ -323,6 +331,21 @@ def prove(spec_name, invariant, k, lemmas, z3_timeout, out_dir, **kw):
         sys.exit(EXIT_VIOLATED)
     console.print(f"[yellow]unknown[/]: {result.reason} · {head}")
     sys.exit(EXIT_BUDGET)
+
+
+def _auto_lemma_proof(spec, invariant, k, z3_timeout):
+    """prove --auto-lemmas: (ProofResult, how the lemmas were found); Houdini giving up exits 3."""
+    from checker.houdini import discover, prove_invariant
+    from checker.symbolic import Z3Unknown
+    try:
+        found = discover(spec, [invariant], timeout_s=z3_timeout)
+    except Z3Unknown as e:
+        _out().print(f"[yellow]unknown[/]: Houdini: {e.reason} · {spec.name} · {invariant}")
+        sys.exit(EXIT_BUDGET)
+    left = None if z3_timeout is None else max(z3_timeout - found.seconds, 0.001)
+    used = (f"{len(found.survivors)} found automatically ({found.candidates} candidates from "
+            f"{found.reachable_states:,} reachable states, Houdini {found.rounds} rounds, {found.seconds:.1f} s)")
+    return prove_invariant(spec, invariant, found, k, timeout_s=left), used
 
 
 def parse_budget(text):
