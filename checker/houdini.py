@@ -149,7 +149,9 @@ def houdini(spec, candidates, timeout_s=None):
     assumes holds_j for the remaining candidates and not breaks_j for the dropped
     ones, so z3 looks for an s1 violating a remaining candidate; every candidate the
     decoded s1 violates (on the numpy backend, and z3 must agree) is dropped.
-    Raises :class:`checker.symbolic.Z3Unknown` when z3 gives up or ``timeout_s`` runs out.
+    Candidates false in the initial state (numpy backend) are dropped first, and z3
+    confirms at the end that the survivors hold there. Raises
+    :class:`checker.symbolic.Z3Unknown` when z3 gives up or ``timeout_s`` runs out.
     """
     start = time.perf_counter()
     deadline = None if timeout_s is None else start + timeout_s
@@ -179,6 +181,8 @@ def houdini(spec, candidates, timeout_s=None):
         dropped.extend(pool[j] for j in broken)
         alive[broken] = False
     survivors = [c for c, ok in zip(pool, alive) if ok]
+    if survivors and _solve([u.initial(0), z3.Not(z3.And([_at(spec, u, c, 0) for c in survivors]))], deadline):
+        raise RuntimeError("internal error: z3 finds an inductive candidate false in the initial state")
     dropped_initially = [c for c, ok in zip(pool, _violated(spec, pool, initial)) if ok]
     return HoudiniResult(spec.name, survivors, dropped, dropped_initially, rounds, time.perf_counter() - start)
 

@@ -5,7 +5,7 @@ compares the outcome with the record below (PROVED): an invariant proved that is
 or listed and not proved, fails the test. Unproved ones must fail honestly, with a
 counterexample to induction against the lemmas found. One Houdini run per spec takes 3-17 s
 of CPU, so by default the cross-check covers SPECS_CHECKED (well under a minute);
-ISRCHECK_HOUDINI_SPECS=all covers every spec (about 3 minutes of CPU; benchmarks/houdini_reach.py
+ISRCHECK_HOUDINI_SPECS=all covers every spec (about 5 minutes of CPU; benchmarks/houdini_reach.py
 prints the same per invariant with CPU times).
 """
 import os
@@ -146,6 +146,12 @@ def test_cli_prove_auto_lemmas_not_proved_prints_the_counterexample_to_induction
     r = run_cli("prove", "--spec", "tla-kip320", "--invariant", "strong-isr", "--auto-lemmas")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "not inductive" in r.stdout and "strong-isr fails in state 1" in r.stdout
+
+
+def test_cli_prove_auto_lemmas_out_of_z3_time_is_unknown_and_exits_3():
+    r = run_cli("prove", "--spec", "acks-1", "--invariant", "strong-isr", "--auto-lemmas", "--z3-timeout", "0.5")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "unknown: Houdini: time limit reached" in r.stdout
 
 
 def test_cli_prove_auto_lemmas_with_a_lemma_is_a_usage_error():
