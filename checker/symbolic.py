@@ -402,7 +402,7 @@ class BvUnrolling:
             for c, x in enumerate(vs):
                 if not lay.boolean[c]:
                     bounds[str(x)] = (int(lay.lo[c]), int(lay.hi[c]))
-        int_terms = {"T": tpl.transition(0), "typed": tpl.typed(0)}
+        int_terms = {"T": tpl.transition(0), "init": tpl.initial(0), "typed": tpl.typed(0)}
         for inv in invariants:
             int_terms["inv:" + inv.name] = tpl.holds(inv, 0)
         self.bb = BitBlaster(bounds)
@@ -434,6 +434,9 @@ class BvUnrolling:
         if with_next:
             pairs += list(zip(self._src1, self.state(i + 1))) + [(self._srca, self.choice(i))]
         return z3.substitute(self.template[key], *pairs)
+
+    def initial(self, i=0):
+        return self._at("init", i)
 
     def typed(self, i):
         return self._at("typed", i)
