@@ -20,6 +20,7 @@ from checker import trace as tr
 from checker.bfs import search
 from checker.symbolic import BitBlaster, CnfUnrolling, Unrolling, bmc, prove
 from specs import SPECS
+from test_conformance import random_rows, walk_rows     # the conformance test's sample of states
 
 def _violated(spec):
     return [name for name, verdict in spec.expected.items() if verdict == "violated"]
@@ -110,22 +111,6 @@ def test_bmc_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
     assert len(steps) == 5 and not spec.holds(steps[-1][1], spec.invariants["single-acting-leader"])
 
 
-def _sample_rows(spec, rng, walks=12, length=14):
-    """States from random walks on the scalar backend (reachable: guards often enabled), and random typed rows."""
-    lay, rows = spec.layout, []
-    for _ in range(walks):
-        row = spec.initial_row()
-        for _ in range(length):
-            rows.append(row)
-            moves = spec.enabled(row)
-            if not moves:
-                break
-            row = spec.step(row, moves[rng.integers(len(moves))])
-    rows += [np.array([rng.integers(lay.lo[c], lay.hi[c] + 1) for c in range(lay.width)], dtype=np.int8)
-             for _ in range(20)]
-    return rows
-
-
 @pytest.mark.parametrize("name", ["kip-279", "kafka-7128", "tla-kip101"])
 def test_cnf_step_agrees_with_the_scalar_backend(name):
     """On sampled states, each action's CNF step is satisfiable iff its guard holds, its one successor is the
@@ -140,7 +125,7 @@ def test_cnf_step_agrees_with_the_scalar_backend(name):
         solver.append_formula(u.transition(0))
         clauses, holds = u.holds(0)
         solver.append_formula(clauses)
-        for row in _sample_rows(spec, rng):
+        for row in walk_rows(spec, 150, rng) + random_rows(spec, 20, rng):
             s0 = [lit for c in range(spec.layout.width) for lit in _bits(u, c, int(row[c]))]
             for inst in spec.actions:
                 after = spec.step(row, inst)
