@@ -84,15 +84,17 @@ class Progress:
         self.live = self.console.is_terminal
 
     def __call__(self, depth, frontier, distinct, seconds, **_):
+        rate = distinct / seconds if seconds > 0 else 0
+        self.line(f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · {rate:,.0f} states/s")
+
+    def line(self, text):
+        """Show one progress line (with the memory in use), unless one was shown a moment ago."""
         now = time.monotonic()
         if not self.enabled or now - self.last < (0.2 if self.live else 5.0):
             return
         self.last = now
-        rate = distinct / seconds if seconds > 0 else 0
         import resource
-        mem = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        line = (f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · "
-                f"{rate:,.0f} states/s · {mem:,.0f} MB")
+        line = f"{text} · {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB"
         if self.live:
             self.console.print(line, end="\r", soft_wrap=True)
         else:
@@ -284,8 +286,9 @@ def replay(trace_path):
               help="an invariant of the spec assumed and proved alongside (repeatable; default: the lemmas and "
                    "model options the spec declares for proving this invariant, if any)")
 @click.option("--auto-lemmas", is_flag=True,
-              help="find the lemmas automatically: facts mined from the exhaustive engine's reachable states, "
-                   "kept only if z3 proves them inductive (Houdini); a proof at exactly these bounds")
+              help="find the lemmas automatically: each counterexample to induction is blocked by a clause no "
+                   "reachable state (exhaustive engine) violates, until the invariant is inductive; a SAT-checked "
+                   "proof at exactly these bounds (--k is not used)")
 @click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="seconds")
 @bound_options
 @click.option("--out", "out_dir", default="counterexamples", show_default=True)
@@ -304,7 +307,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
         pick_invariants(spec, [name], False)
     cpu, start = time.process_time(), time.perf_counter()
     if auto_lemmas:
-        result, used = _auto_lemma_proof(spec, invariant, k, z3_timeout)
+        result, used = _auto_lemma_proof(spec, invariant, z3_timeout)
     else:
         result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout)
         settings = " ".join(f"{key}={v}" for key, v in declared["settings"].items()) if declared else ""
@@ -333,19 +336,25 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     sys.exit(EXIT_BUDGET)
 
 
-def _auto_lemma_proof(spec, invariant, k, z3_timeout):
-    """prove --auto-lemmas: (ProofResult, how the lemmas were found); Houdini giving up exits 3."""
-    from checker.houdini import discover, prove_invariant
-    from checker.symbolic import Z3Unknown
+def _auto_lemma_proof(spec, invariant, z3_timeout):
+    """prove --auto-lemmas: (ProofResult, how the lemmas were found); a reachable violation is a refutation."""
+    from checker.bfs import search
+    from checker.strengthen import strengthen
+    from checker.symbolic import ProofResult
+    progress = Progress(True)
     try:
-        found = discover(spec, [invariant], timeout_s=z3_timeout)
-    except Z3Unknown as e:
-        _out().print(f"[yellow]unknown[/]: Houdini: {e.reason} · {spec.name} · {invariant}")
-        sys.exit(EXIT_BUDGET)
-    left = None if z3_timeout is None else max(z3_timeout - found.seconds, 0.001)
-    used = (f"{len(found.survivors)} found automatically ({found.candidates} candidates from "
-            f"{found.reachable_states:,} reachable states, Houdini {found.rounds} rounds, {found.seconds:.1f} s)")
-    return prove_invariant(spec, invariant, found, k, timeout_s=left), used
+        found = strengthen(spec, [invariant], timeout_s=z3_timeout, progress=lambda lemmas, discharged, seconds: (
+            progress.line(f"{lemmas:,} lemmas learned · {discharged:,} obligations discharged · {seconds:.0f} s")))
+    finally:
+        progress.done()
+    used = (f"{len(found.lemmas):,} learned from {found.reachable_states:,} reachable states "
+            f"({found.queries:,} SAT queries)")
+    result = ProofResult(spec.name, dict(spec.bounds), invariant, [], 1, found.verdict, found.seconds,
+                         base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
+                         reason=found.reason)
+    if found.verdict == "violated":
+        result.verdict, result.steps = "refuted", search(spec, [invariant]).violations[invariant].steps
+    return result, used
 
 
 def parse_budget(text):

@@ -388,66 +388,6 @@ class BitBlaster:
         raise ValueError(f"cannot translate {x.decl()} to bit-vectors")
 
 
-class BvUnrolling:
-    """The unrolling in bit-vectors for z3's own bit-blasting solvers (Houdini): one translated template step,
-    substituted per step."""
-
-    def __init__(self, spec, invariants):
-        self.spec = spec
-        lay = spec.layout
-        tpl = Unrolling(spec, prefix="tpl")
-        v0, v1, a0 = tpl.state(0), tpl.state(1), tpl.choice(0)
-        bounds = {str(a0): (0, max(len(spec.actions) - 1, 0))}
-        for vs in (v0, v1):
-            for c, x in enumerate(vs):
-                if not lay.boolean[c]:
-                    bounds[str(x)] = (int(lay.lo[c]), int(lay.hi[c]))
-        int_terms = {"T": tpl.transition(0), "init": tpl.initial(0), "typed": tpl.typed(0)}
-        for inv in invariants:
-            int_terms["inv:" + inv.name] = tpl.holds(inv, 0)
-        self.bb = BitBlaster(bounds)
-        self.width = self.bb.fit(list(int_terms.values()))
-        self.template = {k: self.bb(t) for k, t in int_terms.items()}
-        var = self.bb.variables
-        w = self.width
-        self._src0 = [z3.Bool(str(x)) if lay.boolean[c] else z3.BitVec(str(x), w) for c, x in enumerate(v0)]
-        self._src1 = [z3.Bool(str(x)) if lay.boolean[c] else z3.BitVec(str(x), w) for c, x in enumerate(v1)]
-        self._srca = z3.BitVec(str(a0), w)
-        assert all(str(x) not in var or var[str(x)].eq(y) for x, y in zip(v0 + v1, self._src0 + self._src1))
-        self.states, self.choices = [], []
-
-    def state(self, i):
-        lay = self.spec.layout
-        while len(self.states) <= i:
-            j = len(self.states)
-            self.states.append([z3.Bool(f"s{j}.{n}") if b else z3.BitVec(f"s{j}.{n}", self.width)
-                                for n, b in zip(lay.names, lay.boolean)])
-        return self.states[i]
-
-    def choice(self, i):
-        while len(self.choices) <= i:
-            self.choices.append(z3.BitVec(f"action{len(self.choices)}", self.width))
-        return self.choices[i]
-
-    def _at(self, key, i, with_next=False):
-        pairs = list(zip(self._src0, self.state(i)))
-        if with_next:
-            pairs += list(zip(self._src1, self.state(i + 1))) + [(self._srca, self.choice(i))]
-        return z3.substitute(self.template[key], *pairs)
-
-    def initial(self, i=0):
-        return self._at("init", i)
-
-    def typed(self, i):
-        return self._at("typed", i)
-
-    def transition(self, i):
-        return self._at("T", i, with_next=True)
-
-    def holds(self, inv, i):
-        return self._at("inv:" + inv.name, i)
-
-
 def _unsigned(atoms):
     """The unsigned bit-vector whose bits, least significant first, are these Bool atoms."""
     bits = [z3.If(b, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)) for b in reversed(atoms)]
@@ -581,15 +521,35 @@ class CnfUnrolling:
         return [c[:-1] for c in clauses], named
 
     # --- clauses ---------------------------------------------------------------------------
+    def literals(self, i, cells):
+        """SAT literals, all true exactly when state i has these (column, value) pairs: one per bit."""
+        lay, s = self.spec.layout, self.state(i)
+        out = []
+        for c, v in cells:
+            raw = int(v) - (0 if lay.boolean[c] else int(lay.lo[c]))
+            for b in range(self.bits[c]):
+                x = int(s[self.start[c] + b])
+                out.append(x if (raw >> b) & 1 else -x)
+        return out
+
     def initial(self):
         """Unit clauses: state 0 is the spec's initial state."""
-        lay, row, s0 = self.spec.layout, self.spec.initial_row(), self.state(0)
+        return [[x] for x in self.literals(0, enumerate(self.spec.initial_row()))]
+
+    def typed(self, i):
+        """Clauses: every column of state i within its bounds (x <= hi - lo, over its bits).
+
+        x > r iff, at the highest bit where they differ, x has 1 and r has 0; so per
+        bit b with r_b = 0: not (x_b and x_j for every higher j with r_j = 1).
+        """
+        lay, s = self.spec.layout, self.state(i)
         out = []
         for c in range(lay.width):
-            raw = int(row[c]) - (0 if lay.boolean[c] else int(lay.lo[c]))
-            for b in range(self.bits[c]):
-                v = int(s0[self.start[c] + b])
-                out.append([v if (raw >> b) & 1 else -v])
+            if lay.boolean[c]:
+                continue
+            r, x = int(lay.hi[c] - lay.lo[c]), [int(v) for v in s[self.start[c]:self.start[c + 1]]]
+            out.extend([-x[b]] + [-x[j] for j in range(b + 1, len(x)) if (r >> j) & 1]
+                       for b in range(len(x)) if not (r >> b) & 1)
         return out
 
     def transition(self, i):
@@ -859,7 +819,7 @@ def relaxed_columns(spec, fields=None):
     return cols
 
 
-def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path=False, facts=()):
+def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path=False):
     """k-induction proof of ``invariant`` (with auxiliary ``lemmas``) at the spec's bounds.
 
     What is proved is the conjunction P = invariant /\\ lemmas (assuming a lemma
@@ -908,14 +868,6 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     distinct (sound for the same shortest-path reason; it can only remove
     counterexamples to induction, at a quadratic cost).
 
-    ``facts``: invariants already proved by other means (e.g. the inductive
-    candidates of :func:`checker.houdini.houdini`), as functions from one state's
-    z3 variables (:meth:`Unrolling.state`) to a formula. The step assumes them in
-    each of its k+1 states; unlike ``lemmas`` they are not proved here (neither in
-    the base nor in the step), so passing one that is not an invariant of the spec
-    at these bounds makes the proof unsound. Assuming them is sound for the same
-    shortest-path reason: every state on that path is reachable.
-
     ``timeout_s`` bounds the whole proof; z3 unknown or the time running out
     gives verdict "unknown" with the reason.
     """
@@ -959,7 +911,6 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     solver = z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", "smt").solver()
     for i in range(k + 1):
         solver.add(u.typed(i))
-        solver.add([fact(u.state(i)) for fact in facts])
         if i < k:
             solver.add(u.transition(i))
             for inv in invs:
