@@ -316,7 +316,8 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     cpu = time.process_time() - cpu
     console = _out()
     head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {time.perf_counter() - start:.1f} s "
-            f"({cpu:.1f} s CPU; base {result.base_seconds:.1f} s, step {result.step_seconds:.1f} s)")
+            f"({cpu:.1f} s CPU; {'search' if auto_lemmas else 'base'} {result.base_seconds:.1f} s, "
+            f"{'SAT' if auto_lemmas else 'step'} {result.step_seconds:.1f} s)")
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
                       f"\n{head}")
