@@ -76,12 +76,12 @@ class ReachableCubes:
         agrees are looked at, so each step costs less than the one before.
         """
         which = self._of(state)
-        left = self.counts[which].copy()
-        chosen = [int(np.argmin(left))]
+        chosen = [int(np.argmin(self.counts[which]))]
         words = np.flatnonzero(self.bitsets[which[chosen[0]]])
-        together = self.bitsets[which[chosen[0]], words]
+        rows = self.bitsets.take(which, axis=0)
+        together = rows[chosen[0], words]
         while words.size:
-            agree = self.bitsets[which[:, None], words] & together
+            agree = rows.take(words, axis=1) & together
             left = np.bitwise_count(agree).sum(axis=1, dtype=np.int64)
             left[chosen] = self.n + 1
             c = int(np.argmin(left))
@@ -92,7 +92,7 @@ class ReachableCubes:
             words, together = words[keep], agree[c][keep]
         for c in chosen[::-1]:
             rest = [d for d in chosen if d != c]
-            if rest and not np.bitwise_and.reduce(self.bitsets[which[rest]], axis=0).any():
+            if rest and not np.bitwise_and.reduce(rows[rest], axis=0).any():
                 chosen = rest
         return tuple((c, int(state[c])) for c in sorted(chosen))
 
