@@ -102,7 +102,7 @@ class StrengthenResult:
     """The outcome of :func:`strengthen`.
 
     ``verdict``: "proved" (every target, with ``lemmas`` as the strengthening),
-    "violated" (a reachable state violates ``failing``: run ``isrcheck check`` for
+    "violated" (a reachable state violates ``failing``; the exhaustive engine has
     the trace), or "unknown" (``reason``: the time limit, or the exhaustive search
     not finishing). ``lemmas``: the clauses of F as cubes ((column, value), ...)
     no reachable state is in; ``queries``: SAT calls.
@@ -179,10 +179,10 @@ def strengthen(spec, targets, timeout_s=None, progress=None, **budgets):
         except KeyboardInterrupt:
             return finish(lemmas=lemmas, reason="Ctrl-C")
         result.queries += len(obligations)
-        try:
-            _check_certificate(spec, u, targets, lemmas, deadline)
-        except Z3Unknown as e:
-            return finish(lemmas=lemmas, reason=f"{e.reason} (checking the {len(lemmas):,} lemmas found)")
+    try:
+        _check_certificate(spec, u, targets, lemmas, deadline)
+    except Z3Unknown as e:
+        return finish(lemmas=lemmas, reason=f"{e.reason} (checking the {len(lemmas):,} lemmas found)")
     return finish(verdict="proved", lemmas=lemmas)
 
 
