@@ -344,8 +344,9 @@ def _auto_lemma_proof(spec, invariant, z3_timeout):
     from checker.symbolic import ProofResult
     progress = Progress(True)
     try:
-        found = strengthen(spec, [invariant], timeout_s=z3_timeout, progress=lambda lemmas, discharged, seconds: (
-            progress.line(f"{lemmas:,} lemmas learned · {discharged:,} obligations discharged · {seconds:.0f} s")))
+        found = strengthen(spec, [invariant], timeout_s=z3_timeout, search_progress=progress,
+                           progress=lambda lemmas, discharged, seconds: progress.line(
+                               f"{lemmas:,} lemmas learned · {discharged:,} obligations discharged · {seconds:.0f} s"))
     finally:
         progress.done()
     used = (f"{len(found.lemmas):,} learned from {found.reachable_states:,} reachable states "

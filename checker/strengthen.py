@@ -125,12 +125,13 @@ class StrengthenResult:
         return "not (" + " and ".join(f"{lay.names[c]} = {bool(v) if lay.boolean[c] else v}" for c, v in cube) + ")"
 
 
-def strengthen(spec, targets, timeout_s=None, progress=None, **budgets):
+def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=None, **budgets):
     """Prove the named invariants together at the spec's bounds, with lemmas learned from the reachable states.
 
     ``budgets`` (max_states, ...) cap the exhaustive search; a capped search gives
-    "unknown" (its states cannot stand for R). ``progress(lemmas=, discharged=,
-    seconds=)`` is called every 100 lemmas.
+    "unknown" (its states cannot stand for R). ``search_progress`` is the
+    exhaustive search's progress callback (see :meth:`checker.bfs.Search.run`);
+    then ``progress(lemmas=, discharged=, seconds=)`` is called every 100 lemmas.
     """
     start = time.perf_counter()
     deadline = None if timeout_s is None else start + timeout_s
@@ -142,7 +143,7 @@ def strengthen(spec, targets, timeout_s=None, progress=None, **budgets):
         result.seconds = time.perf_counter() - start
         return result
 
-    rows, complete = reachable_states(spec, **budgets)
+    rows, complete = reachable_states(spec, progress=search_progress, **budgets)
     result.reachable_states, result.search_seconds = rows.shape[1], time.perf_counter() - start
     if not complete:
         return finish(reason="the exhaustive search did not finish: its states are not all the reachable ones")
