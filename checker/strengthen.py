@@ -78,21 +78,19 @@ class ReachableCubes:
         which = self._of(state)
         chosen = [int(np.argmin(self.counts[which]))]
         words = np.flatnonzero(self.bitsets[which[chosen[0]]])
-        rows = self.bitsets.take(which, axis=0)
-        together = rows[chosen[0], words]
-        while words.size:
-            agree = rows.take(words, axis=1) & together
-            left = np.bitwise_count(agree).sum(axis=1, dtype=np.int64)
+        agree = self.bitsets[np.ix_(which, words)]        # cell x word, where the first choice has states
+        while agree.shape[1]:
+            left = np.bitwise_count(agree & agree[chosen[-1]]).sum(axis=1, dtype=np.int64)
             left[chosen] = self.n + 1
             c = int(np.argmin(left))
             if left[c] > self.n:
                 raise RuntimeError("internal error: a counterexample to induction is a reachable state")
+            agree = agree[:, (agree[c] & agree[chosen[-1]]) != 0]
+            agree[c] &= agree[chosen[-1]]
             chosen.append(c)
-            keep = agree[c] != 0
-            words, together = words[keep], agree[c][keep]
         for c in chosen[::-1]:
             rest = [d for d in chosen if d != c]
-            if rest and not np.bitwise_and.reduce(rows[rest], axis=0).any():
+            if rest and not np.bitwise_and.reduce(self.bitsets[which[rest]], axis=0).any():
                 chosen = rest
         return tuple((c, int(state[c])) for c in sorted(chosen))
 
