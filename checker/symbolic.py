@@ -583,16 +583,11 @@ class CnfUnrolling:
         return _replay(self.spec, lambda i: self.values(model, i), ids, n_states)
 
 
-def _solve(constraints, deadline, incremental_solver=None, assumptions=()):
-    """Check constraints (fresh bit-blasting solver, or the given incremental one); raises Z3Unknown on unknown.
+def _solve(solver, deadline, assumptions=()):
+    """Check the z3 solver under the assumptions; raises Z3Unknown on unknown or when the deadline passes.
 
     Returns the model when satisfiable, None when unsatisfiable.
     """
-    if incremental_solver is None:
-        solver = z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", "bit-blast", "sat").solver()
-        solver.add(constraints)
-    else:
-        solver = incremental_solver
     if deadline is not None:
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
@@ -921,7 +916,7 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
                 solver.add(u.distinct(i, j))
     goals = {inv.name: u.holds(inv, k) for inv in invs}
     try:
-        model = _solve(None, deadline, solver, [z3.Not(z3.And(list(goals.values())))])
+        model = _solve(solver, deadline, [z3.Not(z3.And(list(goals.values())))])
     except Z3Unknown as e:
         return finish(verdict="unknown", reason=f"induction step: {e.reason}", step_seconds=time.perf_counter() - t0)
     if model is None:
