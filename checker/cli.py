@@ -321,6 +321,9 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
                       f"\n{head}")
+        if auto_lemmas and result.lemmas:
+            console.print("the smallest lemmas learned:\n" + "\n".join(f"  {text}" for text in result.lemmas[:3]),
+                          soft_wrap=True)
         sys.exit(EXIT_HOLDS)
     if result.verdict == "refuted":
         path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
@@ -351,7 +354,8 @@ def _auto_lemma_proof(spec, invariant, z3_timeout):
         progress.done()
     used = (f"{len(found.lemmas):,} learned from {found.reachable_states:,} reachable states "
             f"({found.queries:,} SAT queries)")
-    result = ProofResult(spec.name, dict(spec.bounds), invariant, [], 1, found.verdict, found.seconds,
+    smallest = [found.describe(spec, cube) for cube in sorted(found.lemmas, key=len)]
+    result = ProofResult(spec.name, dict(spec.bounds), invariant, smallest, 1, found.verdict, found.seconds,
                          base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
                          reason=found.reason)
     if found.verdict == "violated":

@@ -165,7 +165,7 @@ def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=Non
                     done += 1
                     continue
                 result.queries += 1
-                cti = u.values(np.asarray(solver.get_model(), dtype=np.int64), 0)
+                cti = u.values(u.model(solver), 0)
                 cube = reach.generalize(cti)
                 lemmas.append(cube)
                 solver.add_clause([-x for x in u.literals(0, cube)])

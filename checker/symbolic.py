@@ -126,11 +126,6 @@ class Unrolling:
             self.choices.append(z3.Int(f"{self.prefix}.action{len(self.choices)}"))
         return self.choices[i]
 
-    def initial(self, i=0):
-        """s_i is the spec's initial state."""
-        lay, row, v = self.spec.layout, self.spec.initial_row(), self.state(i)
-        return z3.And([v[c] == (bool(row[c]) if lay.boolean[c] else int(row[c])) for c in range(lay.width)])
-
     def typed(self, i):
         """Every integer cell of s_i within its declared bounds (upper bound left out for relaxed columns)."""
         lay, v = self.spec.layout, self.state(i)
@@ -457,7 +452,6 @@ class CnfUnrolling:
             pairs.append((var, value + bounds[name][0]))
         return z3.substitute(bv_term, *pairs)
 
-
     def _cnf(self, formula):
         """(clauses as one 0-separated int array, template variable -> role) of a formula over the atoms."""
         goal = z3.Goal()
@@ -565,6 +559,13 @@ class CnfUnrolling:
         return self._instantiate(self._holds, i, with_next=False)
 
     # --- decoding --------------------------------------------------------------------------
+    def model(self, solver):
+        """The solver's model as one literal per variable allocated here (unassigned ones false)."""
+        model = -np.arange(1, self.n_vars + 1, dtype=np.int64)
+        found = np.asarray(solver.get_model(), dtype=np.int64)
+        model[np.abs(found) - 1] = found
+        return model
+
     def values(self, model, i):
         """State i of a SAT model (one literal per variable, in order) as a list of ints."""
         true = model > 0
@@ -724,9 +725,7 @@ def _check_level(u, solver, holds, level, pending, violations, deadline):
             for inv in pending:
                 solver.add_clause([int(holds[inv.name])])
             return
-        model = np.zeros(u.n_vars, dtype=np.int64)
-        found = np.asarray(solver.get_model(), dtype=np.int64)
-        model[np.abs(found) - 1] = found
+        model = u.model(solver)
         steps = u.replay(model, level)
         before = len(pending)
         for inv in list(pending):

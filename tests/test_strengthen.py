@@ -27,21 +27,27 @@ def _holds(spec):
     return [n for n, v in spec.expected.items() if v == "holds"]
 
 
+def _reached(rows, cells):
+    """Whether some state (a column of rows) has all these (column, value) pairs."""
+    return bool(np.all([rows[c] == v for c, v in cells], axis=0).any())
+
+
 def _z3_confirms(spec, targets, lemmas):
     """z3 on the Int encoding: P /\\ F holds initially and no transition leaves it (both queries unsat).
 
     As in the SAT step, the successor is well-typed: strengthen checks that the reachable states,
     which are closed under successors, all are.
     """
-    u = Unrolling(spec, prefix="chk")
-    lay = spec.layout
+    u, lay = Unrolling(spec, prefix="chk"), spec.layout
+
+    def equals(i, cells):
+        return z3.And([u.state(i)[c] == (bool(v) if lay.boolean[c] else int(v)) for c, v in cells])
 
     def strengthened(i):
-        s = u.state(i)
-        blocked = [z3.Not(z3.And([s[c] == (bool(v) if lay.boolean[c] else v) for c, v in cube])) for cube in lemmas]
+        blocked = [z3.Not(equals(i, cube)) for cube in lemmas]
         return z3.And([u.holds(spec.invariants[n], i) for n in targets] + blocked)
     initially = z3.SolverFor("QF_FD")
-    initially.add(u.initial(0), z3.Not(strengthened(0)))
+    initially.add(equals(0, enumerate(spec.initial_row())), z3.Not(strengthened(0)))
     step = z3.SolverFor("QF_FD")
     step.add(u.typed(0), strengthened(0), u.transition(0), u.typed(1), z3.Not(strengthened(1)))
     return initially.check() == z3.unsat and step.check() == z3.unsat
@@ -57,10 +63,7 @@ def test_every_expected_holds_invariant_is_proved_and_the_proof_checks_out(name)
     rows, complete = reachable_states(spec)
     assert complete and result.reachable_states == rows.shape[1]
     for cube in result.lemmas:         # each lemma is true: no reachable state is in its cube
-        together = np.ones(rows.shape[1], dtype=bool)
-        for c, v in cube:
-            together &= rows[c] == v
-        assert not together.any(), result.describe(spec, cube)
+        assert not _reached(rows, cube), result.describe(spec, cube)
     assert _z3_confirms(spec, targets, result.lemmas)
     assert not _z3_confirms(spec, targets, result.lemmas[: len(result.lemmas) // 2])     # and it needed them
 
@@ -110,11 +113,8 @@ def test_generalize_keeps_only_cells_that_exclude_every_reachable_state():
         tried += 1
         cube = reach.generalize(state)
         assert cube and all(state[c] == v for c, v in cube)
-
-        def matched(cells):
-            return np.all([rows[c] == v for c, v in cells], axis=0).any()
-        assert not matched(cube)
-        assert all(matched([x for x in cube if x != drop]) for drop in cube if len(cube) > 1)
+        assert not _reached(rows, cube)
+        assert all(_reached(rows, [x for x in cube if x != drop]) for drop in cube if len(cube) > 1)
 
 
 def test_typed_clauses_allow_exactly_each_columns_bounds():
@@ -140,6 +140,8 @@ def test_cli_prove_auto_lemmas_proves_and_says_what_it_learned():
     r = run_cli("prove", "--spec", "kip-497", "--invariant", "no-committed-loss", "--auto-lemmas")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "proved for every depth" in r.stdout and "learned from" in r.stdout and "reachable states" in r.stdout
+    shown = r.stdout.split("the smallest lemmas learned:\n")[1].splitlines()
+    assert len(shown) == 3 and all(line.startswith("  not (") and " = " in line for line in shown)
 
 
 def test_cli_prove_auto_lemmas_of_a_violated_invariant_saves_the_counterexample(tmp_path):

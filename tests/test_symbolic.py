@@ -126,16 +126,14 @@ def test_cnf_step_agrees_with_the_scalar_backend(name):
         clauses, holds = u.holds(0)
         solver.append_formula(clauses)
         for row in walk_rows(spec, 150, rng) + random_rows(spec, 20, rng):
-            s0 = [lit for c in range(spec.layout.width) for lit in _bits(u, c, int(row[c]))]
+            s0 = u.literals(0, enumerate(row))
             for inst in spec.actions:
                 after = spec.step(row, inst)
                 sat = solver.solve(assumptions=s0 + [int(u.choice(0)[inst.id])])
                 assert sat == (after is not None), (inst.label, row)
                 if sat:
                     enabled += 1
-                    model = np.zeros(u.n_vars, dtype=np.int64)
-                    found = np.asarray(solver.get_model(), dtype=np.int64)
-                    model[np.abs(found) - 1] = found
+                    model = u.model(solver)
                     assert u.values(model, 1) == list(map(int, after)), inst.label
                     for inv in spec.invariants.values():
                         truth = model[holds[inv.name] - 1] > 0
@@ -144,13 +142,6 @@ def test_cnf_step_agrees_with_the_scalar_backend(name):
                 else:
                     disabled += 1
     assert enabled > 50 and disabled > 50 and violated > 0      # not a vacuous comparison
-
-
-def _bits(u, c, value):
-    """Assumption literals fixing column c of state 0 to value."""
-    lay = u.spec.layout
-    raw = value - (0 if lay.boolean[c] else int(lay.lo[c]))
-    return [int(v) if (raw >> b) & 1 else -int(v) for b, v in enumerate(u.state(0)[u.start[c]:u.start[c + 1]])]
 
 
 def test_bit_blaster_width_covers_every_subterm():
