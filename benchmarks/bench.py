@@ -34,8 +34,8 @@ def parse(config):
 
 def run_one(config, symmetry=False):
     """Run in this process and return the measurements as a dict."""
-    from checker.bfs import search
-    from specs import SPECS
+    from isrcheck.checker.bfs import search
+    from isrcheck.specs import SPECS
     name, bounds, invariant = parse(config)
     spec = SPECS[name](**bounds)
     invariant = invariant or next(n for n, v in spec.expected.items() if v == "holds")

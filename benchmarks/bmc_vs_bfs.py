@@ -27,9 +27,9 @@ import json
 import sys
 import time
 
-from checker.bfs import search
-from checker.symbolic import bmc
-from specs import SPECS
+from isrcheck.checker.bfs import search
+from isrcheck.checker.symbolic import bmc
+from isrcheck.specs import SPECS
 
 
 def measure(name, inv, timeout):

@@ -50,8 +50,8 @@ def _shortest(spec_name, invariant):
 
 def _one(task):
     spec_name, invariant, bounds, budget, seed = task
-    from checker.fuzz import fuzz
-    from specs import SPECS
+    from isrcheck.checker.fuzz import fuzz
+    from isrcheck.specs import SPECS
     cpu0, wall0 = time.process_time(), time.monotonic()
     try:
         spec = SPECS[spec_name](**bounds)
@@ -79,7 +79,7 @@ def _cell(row, budget):
 
 
 def main(argv=None):
-    from specs import SPECS
+    from isrcheck.specs import SPECS
     p = argparse.ArgumentParser(prog="fuzz_reach.py", description=__doc__.split("\n")[0])
     p.add_argument("--replicas", type=int, default=5)
     p.add_argument("--budget", type=float, default=60.0)

@@ -66,7 +66,7 @@ def tree_cpu_seconds(pid=None):
 
 # --- one engine run (in its own process) ------------------------------------------------------
 def run_one(engine, config, invariants, partitions):
-    from specs import SPECS
+    from isrcheck.specs import SPECS
     name, bounds = parse(config)
     spec = SPECS[name](**bounds)
     last = [0.0]
@@ -78,11 +78,11 @@ def run_one(engine, config, invariants, partitions):
                   file=sys.stderr, flush=True)
 
     if engine == "local":
-        from checker.bfs import search
+        from isrcheck.checker.bfs import search
         result = search(spec, invariants, progress=progress)
         cpu = tree_cpu_seconds()
     else:
-        from checker.spark_engine import spark_context, spark_search
+        from isrcheck.checker.spark_engine import spark_context, spark_search
         sc, _ = spark_context("local[2]", partitions, SPARK_CONF)
         result = spark_search(spec, invariants, partitions=partitions, progress=progress)
         cpu = tree_cpu_seconds()             # before stopping: the JVM and its Python workers still run
@@ -116,8 +116,8 @@ def throughput(config, invariants, partitions=2):
 
 # --- per-level overhead -----------------------------------------------------------------------
 def overhead(reps=3):
-    from checker.spark_engine import spark_context, spark_search
-    from specs import SPECS
+    from isrcheck.checker.spark_engine import spark_context, spark_search
+    from isrcheck.specs import SPECS
     sc, _ = spark_context("local[2]", 2, SPARK_CONF)
     name, bounds = OVERHEAD
     spec = SPECS[name](**bounds)

@@ -9,8 +9,8 @@ the CPU seconds (the exhaustive search's share in brackets).
 import argparse
 import time
 
-from checker.strengthen import strengthen
-from specs import SPECS
+from isrcheck.checker.strengthen import strengthen
+from isrcheck.specs import SPECS
 
 
 def main():

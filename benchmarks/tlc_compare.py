@@ -30,9 +30,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from checker.bfs import search  # noqa: E402
-from model.spec import BoundsError  # noqa: E402
-from specs.tla import TLA_SPECS  # noqa: E402
+from isrcheck.checker.bfs import search  # noqa: E402
+from isrcheck.model.spec import BoundsError  # noqa: E402
+from isrcheck.specs.tla import TLA_SPECS  # noqa: E402
 
 # spec name -> (root module of the original specs, root module of the embedded rendering)
 MODULES = {

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from checker.fingerprint import Fingerprint, Symmetry
-from checker.visited import VisitedSet
+from isrcheck.checker.fingerprint import Fingerprint, Symmetry
+from isrcheck.checker.visited import VisitedSet
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
 NO_ACTION = np.uint16(0xFFFF)

@@ -14,11 +14,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from checker import __version__, report, show as show_mod
-from checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
-from model.expr import DeclarationError
-from model.spec import BoundsError
-from specs import SPECS
+from isrcheck.checker import __version__, report, show as show_mod
+from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
+from isrcheck.model.expr import DeclarationError
+from isrcheck.model.spec import BoundsError
+from isrcheck.specs import SPECS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 
@@ -154,15 +154,15 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
     progress = Progress(not no_progress)
     try:
         if engine == "bmc":
-            from checker.symbolic import bmc
+            from isrcheck.checker.symbolic import bmc
             result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress)
         elif engine == "spark":
-            from checker.spark_engine import spark_search
+            from isrcheck.checker.spark_engine import spark_search
             result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
                                   max_states=max_states, max_depth=max_depth, time_limit=time_limit,
                                   progress=progress)
         else:
-            from checker.bfs import search
+            from isrcheck.checker.bfs import search
             result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
                             max_depth=max_depth, time_limit=time_limit, progress=progress)
     finally:
@@ -240,7 +240,7 @@ def _load_trace(path):
               help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz)")
 def show(trace_path, fmt):
     """Print a trace step by step in Kafka terms, and say what went wrong."""
-    from checker import explain, export
+    from isrcheck.checker import explain, export
     trace, spec = _load_trace(trace_path)
     if fmt != "text":
         click.echo((export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace))
@@ -294,7 +294,7 @@ def replay(trace_path):
 @click.option("--out", "out_dir", default="counterexamples", show_default=True)
 def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
-    from checker.symbolic import prove as k_induction, render_states
+    from isrcheck.checker.symbolic import prove as k_induction, render_states
     if auto_lemmas and lemmas:
         raise UserError("--auto-lemmas finds the lemmas itself: leave out --lemma")
     bounds = collect_bounds(kw)
@@ -342,9 +342,9 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
 
 def _auto_lemma_proof(spec, invariant, z3_timeout):
     """prove --auto-lemmas: (ProofResult, how the lemmas were found); a reachable violation is a refutation."""
-    from checker.bfs import search
-    from checker.strengthen import strengthen
-    from checker.symbolic import ProofResult
+    from isrcheck.checker.bfs import search
+    from isrcheck.checker.strengthen import strengthen
+    from isrcheck.checker.symbolic import ProofResult
     progress = Progress(True)
     try:
         found = strengthen(spec, [invariant], timeout_s=z3_timeout, search_progress=progress,
@@ -387,7 +387,7 @@ def parse_budget(text):
 @click.option("--no-progress", is_flag=True)
 def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no_progress, **kw):
     """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
-    from checker.fuzz import DEFAULT_MAX_STEPS, fuzz as run_fuzz
+    from isrcheck.checker.fuzz import DEFAULT_MAX_STEPS, fuzz as run_fuzz
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
     seconds = parse_budget(budget)
@@ -410,7 +410,7 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
 def minimize(trace_path, output):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
-    from checker.minimize import minimize as ddmin
+    from isrcheck.checker.minimize import minimize as ddmin
     trace, spec = _load_trace(trace_path)
     result = replay_trace(spec, trace)
     if not result.ok:
@@ -421,7 +421,7 @@ def minimize(trace_path, output):
     _out().print(f"{len(trace.steps)} → {len(steps)} states: {out}")
 
 
-from checker.gate import gate  # noqa: E402  (the gate command lives in its own module)
+from isrcheck.checker.gate import gate  # noqa: E402  (the gate command lives in its own module)
 
 cli.add_command(gate)
 

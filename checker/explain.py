@@ -58,7 +58,7 @@ class Line(tuple):
 # ======================================================================================
 def _normalize(spec, trace, invariant):
     """(invariant name or None, [(action name or None, params, decoded state)])."""
-    from checker.trace import Trace
+    from isrcheck.checker.trace import Trace
     if isinstance(trace, Trace):
         return invariant or trace.invariant, list(trace.steps)
     steps = []

@@ -28,7 +28,7 @@ import json
 
 import networkx as nx
 
-from checker.explain import _normalize, _replicas, _S, explain
+from isrcheck.checker.explain import _normalize, _replicas, _S, explain
 
 
 def _clean(text):

@@ -110,8 +110,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from checker.bfs import SearchResult, Violation, peak_memory
-from checker.fingerprint import Fingerprint
+from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
+from isrcheck.checker.fingerprint import Fingerprint
 
 DEFAULT_MAX_STEPS = 120
 SESSION_EXAMPLES = 1000
@@ -141,7 +141,7 @@ class CompiledModel:
         return model
 
     def __init__(self, spec):
-        from model.compile import Graph, tuple_kernel
+        from isrcheck.model.compile import Graph, tuple_kernel
         self.spec = spec
         lay = spec.layout
         self.graph = Graph()
@@ -164,7 +164,7 @@ class CompiledModel:
         """The invariant ``name`` as a function of a state tuple."""
         fn = self._invariants.get(name)
         if fn is None:
-            from model.compile import tuple_kernel
+            from isrcheck.model.compile import tuple_kernel
             value = self.spec.traced_invariant(self.spec.invariants[name], self.graph)
             fn = self._invariants[name] = tuple_kernel([value], "value")
         return fn
@@ -562,7 +562,7 @@ class _Fuzzer:
         return self.result(minimize_steps)
 
     def result(self, minimize_steps):
-        from checker.minimize import minimize
+        from isrcheck.checker.minimize import minimize
         spec = self.spec
         violations, found = {}, {}
         for n in self.names:

@@ -22,6 +22,7 @@ whose behaviour can change with the files changed since a git revision
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import io
 import json
@@ -36,16 +37,16 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from checker import __version__, show as show_mod
-from checker.trace import TraceError, default_path, from_steps, load, replay, save
-from model.expr import DeclarationError
-from model.spec import BoundsError
-from specs import SPECS
+from isrcheck.checker import __version__, show as show_mod
+from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay, save
+from isrcheck.model.expr import DeclarationError
+from isrcheck.model.spec import BoundsError
+from isrcheck.specs import SPECS
 
 EXIT_MET, EXIT_UNMET, EXIT_USAGE = 0, 1, 2
 VERDICTS = ("holds", "violated")
 BOUNDS = ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")   # named in progress lines
-ENGINE_PACKAGES = ("model", "checker")     # a change in either can change every spec's behaviour
+ENGINE_PACKAGES = {"model": "isrcheck.model", "checker": "isrcheck.checker"}   # repo folder -> package; a change in either can change every spec
 
 # saved-trace statuses
 REPLAYS, MISSING, NO_REPLAY, UNREADABLE, NOT_NEEDED = "replays", "missing", "no longer replays", "unreadable", "-"
@@ -200,9 +201,9 @@ def _source_paths(cls):
 
 
 def _engine_prefixes(root):
-    prefixes = {f"{p}/" for p in ENGINE_PACKAGES}
-    for pkg in ENGINE_PACKAGES:
-        mod = sys.modules.get(pkg) or __import__(pkg)
+    prefixes = {f"{folder}/" for folder in ENGINE_PACKAGES}
+    for pkg in ENGINE_PACKAGES.values():
+        mod = importlib.import_module(pkg)
         rel = os.path.relpath(os.path.realpath(os.path.dirname(mod.__file__)), os.path.realpath(root))
         if not rel.startswith(".."):
             prefixes.add(rel.replace(os.sep, "/").rstrip("/") + "/")
@@ -342,7 +343,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     missing or no longer replays, are written under ``out``; stale files there for
     the checked (spec, invariant) pairs are removed.
     """
-    from checker.bfs import search
+    from isrcheck.checker.bfs import search
 
     registry = SPECS if registry is None else registry
     say = progress or (lambda message: None)

@@ -73,7 +73,7 @@ class Minimized(list):
 
 def _actions(spec, steps_or_trace):
     """The action instances of ``spec`` named by any accepted input form."""
-    from checker.trace import Trace
+    from isrcheck.checker.trace import Trace
     if isinstance(steps_or_trace, Trace):
         items = [(name, params) for name, params, _ in steps_or_trace.steps]
     else:
@@ -294,7 +294,7 @@ def _replay_on_spec(spec, inv, ids):
 
 def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True, time_limit=None):
     """The shortest counterexample delta debugging finds; see the module doc."""
-    from checker.trace import Trace
+    from isrcheck.checker.trace import Trace
     if invariant is None:
         if not isinstance(steps_or_trace, Trace):
             raise ValueError("minimize needs the invariant (only a Trace names its own)")
@@ -314,7 +314,7 @@ def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
     else:
         result = None
         if backend is None:
-            from checker.fuzz import CompiledModel
+            from isrcheck.checker.fuzz import CompiledModel
             backend = CompiledModel.of(spec).backend()
         elif backend == "scalar":
             backend = spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from checker import __version__
+from isrcheck.checker import __version__
 
 
 def as_json(spec, engine, result, trace_files, observed=()):

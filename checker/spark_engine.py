@@ -98,8 +98,8 @@ import uuid
 
 import numpy as np
 
-from checker.bfs import Search, SearchResult, Violation, search as bfs_search
-from checker.fingerprint import Symmetry
+from isrcheck.checker.bfs import Search, SearchResult, Violation, search as bfs_search
+from isrcheck.checker.fingerprint import Symmetry
 
 try:
     from pyspark.accumulators import AccumulatorParam

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from pysat.solvers import Solver as SatSolver
 
-from checker.bfs import Search
-from checker.symbolic import CnfUnrolling, Z3Unknown, _sat_check
+from isrcheck.checker.bfs import Search
+from isrcheck.checker.symbolic import CnfUnrolling, Z3Unknown, _sat_check
 
 
 def reachable_states(spec, **budgets):

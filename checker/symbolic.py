@@ -71,8 +71,8 @@ import numpy as np
 import z3
 from pysat.solvers import Solver as SatSolver
 
-from checker.bfs import SearchResult, Violation, peak_memory
-from model.view import z3_variables
+from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
+from isrcheck.model.view import z3_variables
 
 #: Fields whose *upper* type bound the induction step drops, and what their values are.
 #: See :func:`prove` for why this is sound and what it buys.
@@ -784,7 +784,7 @@ class ProofResult:
         A CTI trace is for reading only: it does not start from the initial state
         and does not replay.
         """
-        from checker.trace import Trace, from_steps
+        from isrcheck.checker.trace import Trace, from_steps
         if self.verdict == "refuted":
             return from_steps(spec, self.failing, "k-induction", self.steps)
         decoded = [(a.name if a else None, dict(a.params) if a else {}, s) for a, s in self.steps]

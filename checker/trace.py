@@ -11,9 +11,9 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from checker import __version__
-from model.spec import BoundsError
-from specs import SPECS
+from isrcheck.checker import __version__
+from isrcheck.model.spec import BoundsError
+from isrcheck.specs import SPECS
 
 
 class TraceError(ValueError):

@@ -1,7 +1,7 @@
 """isrcheck's modelling layer: declare fields, actions and invariants once, run them on any backend."""
-from model.expr import DeclarationError, all_of, any_of, count_of, max_of, min_of, where
-from model.layout import Field, Layout
-from model.spec import BoundsError, Spec, action, invariant
+from isrcheck.model.expr import DeclarationError, all_of, any_of, count_of, max_of, min_of, where
+from isrcheck.model.layout import Field, Layout
+from isrcheck.model.spec import BoundsError, Spec, action, invariant
 
 __all__ = ["DeclarationError", "BoundsError", "Field", "Layout", "Spec", "action", "invariant",
            "where", "any_of", "all_of", "count_of", "min_of", "max_of"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.expr import DeclarationError, Traced
+from isrcheck.model.expr import DeclarationError, Traced
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
            "ne": "!=", "and": "&", "or": "|"}

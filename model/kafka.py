@@ -12,9 +12,9 @@ offset are kept at 0 so that equal logs are equal states. Record ids are
 """
 from __future__ import annotations
 
-from model.expr import all_of, any_of, count_of, max_of, min_of, where
-from model.layout import Field
-from model.spec import Spec, action, invariant
+from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
+from isrcheck.model.layout import Field
+from isrcheck.model.spec import Spec, action, invariant
 
 
 class KafkaReplication(Spec):

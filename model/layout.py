@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.expr import DeclarationError
+from isrcheck.model.expr import DeclarationError
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,10 @@ import z3
 
 from types import SimpleNamespace
 
-from model.compile import Graph, kernel
-from model.expr import DeclarationError, Sym, term, track_arithmetic
-from model.layout import Layout
-from model.view import GuardDone, View, scalar_reader, z3_reader, z3_variables
+from isrcheck.model.compile import Graph, kernel
+from isrcheck.model.expr import DeclarationError, Sym, term, track_arithmetic
+from isrcheck.model.layout import Layout
+from isrcheck.model.view import GuardDone, View, scalar_reader, z3_reader, z3_variables
 
 
 class BoundsError(ValueError):

@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 import z3
 
-from model.expr import DeclarationError, Sym, all_of, where
+from isrcheck.model.expr import DeclarationError, Sym, all_of, where
 
 
 class GuardDone(Exception):

@@ -1,6 +1,6 @@
 """KIP-320 with producers on acks=1: a record is acknowledged as soon as the leader appends it."""
-from model.kafka import KafkaReplication
-from specs.kip_320 import Kip320
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_320 import Kip320
 
 
 class Acks1(Kip320):

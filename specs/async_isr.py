@@ -1,6 +1,6 @@
 """AlterIsr (Kafka 2.7): ISR changes go to the controller asynchronously; and KIP-497's maximal ISR."""
-from model.kafka import KafkaReplication
-from specs.kip_320 import Kip320
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_320 import Kip320
 
 
 class AsyncIsr(Kip320):

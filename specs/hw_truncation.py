@@ -1,6 +1,6 @@
 """Kafka before 0.11: truncate to the local high watermark on becoming follower."""
-from model.expr import where
-from model.kafka import KafkaReplication
+from isrcheck.model.expr import where
+from isrcheck.model.kafka import KafkaReplication
 
 
 class HwTruncation(KafkaReplication):

@@ -1,6 +1,6 @@
 """KIP-320's fetch fencing with kip-279's ISR-join rule: KAFKA-7128."""
-from model.kafka import KafkaReplication
-from specs.kip_320 import Kip320
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_320 import Kip320
 
 
 class Kafka7128(Kip320):

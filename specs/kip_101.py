@@ -1,7 +1,7 @@
 """Kafka 0.11 (KIP-101): truncate by OffsetsForLeaderEpoch instead of the high watermark."""
-from model.expr import min_of, where
-from model.spec import action
-from model.kafka import KafkaReplication
+from isrcheck.model.expr import min_of, where
+from isrcheck.model.spec import action
+from isrcheck.model.kafka import KafkaReplication
 
 
 class Kip101(KafkaReplication):

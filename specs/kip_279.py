@@ -1,7 +1,7 @@
 """Kafka 2.0 (KIP-279): the OffsetsForLeaderEpoch answer carries the epoch, matched backwards."""
-from model.expr import min_of, where
-from model.kafka import KafkaReplication
-from specs.kip_101 import Kip101
+from isrcheck.model.expr import min_of, where
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_101 import Kip101
 
 
 class Kip279(Kip101):

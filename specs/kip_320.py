@@ -1,7 +1,7 @@
 """Kafka 2.1 (KIP-320): fetches fenced by the current leader epoch."""
-from model.kafka import KafkaReplication
-from specs.kip_279 import Kip279
-from specs.kip_320_lemmas import LEMMAS, LEMMAS_WHY, Kip320Lemmas
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_279 import Kip279
+from isrcheck.specs.kip_320_lemmas import LEMMAS, LEMMAS_WHY, Kip320Lemmas
 
 
 class Kip320(Kip320Lemmas, Kip279):

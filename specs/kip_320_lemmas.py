@@ -19,8 +19,8 @@ full with the exhaustive engine.
 """
 import functools
 
-from model.expr import all_of, any_of, count_of, min_of, where
-from model.spec import invariant
+from isrcheck.model.expr import all_of, any_of, count_of, min_of, where
+from isrcheck.model.spec import invariant
 
 
 def history_lemma(name):

@@ -1,7 +1,7 @@
 """KIP-966 (Kafka 4.0): strict min.insync.replicas for the HW, and eligible leader replicas."""
-from model.expr import count_of
-from model.kafka import KafkaReplication
-from specs.last_replica_standing import LastReplicaStanding
+from isrcheck.model.expr import count_of
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.last_replica_standing import LastReplicaStanding
 
 
 class Kip966(LastReplicaStanding):

@@ -1,7 +1,7 @@
 """The last ISR member loses its unflushed tail in a hard crash and is re-elected (KIP-966)."""
-from model.expr import count_of
-from model.kafka import KafkaReplication
-from specs.kip_320 import Kip320
+from isrcheck.model.expr import count_of
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_320 import Kip320
 
 
 class LastReplicaStanding(Kip320):

@@ -1,6 +1,6 @@
 """KIP-320 without the zkVersion fence on ISR writes: a zombie leader shrinks the ISR to itself."""
-from model.kafka import KafkaReplication
-from specs.kip_320 import Kip320
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_320 import Kip320
 
 
 class NoIsrFencing(Kip320):

@@ -1,6 +1,6 @@
 """KIP-320 with unclean leader election enabled."""
-from model.kafka import KafkaReplication
-from specs.kip_320 import Kip320
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_320 import Kip320
 
 
 class UncleanElection(Kip320):

@@ -1,6 +1,6 @@
 """KIP-320 with a controller failover and brokers that ignore the controller epoch."""
-from model.kafka import KafkaReplication
-from specs.kip_320 import Kip320
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_320 import Kip320
 
 
 class ZombieController(Kip320):

@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from checker.bfs import search
-from checker.trace import from_steps, replay
-from model.spec import action
-from specs import SPECS
-from specs.kip_320 import Kip320
+from isrcheck.checker.bfs import search
+from isrcheck.checker.trace import from_steps, replay
+from isrcheck.model.spec import action
+from isrcheck.specs import SPECS
+from isrcheck.specs.kip_320 import Kip320
 
 TINY = dict(replicas=2, log_size=1, max_records=1, max_epochs=2, max_crashes=1)
 
@@ -130,7 +130,7 @@ def test_collision_probability_is_small_and_grows_with_states():
 
 def test_fingerprints_by_delta_match_full_fingerprints():
     """The delta fingerprint of every successor equals its full fingerprint."""
-    from checker.bfs import Search
+    from isrcheck.checker.bfs import Search
     spec = SPECS["kip-320"](**TINY)
     s = Search(spec, ["no-committed-loss"])
     rng = np.random.default_rng(7)
@@ -151,7 +151,7 @@ def test_fingerprints_by_delta_match_full_fingerprints():
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
     """An interrupt mid-search ends it like a budget: violations found so far keep their traces."""
-    from checker.bfs import Search
+    from isrcheck.checker.bfs import Search
     calls = {"n": 0}
     successors = Search._successors
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-CLI = [sys.executable, "-m", "checker.cli"]
+CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
 
 
 def run(*args, cwd=None):
@@ -43,7 +43,7 @@ def test_holds_exits_0_with_null_trace(tmp_path):
 
 
 def test_all_reports_every_invariant_as_expected(tmp_path):
-    from specs import SPECS
+    from isrcheck.specs import SPECS
     r = run("check", "--spec", "kip-320", "--all", "--format", "json", "--out", str(tmp_path), "--no-progress")
     assert r.returncode == 0                  # only the benign split brain breaks, and --all does not fail on it
     report = json.loads(r.stdout)
@@ -141,7 +141,7 @@ def test_list_shows_every_spec_with_expectations():
     r = run("list", "--format", "json")
     assert r.returncode == 0
     entries = {e["spec"]: e for e in json.loads(r.stdout)}
-    from specs import SPECS
+    from isrcheck.specs import SPECS
     assert set(entries) == set(SPECS)
     assert entries["hw-truncation"]["expected"]["no-committed-loss"] == "violated"
     assert entries["kip-320"]["default_bounds"]["replicas"] >= 2

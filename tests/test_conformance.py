@@ -32,12 +32,12 @@ import numpy as np
 import pytest
 import z3
 
-from model.expr import DeclarationError, where
-from model.layout import Field
-from model.spec import Spec, action, invariant
-from model.view import View, scalar_reader, z3_variables
-from specs import SPECS
-from specs.kip_320 import Kip320
+from isrcheck.model.expr import DeclarationError, where
+from isrcheck.model.layout import Field
+from isrcheck.model.spec import Spec, action, invariant
+from isrcheck.model.view import View, scalar_reader, z3_variables
+from isrcheck.specs import SPECS
+from isrcheck.specs.kip_320 import Kip320
 
 SEED = 20240611
 RANDOM_STATES = 500

@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from checker.trace import load, replay, spec_for
-from specs import SPECS
+from isrcheck.checker.trace import load, replay, spec_for
+from isrcheck.specs import SPECS
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "counterexamples")
 

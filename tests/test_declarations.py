@@ -11,11 +11,11 @@ import copy
 import numpy as np
 import pytest
 
-from model.expr import DeclarationError, where
-from model.layout import Field, Layout
-from model.spec import Spec, action, invariant
-from specs import SPECS
-from specs.kip_320 import Kip320
+from isrcheck.model.expr import DeclarationError, where
+from isrcheck.model.layout import Field, Layout
+from isrcheck.model.spec import Spec, action, invariant
+from isrcheck.specs import SPECS
+from isrcheck.specs.kip_320 import Kip320
 
 SEED = 7
 

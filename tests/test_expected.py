@@ -1,8 +1,8 @@
 """Every protocol version meets its declared verdicts at its default bounds (Kafka's history as tests)."""
 import pytest
 
-from checker.bfs import search
-from specs import SPECS
+from isrcheck.checker.bfs import search
+from isrcheck.specs import SPECS
 
 BASE = ["hw-truncation", "kip-101", "kip-279", "kip-320"]
 

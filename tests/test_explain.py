@@ -8,11 +8,11 @@ import re
 import networkx as nx
 import pytest
 
-from checker.bfs import search
-from checker.explain import Line, consequence, explain, summary
-from checker.export import to_dot, to_graph, to_mermaid
-from checker.trace import from_steps, load, save, spec_for
-from specs import SPECS
+from isrcheck.checker.bfs import search
+from isrcheck.checker.explain import Line, consequence, explain, summary
+from isrcheck.checker.export import to_dot, to_graph, to_mermaid
+from isrcheck.checker.trace import from_steps, load, save, spec_for
+from isrcheck.specs import SPECS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

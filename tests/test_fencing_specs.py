@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from checker.bfs import search
-from checker.trace import load, replay, spec_for
-from specs import SPECS
+from isrcheck.checker.bfs import search
+from isrcheck.checker.trace import load, replay, spec_for
+from isrcheck.specs import SPECS
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "counterexamples")
 

@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pytest
 
-from checker.bfs import SearchResult, search
-from checker.fuzz import CompiledModel, FuzzResult, _Fuzzer, _pick, fuzz
-from checker.trace import from_steps, replay
-from specs import SPECS
+from isrcheck.checker.bfs import SearchResult, search
+from isrcheck.checker.fuzz import CompiledModel, FuzzResult, _Fuzzer, _pick, fuzz
+from isrcheck.checker.trace import from_steps, replay
+from isrcheck.specs import SPECS
 
 SEED = 20240611
 
@@ -168,7 +168,7 @@ def test_fuzz_finds_hw_truncation_loss_at_five_replicas(five_replicas):
 
 
 def test_fuzz_explains_its_counterexample(five_replicas):
-    from checker.explain import explain
+    from isrcheck.checker.explain import explain
     spec, result, _ = five_replicas
     lines = explain(spec, result.violations["no-committed-loss"].steps, "no-committed-loss")
     kinds = {line.kind for line in lines}

@@ -14,11 +14,11 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from checker.bfs import search
-from checker.gate import affected_specs, gate
-from checker.trace import default_path, from_steps, load, replay, save
-from specs import SPECS
-from specs.kip_320 import Kip320
+from isrcheck.checker.bfs import search
+from isrcheck.checker.gate import affected_specs, gate
+from isrcheck.checker.trace import default_path, from_steps, load, replay, save
+from isrcheck.specs import SPECS
+from isrcheck.specs.kip_320 import Kip320
 
 REPO = os.path.join(os.path.dirname(__file__), "..")
 
@@ -231,15 +231,15 @@ def test_sarif_is_structurally_valid(saved, tmp_path):
 # --- bad input: exit 2, one line, through isrcheck's own entry point -------------------------
 @pytest.fixture
 def isrcheck(monkeypatch, capsys):
-    from checker import cli
-    import checker.gate
+    from isrcheck.checker import cli
+    import isrcheck.checker.gate as gate_module
     if "gate" not in cli.cli.commands:
         cli.cli.add_command(gate)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
     def run(*args, registry=None):
         if registry is not None:
-            monkeypatch.setattr(checker.gate, "SPECS", registry)
+            monkeypatch.setattr(gate_module, "SPECS", registry)
         with pytest.raises(SystemExit) as exc:
             cli.main(["gate", "--no-progress", *args])
         out = capsys.readouterr()

@@ -5,11 +5,11 @@ import random
 
 import pytest
 
-from checker.bfs import search
-from checker.fuzz import CompiledModel
-from checker.minimize import Minimized, minimize
-from checker.trace import from_steps, load, replay, save
-from specs import SPECS
+from isrcheck.checker.bfs import search
+from isrcheck.checker.fuzz import CompiledModel
+from isrcheck.checker.minimize import Minimized, minimize
+from isrcheck.checker.trace import from_steps, load, replay, save
+from isrcheck.specs import SPECS
 
 SEED = 20240611
 

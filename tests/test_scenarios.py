@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from specs import SPECS
+from isrcheck.specs import SPECS
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from checker.bfs import search                                   # noqa: E402
-from checker.spark_engine import spark_context, spark_search     # noqa: E402
-from specs import SPECS                                          # noqa: E402
+from isrcheck.checker.bfs import search                                   # noqa: E402
+from isrcheck.checker.spark_engine import spark_context, spark_search     # noqa: E402
+from isrcheck.specs import SPECS                                          # noqa: E402
 
 VIOLATED = ("hw-truncation", dict(replicas=2, max_epochs=2), ["no-committed-loss", "strong-isr"])
 HOLDS = ("kip-320", dict(replicas=2, max_epochs=1), None)        # every invariant holds (~9k states, 18 levels)

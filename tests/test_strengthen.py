@@ -15,10 +15,10 @@ import pytest
 import z3
 from pysat.solvers import Solver as SatSolver
 
-import checker.strengthen as st
-from checker.strengthen import ReachableCubes, reachable_states, strengthen
-from checker.symbolic import CnfUnrolling, Unrolling
-from specs import SPECS
+import isrcheck.checker.strengthen as st
+from isrcheck.checker.strengthen import ReachableCubes, reachable_states, strengthen
+from isrcheck.checker.symbolic import CnfUnrolling, Unrolling
+from isrcheck.specs import SPECS
 
 PROVED_HERE = ["acks-1", "unclean-election", "kip-497", "async-isr"]
 
@@ -133,7 +133,7 @@ def test_typed_clauses_allow_exactly_each_columns_bounds():
 
 # --- command line --------------------------------------------------------------------------
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "checker.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "isrcheck.checker.cli", *args], capture_output=True, text=True)
 
 
 def test_cli_prove_auto_lemmas_proves_and_says_what_it_learned():

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import z3
 
-from checker import trace as tr
-from checker.bfs import search
-from checker.symbolic import BitBlaster, CnfUnrolling, Unrolling, bmc, prove
-from specs import SPECS
+from isrcheck.checker import trace as tr
+from isrcheck.checker.bfs import search
+from isrcheck.checker.symbolic import BitBlaster, CnfUnrolling, Unrolling, bmc, prove
+from isrcheck.specs import SPECS
 from test_conformance import random_rows, walk_rows     # the conformance test's sample of states
 
 def _violated(spec):
@@ -54,7 +54,7 @@ def test_bmc_finds_expected_violations_at_the_exhaustive_depth(name):
 def test_bmc_trace_saves_loads_replays_and_shows(tmp_path):
     from rich.console import Console
 
-    from checker.show import render
+    from isrcheck.checker.show import render
 
     spec = SPECS["acks-1"]()
     result = bmc(spec, ["no-committed-loss"], 8)
@@ -91,7 +91,7 @@ def test_bmc_timeout_says_so_and_stops_a_long_solve():
 
 
 def test_bmc_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
-    from checker import symbolic
+    from isrcheck.checker import symbolic
 
     calls = {"n": 0}
     check = symbolic._sat_check
@@ -286,7 +286,7 @@ def test_prove_timeout_is_unknown():
 
 # --- command line --------------------------------------------------------------------------
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "checker.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "isrcheck.checker.cli", *args], capture_output=True, text=True)
 
 
 def test_cli_prove_uses_the_specs_lemmas_and_reports_k_lemmas_and_cpu():

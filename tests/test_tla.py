@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from checker.bfs import Search, search
-from specs.tla import TLA_SPECS
+from isrcheck.checker.bfs import Search, search
+from isrcheck.specs.tla import TLA_SPECS
 
 SMALL = dict(replicas=2, log_size=2, max_records=2, max_epochs=2)
 ALL_INVARIANTS = ["type-ok", "weak-isr", "strong-isr", "leader-in-isr"]

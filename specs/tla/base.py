@@ -33,9 +33,9 @@ membership test in ``LogRecords`` literally (it always holds in a well-typed sta
 """
 from __future__ import annotations
 
-from model.expr import all_of, max_of, min_of, where
-from model.layout import Field
-from model.spec import Spec, action, invariant
+from isrcheck.model.expr import all_of, max_of, min_of, where
+from isrcheck.model.layout import Field
+from isrcheck.model.spec import Spec, action, invariant
 
 NIL = -1
 

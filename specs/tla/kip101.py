@@ -1,7 +1,7 @@
 """Kip101.tla: KIP-101, truncation by the leader epoch of the follower's last record."""
-from model.expr import where
-from model.spec import action
-from specs.tla.base import TlaKafkaReplication
+from isrcheck.model.expr import where
+from isrcheck.model.spec import action
+from isrcheck.specs.tla.base import TlaKafkaReplication
 
 
 class TlaKip101(TlaKafkaReplication):

@@ -1,7 +1,7 @@
 """Kip279.tla: KIP-279, truncation to just past the last offset where follower and leader match."""
-from model.expr import where
-from model.spec import action
-from specs.tla.base import TlaKafkaReplication
+from isrcheck.model.expr import where
+from isrcheck.model.spec import action
+from isrcheck.specs.tla.base import TlaKafkaReplication
 
 
 class TlaKip279(TlaKafkaReplication):

@@ -1,7 +1,7 @@
 """Kip320.tla: KIP-320, fetches and truncation fenced by the leader epoch."""
-from model.expr import all_of, min_of
-from model.spec import action
-from specs.tla.kip279 import TlaKip279
+from isrcheck.model.expr import all_of, min_of
+from isrcheck.model.spec import action
+from isrcheck.specs.tla.kip279 import TlaKip279
 
 
 class TlaKip320(TlaKip279):

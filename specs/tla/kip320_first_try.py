@@ -1,7 +1,7 @@
 """Kip320FirstTry.tla: the first attempt at KIP-320, truncating on demand instead of on becoming follower."""
-from model.expr import all_of, min_of
-from model.spec import action
-from specs.tla.kip279 import TlaKip279
+from isrcheck.model.expr import all_of, min_of
+from isrcheck.model.spec import action
+from isrcheck.specs.tla.kip279 import TlaKip279
 
 
 class TlaKip320FirstTry(TlaKip279):

@@ -1,6 +1,6 @@
 """KafkaTruncateToHighWatermark.tla: before KIP-101, a new follower truncates to its own high watermark."""
-from model.spec import action
-from specs.tla.base import TlaKafkaReplication
+from isrcheck.model.spec import action
+from isrcheck.specs.tla.base import TlaKafkaReplication
 
 
 class TlaTruncateToHighWatermark(TlaKafkaReplication):
