@@ -157,7 +157,9 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
             from isrcheck.checker.symbolic import bmc
             result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress)
         elif engine == "spark":
-            from isrcheck.checker.spark_engine import spark_search
+            from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
+            if missing_dependencies():
+                raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
             result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
                                   max_states=max_states, max_depth=max_depth, time_limit=time_limit,
                                   progress=progress)
@@ -431,10 +433,10 @@ def main(argv=None):
     try:
         cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
     except (UserError, TraceError) as e:
-        _err().print(f"isrcheck: error: {e}", soft_wrap=True)
+        _err().print(f"isrcheck: error: {e}", soft_wrap=True, markup=False)
         sys.exit(EXIT_USAGE)
     except click.exceptions.UsageError as e:
-        _err().print(f"isrcheck: error: {e.format_message()}", soft_wrap=True)
+        _err().print(f"isrcheck: error: {e.format_message()}", soft_wrap=True, markup=False)
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
         _err().print("isrcheck: interrupted")

@@ -86,6 +86,7 @@ can read and write (the Parquet files are the numbering barrier).
 """
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import re
@@ -105,6 +106,13 @@ try:
     from pyspark.accumulators import AccumulatorParam
 except ImportError:                      # pyspark missing: spark_search fails when called, not on import
     AccumulatorParam = object
+
+INSTALL_HINT = "pip install 'isrcheck[spark]'"
+
+
+def missing_dependencies():
+    """The Spark engine's packages that are not installed (they are the ``spark`` extra, not core)."""
+    return [name for name in ("pyspark", "pyarrow") if importlib.util.find_spec(name) is None]
 
 ACTION_BITS = 16
 ACTION_MASK = np.uint64((1 << ACTION_BITS) - 1)
