@@ -1,4 +1,5 @@
 """Kafka 2.0 (KIP-279): the OffsetsForLeaderEpoch answer carries the epoch, matched backwards."""
+from isrcheck.model.configuration import Configuration
 from isrcheck.model.expr import min_of, where
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_101 import Kip101
@@ -19,6 +20,12 @@ class Kip279(Kip101):
                              "follower back to its HW (KIP-320, KAFKA-7415)",
         "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",
         "strong-isr": "an ISR member truncates committed records to its HW on an UNDEFINED answer",
+    }
+    configurations = {
+        "kafka-6361": Configuration(
+            bounds={"max_records": 3}, expected={"log-matching": "holds"},
+            why={"log-matching": "KAFKA-6361 fixed: the answer carries the epoch and the follower matches it "
+                                 "backwards (kip-101 diverges at these bounds)"}),
     }
 
     def truncation_point(self, s, f, l):
