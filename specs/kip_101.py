@@ -21,6 +21,10 @@ class Kip101(KafkaReplication):
         "strong-isr": "an ISR member truncates committed records to its HW on an UNDEFINED answer",
     }
     configurations = {
+        "kafka-1211": Configuration(
+            bounds={"max_epochs": 3}, expected={"no-committed-loss": "holds"},
+            why={"no-committed-loss": "KAFKA-1211 fixed: truncation by OffsetsForLeaderEpoch, not to the HW "
+                                      "(hw-truncation loses a committed record at these bounds)"}),
         "kafka-6361": Configuration(
             bounds={"max_records": 3}, expected={"log-matching": "violated"},
             why={"log-matching": "KAFKA-6361: after a fast leader fail-over the OffsetsForLeaderEpoch answer (an "

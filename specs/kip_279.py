@@ -5,6 +5,11 @@ from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_101 import Kip101
 
 
+#: where KAFKA-7128 shows (specs/kafka_7128.py's defaults): three replicas, one record, a lost fetch response
+KAFKA_7128_BOUNDS = {"replicas": 3, "log_size": 1, "max_records": 1, "max_epochs": 3, "max_crashes": 0,
+                     "fetch_response_loss": 1}
+
+
 class Kip279(Kip101):
     name = "kip-279"
     summary = ("Kafka 2.0: the leader answers with the largest epoch it has at or below the follower's "
@@ -26,6 +31,11 @@ class Kip279(Kip101):
             bounds={"max_records": 3}, expected={"log-matching": "holds"},
             why={"log-matching": "KAFKA-6361 fixed: the answer carries the epoch and the follower matches it "
                                  "backwards (kip-101 diverges at these bounds)"}),
+        "kafka-7128": Configuration(
+            bounds=KAFKA_7128_BOUNDS, expected={"no-committed-loss": "violated"},
+            why={"no-committed-loss": "KAFKA-7128: a follower whose fetch offset reached a new leader's lagging HW "
+                                      "joins the ISR without the committed record and is elected (kip-320 holds "
+                                      "at these bounds)"}),
     }
 
     def truncation_point(self, s, f, l):
