@@ -67,8 +67,9 @@ def label(spec, configuration):
 
 def trace_path(counterexamples, spec, configuration, invariant):
     """Where the saved counterexample of an expected violation lives (the defaults' path is the historic one)."""
-    return default_path(os.path.join(counterexamples, spec) if configuration != DEFAULTS else counterexamples,
-                        spec if configuration == DEFAULTS else configuration, invariant)
+    if configuration == DEFAULTS:
+        return default_path(counterexamples, spec, invariant)
+    return default_path(os.path.join(counterexamples, spec), configuration, invariant)
 
 
 class GateError(click.UsageError):
