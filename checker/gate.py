@@ -516,7 +516,8 @@ def as_junit(report):
 
 
 SARIF_RULES = {
-    "unexpected-violation": "An invariant the protocol version must satisfy is violated at its default bounds.",
+    "unexpected-violation": "An invariant the protocol version must satisfy is violated at the bounds of one of its "
+                            "configurations (its defaults or a named one).",
     "expected-violation-not-found": "An invariant the protocol version must violate (a known bug) now holds: "
                                     "the model or the checker lost its bite.",
     "counterexample-does-not-replay": "The saved counterexample of an expected violation no longer replays on "

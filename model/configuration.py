@@ -59,6 +59,9 @@ def validate(cls):
             raise DeclarationError(f"{here}: the name must be kebab-case (a-z, 0-9, '-') and not {DEFAULTS!r}")
         if not isinstance(conf, Configuration):
             raise DeclarationError(f"{here}: must be a Configuration(bounds=..., expected=..., why=...)")
+        for part in ("bounds", "expected", "why"):
+            if not isinstance(getattr(conf, part), dict):
+                raise DeclarationError(f"{here}: {part} must be a dict")
         for bound, value in conf.bounds.items():
             if bound not in cls.defaults:
                 raise DeclarationError(f"{here}: unknown bound {bound!r} (known: {', '.join(cls.defaults)})")

@@ -50,6 +50,7 @@ def test_a_well_formed_configuration_loads():
     ("defaults", Configuration({"max_records": 3}, {"log-matching": "violated"}, WHY), "kebab-case"),
     ("Big One", Configuration({"max_records": 3}, {"log-matching": "violated"}, WHY), "kebab-case"),
     ("big", {"max_records": 3}, "must be a Configuration"),
+    ("big", Configuration({"max_records": 3}, {"log-matching": "violated"}, ["KAFKA-6361"]), "why must be a dict"),
 ])
 def test_a_mistake_fails_at_class_creation_naming_spec_and_configuration(name, conf, message):
     with pytest.raises(DeclarationError) as info:
@@ -101,8 +102,11 @@ def test_list_shows_configurations():
     assert confs["kafka-6361"] == {"name": "kafka-6361", "bounds": {"max_records": 3},
                                            "expected": {"log-matching": "violated"},
                                            "why": Kip101.configurations["kafka-6361"].why}
+    zombie = next(e for e in json.loads(r.stdout) if e["spec"] == "zombie-controller")
+    assert list(zombie["not_modelled"]) == ["KAFKA-6082"]
     text = run("list")
     assert text.returncode == 0 and "kafka-6361: max_records=3 → log-matching violated" in text.stdout
+    assert "not modelled KAFKA-6082:" in text.stdout
 
 
 @pytest.fixture
