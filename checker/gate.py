@@ -457,7 +457,8 @@ def print_table(console, report):
                       + (f" ({', '.join(report.skipped)})" if report.skipped else ""))
     for (name, conf), never in report.never_fired.items():
         if never:
-            console.print(f"[yellow]{label(name, conf)}: never fired: {', '.join(never)}[/] (a guard too strong, or bounds "
+            console.print(f"[yellow]{label(name, conf)}: never fired: {', '.join(never)}[/] "
+                          f"(a guard too strong, or bounds "
                           f"too small?)")
     for r in report.unmet:
         console.print(f"[bold red]✗ {r.label} {r.invariant}:[/] " + "; ".join(r.problems()), soft_wrap=True)
@@ -548,7 +549,8 @@ def as_sarif(report):
     for r in report.unmet:
         source, line = report.sources.get(r.spec, (None, None))
         locations = []
-        if r.kind in ("counterexample-does-not-replay", "counterexample-at-other-bounds") and r.saved_trace and os.path.exists(r.saved_trace):
+        if r.kind in ("counterexample-does-not-replay", "counterexample-at-other-bounds") and r.saved_trace \
+                and os.path.exists(r.saved_trace):
             locations.append({"physicalLocation": {"artifactLocation": _uri(r.saved_trace)}})
         elif source:
             locations.append({"physicalLocation": {"artifactLocation": _uri(source),
@@ -556,7 +558,8 @@ def as_sarif(report):
         result = {"ruleId": r.kind, "ruleIndex": index[r.kind], "level": "error",
                   "message": {"text": f"{r.label}: " + "; ".join(r.problems())},
                   "locations": locations,
-                  "properties": {"spec": r.spec, "configuration": r.configuration, "invariant": r.invariant, "expected": r.expected, "got": r.got,
+                  "properties": {"spec": r.spec, "configuration": r.configuration, "invariant": r.invariant,
+                                 "expected": r.expected, "got": r.got,
                                  "savedTrace": r.trace_status}}
         if r.counterexample:
             result["relatedLocations"] = [{"id": 1, "physicalLocation": {"artifactLocation": _uri(r.counterexample)},

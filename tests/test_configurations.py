@@ -154,3 +154,29 @@ def test_a_trace_found_at_other_bounds_fails_the_gate_until_updated_on_purpose(c
     written = sorted(os.path.relpath(os.path.join(d, f), cx) for d, _, fs in os.walk(cx) for f in fs)
     assert written == sorted([f"kip-101/{inv}.itf.json" for inv, v in Kip101.expected.items() if v == "violated"]
                              + ["kip-101/kafka-6361/log-matching.itf.json"])     # nothing for invariants that hold
+
+
+class SmallKip320(Kip320):
+    """kip-320 at bounds that search in a moment; a configuration expecting a loss kip-320 does not have."""
+    name = "small-kip-320"
+    defaults = {**Kip320.defaults, "max_epochs": 2, "max_crashes": 0}
+    configurations = {"toothless": Configuration({"max_records": 1}, {"no-committed-loss": "violated",
+                                                                      "single-acting-leader": "violated"},
+                                                 {"no-committed-loss": "KAFKA-0: made up",
+                                                  "single-acting-leader": "benign split brain"})}
+
+
+def test_update_traces_writes_only_violations_the_search_found(tmp_path):
+    from click.testing import CliRunner
+    from isrcheck.checker.gate import gate
+    cx = tmp_path / "cx"
+    result = CliRunner().invoke(gate, ["--no-progress", "--update-traces", "--counterexamples", str(cx), "--out",
+                                       str(tmp_path / "out"), "--format", "json"],
+                                obj={"specs": {"small-kip-320": SmallKip320}}, env={"GITHUB_STEP_SUMMARY": None})
+    assert result.exit_code == 1, result.output
+    unmet = [(r["configuration"], r["invariant"], r["kind"]) for r in json.loads(result.stdout)["results"]
+             if not r["ok"]]
+    assert unmet == [("toothless", "no-committed-loss", "expected-violation-not-found")]
+    written = sorted(os.path.relpath(os.path.join(d, f), cx) for d, _, fs in os.walk(cx) for f in fs)
+    assert written == ["small-kip-320/single-acting-leader.itf.json",
+                       "small-kip-320/toothless/single-acting-leader.itf.json"]
