@@ -458,8 +458,7 @@ def print_table(console, report):
     for (name, conf), never in report.never_fired.items():
         if never:
             console.print(f"[yellow]{label(name, conf)}: never fired: {', '.join(never)}[/] "
-                          f"(a guard too strong, or bounds "
-                          f"too small?)")
+                          "(a guard too strong, or bounds too small?)")
     for r in report.unmet:
         console.print(f"[bold red]✗ {r.label} {r.invariant}:[/] " + "; ".join(r.problems()), soft_wrap=True)
         if r.counterexample:
