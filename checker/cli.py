@@ -16,6 +16,7 @@ from rich.table import Table
 
 from isrcheck.checker import __version__, report, show as show_mod
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
+from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.specs import SPECS
@@ -208,6 +209,9 @@ def list_specs(fmt):
             "spec": name, "summary": cls.summary, "references": list(cls.references),
             "default_bounds": dict(spec.bounds), "expected": dict(cls.expected),
             "expected_why": dict(cls.expected_why),
+            "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected), "why": dict(c.why)}
+                               for n, c in configurations(cls).items()],
+            "not_modelled": dict(cls.not_modelled),
             "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in spec.invariants.items()},
         })
     if fmt == "json":
@@ -228,6 +232,13 @@ def list_specs(fmt):
             expected = e["expected"].get(inv, "-")
             table.add_row(inv, f"{expected}" + (f" — {why}" if why else ""), info["meaning"])
         console.print(table)
+        for c in e["configurations"][1:]:
+            console.print(f"[dim]configuration[/] [bold]{c['name']}[/]: "
+                          + " ".join(f"{k}={v}" for k, v in c["bounds"].items()) + " → "
+                          + "; ".join(f"{inv} {v}" + (f" — {c['why'][inv]}" if inv in c["why"] else "")
+                                      for inv, v in c["expected"].items()), soft_wrap=True)
+        for ticket, why in e["not_modelled"].items():
+            console.print(f"[dim]not modelled[/] {ticket}: {why}", soft_wrap=True)
 
 
 def _load_trace(path):

@@ -1,17 +1,24 @@
 """``isrcheck gate``: the CI gate on protocol changes.
 
 Every spec declares, for each of its invariants, whether it must hold or must be
-violated at its default bounds (``expected``), and every expected violation has a
-saved counterexample under ``counterexamples/<spec>/<invariant>.itf.json``. The
-gate runs one exhaustive search per spec over all its invariants and fails when
+violated at its default bounds (``expected``), and may declare named configurations
+with expectations at other bounds (model/configuration.py). Every expected violation
+has a saved counterexample at exactly its configuration's bounds, under
+``counterexamples/<spec>/<invariant>.itf.json`` for the defaults and
+``counterexamples/<spec>/<configuration>/<invariant>.itf.json`` for the others. The
+gate runs one exhaustive search per (spec, configuration) over its invariants and fails when
 
 - an invariant that must hold is violated (the change broke the protocol: the
   counterexample is written under ``--out`` for CI to attach),
 - an invariant that must be violated now holds (the model or the checker lost
   its bite), or
-- the saved counterexample of an expected violation is missing or no longer
-  replays on the current model (a fresh one, when the search found it, is
-  written under ``--out`` to replace it).
+- the saved counterexample of an expected violation is missing, was found at
+  other bounds than its configuration's, or no longer replays on the current
+  model (a fresh one, when the search found it, is written under ``--out`` to
+  replace it).
+
+``--update-traces`` rewrites the saved counterexamples on purpose: every expected
+violation the search found gets its trace written into ``--counterexamples``.
 
 The spec registry and the directories are parameters of :func:`run_gate`, so
 tests (and other tools) can gate a registry of their own. Reports: a rich table,
@@ -39,17 +46,30 @@ from rich.table import Table
 
 from isrcheck.checker import __version__, show as show_mod
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay, save
+from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.specs import SPECS
 
 EXIT_MET, EXIT_UNMET, EXIT_USAGE = 0, 1, 2
-VERDICTS = ("holds", "violated")
 BOUNDS = ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")   # named in progress lines
 ENGINE_PACKAGES = {"model": "isrcheck.model", "checker": "isrcheck.checker"}   # repo folder -> package; a change in either can change every spec
 
 # saved-trace statuses
 REPLAYS, MISSING, NO_REPLAY, UNREADABLE, NOT_NEEDED = "replays", "missing", "no longer replays", "unreadable", "-"
+OTHER_BOUNDS = "at other bounds"
+
+
+def label(spec, configuration):
+    """How reports name a (spec, configuration): the spec alone for its defaults, ``spec/configuration`` else."""
+    return spec if configuration == DEFAULTS else f"{spec}/{configuration}"
+
+
+def trace_path(counterexamples, spec, configuration, invariant):
+    """Where the saved counterexample of an expected violation lives (the defaults' path is the historic one)."""
+    if configuration == DEFAULTS:
+        return default_path(counterexamples, spec, invariant)
+    return default_path(os.path.join(counterexamples, spec), configuration, invariant)
 
 
 class GateError(click.UsageError):
@@ -66,7 +86,7 @@ class GateError(click.UsageError):
 # --------------------------------------------------------------------------------------------
 @dataclass
 class Row:
-    """One expectation: (spec, invariant) must hold / be violated, and what the gate found."""
+    """One expectation: (spec, configuration, invariant) must hold / be violated, and what the gate found."""
     spec: str
     invariant: str
     expected: str
@@ -79,6 +99,11 @@ class Row:
     saved_trace: str | None = None       # where the saved counterexample is (or should be)
     counterexample: str | None = None    # a counterexample this run wrote under --out
     steps: int | None = None             # its number of states
+    configuration: str = DEFAULTS
+
+    @property
+    def label(self):
+        return label(self.spec, self.configuration)
 
     @property
     def verdict_ok(self):
@@ -102,7 +127,8 @@ class Row:
                 return "expected-violation-not-found"
             return "inconclusive"
         if not self.trace_ok:
-            return "counterexample-missing" if self.trace_status == MISSING else "counterexample-does-not-replay"
+            return {MISSING: "counterexample-missing", OTHER_BOUNDS: "counterexample-at-other-bounds"}.get(
+                self.trace_status, "counterexample-does-not-replay")
         return None
 
     def problems(self):
@@ -120,7 +146,8 @@ class Row:
         return out
 
     def as_json(self):
-        return {"spec": self.spec, "invariant": self.invariant, "expected": self.expected, "got": self.got,
+        return {"spec": self.spec, "configuration": self.configuration, "invariant": self.invariant,
+                "expected": self.expected, "got": self.got,
                 "ok": self.ok, "kind": self.kind, "problems": self.problems(),
                 "distinct_states": self.states, "depth": self.depth, "seconds": round(self.seconds, 3),
                 "saved_trace": {"path": self.saved_trace, "status": self.trace_status,
@@ -131,13 +158,13 @@ class Row:
 @dataclass
 class GateReport:
     rows: list
-    specs: dict                          # name -> spec instance at its default bounds
+    specs: dict                          # (name, configuration) -> spec instance at its bounds
     seconds: float
-    never_fired: dict = field(default_factory=dict)    # spec -> actions that never fired
+    never_fired: dict = field(default_factory=dict)    # (spec, configuration) -> actions that never fired
     changed_since: str | None = None
     changed_files: list | None = None
     skipped: list = field(default_factory=list)        # specs --changed-since left out
-    traces: dict = field(default_factory=dict)         # (spec, invariant) -> Trace written under --out
+    traces: dict = field(default_factory=dict)         # (spec, configuration, invariant) -> Trace under --out
     sources: dict = field(default_factory=dict)        # spec -> (source file, line) of its class
 
     @property
@@ -153,7 +180,10 @@ class GateReport:
         if not self.rows:
             return "no spec to check" + (f" (no spec is affected by the changes since {self.changed_since})"
                                          if self.changed_since else "")
-        specs = f"{len(self.specs)} spec{'s' if len(self.specs) != 1 else ''}"
+        names = {name for name, _ in self.specs}
+        specs = f"{len(names)} spec{'s' if len(names) != 1 else ''}"
+        if len(self.specs) != len(names):
+            specs += f", {len(self.specs)} configurations"
         if self.ok:
             return f"all {n} expectations met ({specs})"
         return f"{len(self.unmet)} of {n} expectations unmet ({specs})"
@@ -267,57 +297,58 @@ def changed_files(rev, cwd=None):
 # running the gate
 # --------------------------------------------------------------------------------------------
 def instantiate(registry, names):
-    """Each spec at its default bounds, its ``expected`` checked against its invariants (GateError if not)."""
-    specs = {}
+    """Each spec at the bounds of each of its configurations, keyed (name, configuration), with the verdicts
+    expected there; the defaults' ``expected`` must cover every invariant (GateError if not)."""
+    specs, expectations = {}, {}
     for name in names:
-        try:
-            spec = registry[name]()
-        except (BoundsError, DeclarationError) as e:
-            raise GateError(f"spec {name}: {e}") from None
-        expected = registry[name].expected
-        for inv in spec.invariants:
-            if inv not in expected:
-                raise GateError(f"spec {name}: invariant {inv!r} has no expected verdict "
-                                f"(add it to {registry[name].__name__}.expected: 'holds' or 'violated')")
-        for inv, verdict in expected.items():
-            if inv not in spec.invariants:
-                raise GateError(f"spec {name}: expected names {inv!r}, which is not one of its invariants "
-                                f"({', '.join(spec.invariants)})")
-            if verdict not in VERDICTS:
-                raise GateError(f"spec {name}: expected verdict of {inv!r} is {verdict!r} "
-                                f"(must be 'holds' or 'violated')")
-        specs[name] = spec
-    return specs
+        cls = registry[name]
+        for conf_name, conf in configurations(cls).items():
+            where = f"spec {name}" if conf_name == DEFAULTS else f"spec {name}, configuration {conf_name}"
+            try:
+                spec = cls(**conf.bounds)
+            except (BoundsError, DeclarationError) as e:
+                raise GateError(f"{where}: {e}") from None
+            if conf_name == DEFAULTS:
+                for inv in spec.invariants:
+                    if inv not in conf.expected:
+                        raise GateError(f"{where}: invariant {inv!r} has no expected verdict "
+                                        f"(add it to {cls.__name__}.expected: 'holds' or 'violated')")
+            for inv, verdict in conf.expected.items():
+                if inv not in spec.invariants:
+                    raise GateError(f"{where}: expected names {inv!r}, which is not one of its invariants "
+                                    f"({', '.join(spec.invariants)})")
+                if verdict not in VERDICTS:
+                    raise GateError(f"{where}: expected verdict of {inv!r} is {verdict!r} "
+                                    f"(must be 'holds' or 'violated')")
+            specs[name, conf_name] = spec
+            expectations[name, conf_name] = dict(conf.expected)
+    return specs, expectations
 
 
-def check_saved_trace(cls, spec, name, invariant, counterexamples, cache=None):
+def check_saved_trace(spec, configuration, invariant, counterexamples):
     """(status, message, path) of the saved counterexample of an expected violation.
 
-    The trace is replayed at the bounds it records, like ``isrcheck replay``;
-    ``spec`` (the default-bounds instance) is reused when those are the bounds.
+    The trace must record exactly the bounds of its configuration (``spec``'s), and
+    replay there, like ``isrcheck replay``.
     """
-    path = default_path(counterexamples, name, invariant)
+    name = spec.name
+    path = trace_path(counterexamples, name, configuration, invariant)
     if not os.path.exists(path):
-        return MISSING, f"no {path} (run: isrcheck check --spec {name} --invariant {invariant})", path
+        return MISSING, f"no {path} (run: isrcheck gate --update-traces {name})", path
     try:
         trace = load(path)
     except TraceError as e:
         return UNREADABLE, str(e), path
     if (trace.spec, trace.invariant) != (name, invariant):
         return NO_REPLAY, f"{path} is a trace of {trace.spec}/{trace.invariant}, not {name}/{invariant}", path
-    cache = {} if cache is None else cache
-    key = (name, tuple(sorted(trace.bounds.items())))
+    if trace.bounds != spec.bounds:
+        keys = list(spec.bounds) + [k for k in trace.bounds if k not in spec.bounds]
+        diff = ", ".join(f"{k}={trace.bounds.get(k, 'unset')} (declared {spec.bounds.get(k, 'unset')})"
+                         for k in keys if trace.bounds.get(k) != spec.bounds.get(k))
+        return OTHER_BOUNDS, (f"{path} was found at other bounds than {label(name, configuration)} declares: "
+                              f"{diff} (refresh: isrcheck gate --update-traces {name})"), path
     try:
-        if trace.bounds == spec.bounds:
-            at = spec
-        elif key in cache:
-            at = cache[key]
-        else:
-            at = cache[key] = cls(**trace.bounds)
-    except (BoundsError, DeclarationError, TypeError) as e:
-        return NO_REPLAY, f"{path}: {e}", path
-    try:
-        result = replay(at, trace)
+        result = replay(spec, trace)
     except Exception as e:      # a saved trace is data: any way it fails to replay is a failed expectation
         return NO_REPLAY, f"{path}: {type(e).__name__}: {e}", path
     if result.ok:
@@ -335,13 +366,15 @@ def _class_source(cls):
 
 
 def run_gate(names=(), registry=None, counterexamples="counterexamples", out="gate-counterexamples",
-             changed_since=None, progress=None, cwd=None):
+             changed_since=None, progress=None, cwd=None, update_traces=False):
     """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
 
+    One search per (spec, configuration), over the invariants that configuration expects something of.
     ``progress(message)`` is called before and after each search. Counterexamples of
     unexpected violations, and fresh ones for expected violations whose saved trace is
     missing or no longer replays, are written under ``out``; stale files there for
-    the checked (spec, invariant) pairs are removed.
+    the checked (spec, configuration, invariant) are removed. With ``update_traces``, every expected
+    violation the search found is saved under ``counterexamples`` first (the golden traces, on purpose).
     """
     from isrcheck.checker.bfs import search
 
@@ -357,33 +390,35 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
         chosen = [n for n in chosen if n in hit]
         say(f"changed since {changed_since}: {len(changed)} files; checking {len(chosen)} of "
             f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
-    specs = instantiate(registry, chosen)
+    specs, expectations = instantiate(registry, chosen)
     report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
-    cache = {}
-    for k, (name, spec) in enumerate(specs.items(), start=1):
-        cls = registry[name]
-        report.sources[name] = _class_source(cls)
-        say(f"[{k}/{len(specs)}] {name}: searching {len(spec.invariants)} invariants at "
+    for k, ((name, conf), spec) in enumerate(specs.items(), start=1):
+        report.sources[name] = _class_source(registry[name])
+        expected = expectations[name, conf]
+        what = f"[{k}/{len(specs)}] {label(name, conf)}"
+        say(f"{what}: searching {len(expected)} invariants at "
             + " ".join(f"{b}={spec.bounds[b]}" for b in BOUNDS if b in spec.bounds))
-        result = search(spec, list(spec.invariants))
-        report.never_fired[name] = list(result.never_fired)
-        verdicts = result.verdicts
-        for inv in spec.invariants:
-            row = Row(name, inv, cls.expected[inv], verdicts[inv], result.distinct_states, result.depth,
-                      result.seconds)
+        result = search(spec, list(expected))
+        report.never_fired[name, conf] = list(result.never_fired)
+        for inv, verdict in expected.items():
+            row = Row(name, inv, verdict, result.verdicts[inv], result.distinct_states, result.depth,
+                      result.seconds, configuration=conf)
             if row.expected == "violated":
+                if update_traces and inv in result.violations:
+                    golden = from_steps(spec, inv, "local", result.violations[inv].steps, symmetry=False)
+                    save(golden, trace_path(counterexamples, name, conf, inv))
                 row.trace_status, row.trace_message, row.saved_trace = check_saved_trace(
-                    cls, spec, name, inv, counterexamples, cache)
-            target = default_path(out, name, inv)
+                    spec, conf, inv, counterexamples)
+            target = trace_path(out, name, conf, inv)
             if inv in result.violations and not row.ok:
                 trace = from_steps(spec, inv, "local", result.violations[inv].steps, gate=True)
                 row.counterexample, row.steps = save(trace, target), len(trace.steps)
-                report.traces[(name, inv)] = trace
+                report.traces[name, conf, inv] = trace
             elif os.path.isfile(target):
                 os.remove(target)          # from an earlier run: it would mislead whoever reads --out
             report.rows.append(row)
-        unmet = [r.invariant for r in report.rows if r.spec == name and not r.ok]
-        say(f"[{k}/{len(specs)}] {name}: {result.distinct_states:,} states, depth {result.depth}, "
+        unmet = [r.invariant for r in report.rows if (r.spec, r.configuration) == (name, conf) and not r.ok]
+        say(f"{what}: {result.distinct_states:,} states, depth {result.depth}, "
             f"{result.seconds:.1f} s — " + (f"UNMET: {', '.join(unmet)}" if unmet else "as expected"))
     report.seconds = time.perf_counter() - start
     return report
@@ -404,14 +439,14 @@ def print_table(console, report):
         table.add_column(col, justify=just)
     last = None
     for i, r in enumerate(report.rows):
-        first = r.spec != last
-        last = r.spec
+        first = r.label != last
+        last = r.label
         trace = {REPLAYS: "[green]replays[/]", NOT_NEEDED: "[dim]-[/]"}.get(r.trace_status,
                                                                            f"[bold red]{r.trace_status}[/]")
         got = f"[{STYLE.get(r.got, '')}]{r.got}[/]"
         mark = "[green]✓[/]" if r.ok else "[bold red]✗ unmet[/]"
-        end = i + 1 < len(report.rows) and report.rows[i + 1].spec != r.spec
-        table.add_row(r.spec if first else "", r.invariant, r.expected, got,
+        end = i + 1 < len(report.rows) and report.rows[i + 1].label != r.label
+        table.add_row(r.label if first else "", r.invariant, r.expected, got,
                       f"{r.states:,}" if first else "", str(r.depth) if first else "",
                       f"{r.seconds:.1f}" if first else "", trace, mark, end_section=end)
     if report.rows:
@@ -420,12 +455,12 @@ def print_table(console, report):
         console.print(f"changed since {report.changed_since}: {len(report.changed_files or [])} files; "
                       f"skipped {len(report.skipped)} unaffected specs"
                       + (f" ({', '.join(report.skipped)})" if report.skipped else ""))
-    for name, never in report.never_fired.items():
+    for (name, conf), never in report.never_fired.items():
         if never:
-            console.print(f"[yellow]{name}: never fired: {', '.join(never)}[/] (a guard too strong, or bounds "
-                          f"too small?)")
+            console.print(f"[yellow]{label(name, conf)}: never fired: {', '.join(never)}[/] "
+                          "(a guard too strong, or bounds too small?)")
     for r in report.unmet:
-        console.print(f"[bold red]✗ {r.spec} {r.invariant}:[/] " + "; ".join(r.problems()), soft_wrap=True)
+        console.print(f"[bold red]✗ {r.label} {r.invariant}:[/] " + "; ".join(r.problems()), soft_wrap=True)
         if r.counterexample:
             console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show {r.counterexample}[/]",
                           soft_wrap=True)
@@ -439,31 +474,37 @@ def as_json(report):
         "tool": "isrcheck", "version": __version__, "ok": report.ok, "seconds": round(report.seconds, 3),
         "summary": report.headline(),
         "changed_since": report.changed_since, "changed_files": report.changed_files,
-        "specs": {name: {"bounds": dict(spec.bounds), "never_fired": report.never_fired.get(name, [])}
-                  for name, spec in report.specs.items()},
+        "specs": {name: {"bounds": dict(spec.bounds), "never_fired": report.never_fired.get((name, conf), []),
+                         "configurations": {c: {"bounds": dict(other.bounds),
+                                                "never_fired": report.never_fired.get((n, c), [])}
+                                            for (n, c), other in report.specs.items() if n == name}}
+                  for (name, conf), spec in report.specs.items() if conf == DEFAULTS},
         "skipped": report.skipped,
         "results": [r.as_json() for r in report.rows],
     }
 
 
 def as_junit(report):
-    """JUnit XML: a testsuite per spec, a testcase per (spec, invariant) expectation, a failure per unmet one."""
+    """JUnit XML: a testsuite per (spec, configuration), named like the table (``spec`` for the defaults,
+    ``spec/configuration`` else), a testcase per expectation, a failure per unmet one."""
     suites = ET.Element("testsuites", name="isrcheck gate", tests=str(len(report.rows)),
                         failures=str(len(report.unmet)), errors="0", time=f"{report.seconds:.3f}")
-    for name, spec in report.specs.items():
-        rows = [r for r in report.rows if r.spec == name]
+    for (name, conf), spec in report.specs.items():
+        rows = [r for r in report.rows if (r.spec, r.configuration) == (name, conf)]
         seconds = rows[0].seconds if rows else 0.0
-        suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(rows)),
+        suite = ET.SubElement(suites, "testsuite", name=label(name, conf), tests=str(len(rows)),
                               failures=str(sum(not r.ok for r in rows)), errors="0", skipped="0",
                               time=f"{seconds:.3f}")
         props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="configuration", value=conf)
         for k, v in spec.bounds.items():
             ET.SubElement(props, "property", name=k, value=str(v))
         for r in rows:
-            case = ET.SubElement(suite, "testcase", classname=name, name=r.invariant, time="0")
+            case = ET.SubElement(suite, "testcase", classname=r.label, name=r.invariant, time="0")
             if not r.ok:
                 failure = ET.SubElement(case, "failure", type=r.kind, message="; ".join(r.problems()))
-                lines = [f"spec {name}, invariant {r.invariant}: expected {r.expected}, got {r.got}",
+                lines = [f"spec {name}, configuration {conf}, invariant {r.invariant}: expected {r.expected}, "
+                         f"got {r.got}",
                          f"{r.states} distinct states, depth {r.depth}"]
                 if r.expected == "violated":
                     lines.append(f"saved counterexample {r.saved_trace}: {r.trace_status} ({r.trace_message})")
@@ -475,12 +516,15 @@ def as_junit(report):
 
 
 SARIF_RULES = {
-    "unexpected-violation": "An invariant the protocol version must satisfy is violated at its default bounds.",
+    "unexpected-violation": "An invariant the protocol version must satisfy is violated at the bounds of one of its "
+                            "configurations (its defaults or a named one).",
     "expected-violation-not-found": "An invariant the protocol version must violate (a known bug) now holds: "
                                     "the model or the checker lost its bite.",
     "counterexample-does-not-replay": "The saved counterexample of an expected violation no longer replays on "
                                       "the current model.",
     "counterexample-missing": "An expected violation has no saved counterexample.",
+    "counterexample-at-other-bounds": "The saved counterexample of an expected violation was found at other bounds "
+                                      "than its configuration declares.",
     "inconclusive": "The search did not reach a verdict.",
 }
 
@@ -504,15 +548,17 @@ def as_sarif(report):
     for r in report.unmet:
         source, line = report.sources.get(r.spec, (None, None))
         locations = []
-        if r.kind in ("counterexample-does-not-replay",) and r.saved_trace and os.path.exists(r.saved_trace):
+        if r.kind in ("counterexample-does-not-replay", "counterexample-at-other-bounds") and r.saved_trace \
+                and os.path.exists(r.saved_trace):
             locations.append({"physicalLocation": {"artifactLocation": _uri(r.saved_trace)}})
         elif source:
             locations.append({"physicalLocation": {"artifactLocation": _uri(source),
                                                    "region": {"startLine": line or 1}}})
         result = {"ruleId": r.kind, "ruleIndex": index[r.kind], "level": "error",
-                  "message": {"text": f"{r.spec}: " + "; ".join(r.problems())},
+                  "message": {"text": f"{r.label}: " + "; ".join(r.problems())},
                   "locations": locations,
-                  "properties": {"spec": r.spec, "invariant": r.invariant, "expected": r.expected, "got": r.got,
+                  "properties": {"spec": r.spec, "configuration": r.configuration, "invariant": r.invariant,
+                                 "expected": r.expected, "got": r.got,
                                  "savedTrace": r.trace_status}}
         if r.counterexample:
             result["relatedLocations"] = [{"id": 1, "physicalLocation": {"artifactLocation": _uri(r.counterexample)},
@@ -597,14 +643,14 @@ def as_markdown(report):
     out = [f"## {icon} isrcheck gate: {report.headline()}", ""]
     if report.changed_since is not None:
         out += [f"Changed since `{report.changed_since}`: {len(report.changed_files or [])} files; checked "
-                + (", ".join(f"`{n}`" for n in report.specs) or "no spec")
+                + (", ".join(f"`{label(*key)}`" for key in report.specs) or "no spec")
                 + (f"; skipped {len(report.skipped)} unaffected specs." if report.skipped else "."), ""]
     head = ["spec", "invariant", "expected", "got", "states", "depth", "seconds", "saved trace", ""]
 
     def table(rows):
         lines = [_md_row(head), _md_row(["---"] * len(head))]
         for r in rows:
-            lines.append(_md_row([f"`{r.spec}`", f"`{r.invariant}`", r.expected,
+            lines.append(_md_row([f"`{r.label}`", f"`{r.invariant}`", r.expected,
                                   r.got if r.verdict_ok else f"**{r.got}**", f"{r.states:,}", str(r.depth),
                                   f"{r.seconds:.1f}", _md(r.trace_status), "✅" if r.ok else "❌ unmet"]))
         return lines
@@ -612,16 +658,16 @@ def as_markdown(report):
     if report.unmet:
         out += ["### Unmet expectations", ""] + table(report.unmet) + [""]
         for r in report.unmet:
-            out += [f"- `{r.spec}` `{r.invariant}`: " + _md("; ".join(r.problems()))]
+            out += [f"- `{r.label}` `{r.invariant}`: " + _md("; ".join(r.problems()))]
         out.append("")
-    for (name, inv), trace in report.traces.items():
-        r = next(r for r in report.rows if (r.spec, r.invariant) == (name, inv))
+    for (name, conf, inv), trace in report.traces.items():
+        r = next(r for r in report.rows if (r.spec, r.configuration, r.invariant) == (name, conf, inv))
         if r.expected != "holds":
             continue                    # fresh traces of expected violations: attached, not shown
-        spec = report.specs[name]
+        spec = report.specs[name, conf]
         meaning = spec.invariants[inv].meaning
         loss = spec.invariants[inv].loss
-        out += [f"### ❌ `{name}`: `{inv}` violated ({len(trace.steps)} states)", "",
+        out += [f"### ❌ `{r.label}`: `{inv}` violated ({len(trace.steps)} states)", "",
                 f"> {_md(meaning)}" + (f" {_md(loss)}" if loss else ""), "",
                 f"Bounds: {' '.join(f'{k}={v}' for k, v in spec.bounds.items())}. Written to "
                 f"`{r.counterexample}` (in the job's artifacts); read it with `isrcheck show {r.counterexample}`.",
@@ -657,9 +703,13 @@ def _write(path, text):
 @click.option("--counterexamples", "cx_dir", metavar="DIR", default="counterexamples", show_default=True,
               help="where the saved counterexamples are read from")
 @click.option("--no-progress", is_flag=True, help="no per-spec progress lines on stderr")
+@click.option("--update-traces", is_flag=True,
+              help="on purpose: (re)write the saved counterexample of every expected violation the search finds "
+                   "(every configuration of the specs checked) into --counterexamples, then check them")
 @click.pass_context
-def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progress):
-    """CI gate: check every spec (or those named) against its expected verdicts and saved counterexamples.
+def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progress, update_traces):
+    """CI gate: check every spec (or those named), at each of its configurations, against its expected
+    verdicts and saved counterexamples.
 
     Exit 0 when every expectation is met, 1 otherwise, 2 on bad input.
     """
@@ -670,7 +720,7 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     progress = None if no_progress else (lambda message: err.print(f"gate: {message}", soft_wrap=True,
                                                                    markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,
-                      progress=progress)
+                      progress=progress, update_traces=update_traces)
 
     machine = {"json": lambda: json.dumps(as_json(report), indent=1) + "\n",
                "junit": lambda: as_junit(report),

@@ -36,6 +36,7 @@ import z3
 
 from types import SimpleNamespace
 
+from isrcheck.model import configuration
 from isrcheck.model.compile import Graph, kernel
 from isrcheck.model.expr import DeclarationError, Sym, term, track_arithmetic
 from isrcheck.model.layout import Layout
@@ -111,6 +112,17 @@ class Spec:
     expected: dict = {}
     #: invariant name -> why it is expected so (ticket, KIP)
     expected_why: dict = {}
+    #: name -> Configuration: expected verdicts at other bounds (model/configuration.py; not inherited)
+    configurations: dict = {}
+    #: ticket or KIP the references cite -> why the model cannot reproduce it (not inherited)
+    not_modelled: dict = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        for attr in ("configurations", "not_modelled"):
+            if attr not in vars(cls):
+                setattr(cls, attr, {})
+        configuration.validate(cls)
 
     def __init__(self, **bounds):
         unknown = set(bounds) - set(self.defaults)
@@ -138,15 +150,16 @@ class Spec:
         """Write the initial state (cells not written start at their lower bound)."""
 
     # --- declarations ------------------------------------------------------------------
-    def _members(self, marker):
+    @classmethod
+    def _members(cls, marker):
         seen, out = set(), []
-        for klass in reversed(type(self).__mro__):
+        for klass in reversed(cls.__mro__):
             for attr in klass.__dict__:
                 if attr not in seen:
                     seen.add(attr)
                     out.append(attr)
         for attr in out:
-            fn = getattr(type(self), attr, None)
+            fn = getattr(cls, attr, None)
             if fn is not None and hasattr(fn, marker):
                 yield attr, fn
 

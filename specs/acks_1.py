@@ -18,5 +18,6 @@ class Acks1(Kip320):
                 "strong-isr": "holds"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "by design: the leader acknowledges a record it alone has and the controller elects "
-                             "the follower, which truncates nothing but never had it",
+                             "the follower, which truncates nothing but never had it (acks=all, the default since "
+                             "3.0 by KIP-679, waits for the ISR: kip-320 holds at these bounds)",
     }

@@ -21,7 +21,8 @@ class AsyncIsr(Kip320):
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "the leader, alone in its ISR, proposes adding a caught-up follower, acknowledges a "
                              "new record on its old ISR, then the controller commits the follower, which is "
-                             "elected without the record (kip-497 holds)",
+                             "elected without the record (KAFKA-10432; kip-497, KIP-497's AlterIsr as built in "
+                             "KAFKA-8836, holds)",
         "consistent-reads": "the elected follower writes a different record at the exposed offset",
         "hw-monotonic": "the elected follower's log ends below the committed HW",
         "strong-isr": "the controller commits an ISR member that lacks a record below the leader's HW",
@@ -37,7 +38,9 @@ class Kip497(AsyncIsr):
     references = ("KIP-497", "KAFKA-8836")
     expected = {**AsyncIsr.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds", "strong-isr": "holds"}
-    expected_why = {"single-acting-leader": AsyncIsr.expected_why["single-acting-leader"]}
+    expected_why = {"single-acting-leader": AsyncIsr.expected_why["single-acting-leader"],
+                    "no-committed-loss": "KAFKA-8836 computes the HW over the maximal ISR while an AlterIsr is "
+                                         "pending (async-isr loses a committed record at these bounds)"}
 
     def hw_isr_member(self, s, l, i):
         """KIP-497: the maximal ISR: the current ISR plus replicas a pending AlterIsr adds."""

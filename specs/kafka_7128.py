@@ -1,5 +1,6 @@
 """KIP-320's fetch fencing with kip-279's ISR-join rule: KAFKA-7128."""
 from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_279 import KAFKA_7128_BOUNDS
 from isrcheck.specs.kip_320 import Kip320
 
 
@@ -13,8 +14,7 @@ class Kafka7128(Kip320):
                      "record committed in earlier epochs.")
     references = ("KAFKA-7128 (lagging high watermark can lead to committed data loss after ISR expansion)",
                   "KIP-320")
-    defaults = {**Kip320.defaults, "replicas": 3, "log_size": 1, "max_records": 1, "max_epochs": 3,
-                "max_crashes": 0, "fetch_response_loss": 1}
+    defaults = {**Kip320.defaults, **KAFKA_7128_BOUNDS}
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",

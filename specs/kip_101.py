@@ -1,4 +1,5 @@
 """Kafka 0.11 (KIP-101): truncate by OffsetsForLeaderEpoch instead of the high watermark."""
+from isrcheck.model.configuration import Configuration
 from isrcheck.model.expr import min_of, where
 from isrcheck.model.spec import action
 from isrcheck.model.kafka import KafkaReplication
@@ -18,6 +19,17 @@ class Kip101(KafkaReplication):
                              "then is elected (fenced by KIP-320; UNDEFINED answers fixed by KAFKA-7415)",
         "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",
         "strong-isr": "an ISR member truncates committed records to its HW on an UNDEFINED answer",
+    }
+    configurations = {
+        "kafka-1211": Configuration(
+            bounds={"max_epochs": 3}, expected={"no-committed-loss": "holds"},
+            why={"no-committed-loss": "KAFKA-1211 fixed: truncation by OffsetsForLeaderEpoch, not to the HW "
+                                      "(hw-truncation loses a committed record at these bounds)"}),
+        "kafka-6361": Configuration(
+            bounds={"max_records": 3}, expected={"log-matching": "violated"},
+            why={"log-matching": "KAFKA-6361: after a fast leader fail-over the OffsetsForLeaderEpoch answer (an "
+                                 "end offset, no epoch) lets the follower keep records the new leader replaced "
+                                 "(a third record is needed; fixed by KIP-279 in 2.0)"}),
     }
 
     def become_follower(self, s, r, follows):

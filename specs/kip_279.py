@@ -1,7 +1,13 @@
 """Kafka 2.0 (KIP-279): the OffsetsForLeaderEpoch answer carries the epoch, matched backwards."""
+from isrcheck.model.configuration import Configuration
 from isrcheck.model.expr import min_of, where
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_101 import Kip101
+
+
+#: where KAFKA-7128 shows (specs/kafka_7128.py's defaults): three replicas, one record, a lost fetch response
+KAFKA_7128_BOUNDS = {"replicas": 3, "log_size": 1, "max_records": 1, "max_epochs": 3, "max_crashes": 0,
+                     "fetch_response_loss": 1}
 
 
 class Kip279(Kip101):
@@ -19,6 +25,17 @@ class Kip279(Kip101):
                              "follower back to its HW (KIP-320, KAFKA-7415)",
         "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",
         "strong-isr": "an ISR member truncates committed records to its HW on an UNDEFINED answer",
+    }
+    configurations = {
+        "kafka-6361": Configuration(
+            bounds={"max_records": 3}, expected={"log-matching": "holds"},
+            why={"log-matching": "KAFKA-6361 fixed: the answer carries the epoch and the follower matches it "
+                                 "backwards (kip-101 diverges at these bounds)"}),
+        "kafka-7128": Configuration(
+            bounds=KAFKA_7128_BOUNDS, expected={"no-committed-loss": "violated"},
+            why={"no-committed-loss": "KAFKA-7128: a follower whose fetch offset reached a new leader's lagging HW "
+                                      "joins the ISR without the committed record and is elected (kip-320 holds "
+                                      "at these bounds)"}),
     }
 
     def truncation_point(self, s, f, l):

@@ -1,6 +1,7 @@
 """Kafka 2.1 (KIP-320): fetches fenced by the current leader epoch."""
+from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kip_279 import Kip279
+from isrcheck.specs.kip_279 import KAFKA_7128_BOUNDS, Kip279
 from isrcheck.specs.kip_320_lemmas import LEMMAS, LEMMAS_WHY, Kip320Lemmas
 
 
@@ -14,7 +15,25 @@ class Kip320(Kip320Lemmas, Kip279):
     epoch_cached_on_election = True
     expected = {**Kip279.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds", "strong-isr": "holds", **{name: "holds" for name in LEMMAS}}
-    expected_why = {**KafkaReplication.expected_why, **LEMMAS_WHY}
+    expected_why = {**KafkaReplication.expected_why, **LEMMAS_WHY,
+        "no-committed-loss": "KAFKA-6880 and KAFKA-7415 fixed: fetches and OffsetsForLeaderEpoch are fenced by the "
+                             "leader epoch, and a new leader caches its epoch on election (kip-279 loses a "
+                             "committed record at these bounds)"}
+    configurations = {
+        "kafka-1382": Configuration(
+            bounds={"max_epochs": 2}, expected={"no-committed-loss": "holds", "leader-in-isr": "holds"},
+            why={"no-committed-loss": "KAFKA-1382 fixed: a deposed leader's ISR write is conditional on its zkVersion "
+                                      "and fails (no-isr-fencing loses a record at these bounds)"}),
+        "kafka-1188": Configuration(
+            bounds={"controller_failover": 1, "max_epochs": 2},
+            expected={"single-leader-per-epoch": "holds", "log-matching": "holds", "no-committed-loss": "holds"},
+            why={"single-leader-per-epoch": "KAFKA-1188 fixed: brokers reject a LeaderAndIsr from an older controller "
+                                            "epoch (zombie-controller has two leaders of one epoch here)"}),
+        "kafka-7128": Configuration(
+            bounds=KAFKA_7128_BOUNDS, expected={"no-committed-loss": "holds"},
+            why={"no-committed-loss": "KAFKA-7128 fixed: a follower joins the ISR only once it reached the start "
+                                      "of the leader's epoch (kip-279 and kafka-7128 lose a record here)"}),
+    }
 
     def fetch_accepted(self, s, f, l):
         """KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH unless both are on the same leader epoch."""

@@ -12,9 +12,14 @@ class Kip966(LastReplicaStanding):
     missing_fence = None
     references = ("KIP-966 (Eligible Leader Replicas)", "KAFKA-15583", "KIP-903 (stale broker epochs leave the ISR)")
     defaults = {**LastReplicaStanding.defaults, "elr": 1}
+    not_modelled = {"KIP-903": "the model has no broker epochs, so the race KIP-903 closes (an ISR expansion built "
+                               "from a fetch of a replica's previous incarnation) cannot occur"}
     expected = {**LastReplicaStanding.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds"}
     expected_why = {**KafkaReplication.expected_why,
+        "no-committed-loss": "KAFKA-15583: the HW advances only while the ISR has min.insync.replicas members, and "
+                             "ELR keeps a replica that lost data from election (last-replica-standing, elr=0, loses "
+                             "a committed record at these bounds)",
         "strong-isr": "a follower that lost committed records in a hard crash stays in the ISR until the "
                       "controller notices; KIP-966 keeps it from being elected (it leaves the ISR and the ELR "
                       "before it registers again)",

@@ -26,7 +26,7 @@ class LastReplicaStanding(Kip320):
                         "the leader loses in a hard crash before it is re-elected",
         "consistent-reads": "the re-elected leader writes a different record at an offset consumers read",
         "strong-isr": "a follower's hard crash loses committed records it keeps in the ISR until the "
-                      "controller notices",
+                      "controller notices (since KIP-380 before it registers again)",
     }
 
     def restart_allowed(self, s, r):

@@ -19,12 +19,14 @@ class NoIsrFencing(Kip320):
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "violated",
                 "strong-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
-        "no-committed-loss": "the deposed leader appends a record, shrinks the ISR to itself (its write is not "
-                             "fenced) and acknowledges it alone; the new leader never had it",
+        "no-committed-loss": "KAFKA-1382: the deposed leader appends a record, shrinks the ISR to itself (its write "
+                             "is not fenced) and acknowledges it alone; the new leader never had it (kip-320, "
+                             "KIP-320 with the fence, holds at these bounds)",
         "consistent-reads": "old and new leader each shrink the ISR to themselves and expose different records "
                             "at the same offset",
         "hw-monotonic": "the deposed leader's HW exposes a record the acting leader's log does not reach",
-        "leader-in-isr": "the deposed leader's ISR write removes the acting leader from the ISR in ZooKeeper",
+        "leader-in-isr": "the deposed leader's ISR write removes the acting leader from the ISR in ZooKeeper "
+                         "(fenced by the zkVersion in Kafka, by the partition epoch since KIP-497)",
         "strong-isr": "the deposed leader overwrites the ISR with itself, a member lacking the acting leader's "
                       "committed record",
     }

@@ -17,8 +17,8 @@ class UncleanElection(Kip320):
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
                 "strong-isr": "holds"}
     expected_why = {**KafkaReplication.expected_why,
-        "no-committed-loss": "by design (KIP-106): the ISR shrinks to the leader, which commits a record and "
-                             "dies; the out-of-sync follower is elected without it",
+        "no-committed-loss": "by design (KIP-106, KAFKA-3163): the ISR shrinks to the leader, which commits a record "
+                             "and dies; the out-of-sync follower is elected without it",
         "consistent-reads": "the unclean leader writes a different record at an offset consumers already read",
         "hw-monotonic": "the unclean leader's log ends below the committed HW",
     }

@@ -1,28 +1,37 @@
-"""Every violation a spec expects at its default bounds has a checked-in trace that still replays."""
+"""Every violation a spec expects, at its defaults or another configuration, has a checked-in trace found at
+exactly that configuration's bounds and still replaying there."""
 import os
 
 import pytest
 
-from isrcheck.checker.trace import load, replay, spec_for
+from isrcheck.checker.gate import trace_path
+from isrcheck.checker.trace import load, replay
+from isrcheck.model.configuration import configurations
 from isrcheck.specs import SPECS
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "counterexamples")
 
-EXPECTED = [(name, inv) for name, cls in SPECS.items() for inv, v in cls.expected.items() if v == "violated"]
+EXPECTED = [(name, conf, inv) for name, cls in SPECS.items() for conf, c in configurations(cls).items()
+            for inv, v in c.expected.items() if v == "violated"]
+_specs = {}
 
 
-@pytest.mark.parametrize("name, invariant", EXPECTED)
-def test_expected_violation_has_a_replaying_trace(name, invariant):
-    path = os.path.join(ROOT, name, f"{invariant}.itf.json")
-    assert os.path.exists(path), f"missing {path}: run isrcheck check --spec {name} --all"
+@pytest.mark.parametrize("name, conf, invariant", EXPECTED)
+def test_expected_violation_has_a_replaying_trace_at_its_bounds(name, conf, invariant):
+    path = trace_path(ROOT, name, conf, invariant)
+    assert os.path.exists(path), f"missing {path}: run isrcheck gate --update-traces {name}"
     trace = load(path)
     assert (trace.spec, trace.invariant) == (name, invariant)
-    result = replay(spec_for(trace, path), trace)
+    if (name, conf) not in _specs:
+        _specs[name, conf] = SPECS[name](**configurations(SPECS[name])[conf].bounds)
+    spec = _specs[name, conf]
+    assert trace.bounds == spec.bounds, f"{path} was found at other bounds than configuration {conf}'s"
+    result = replay(spec, trace)
     assert result.ok, result.message
 
 
 def test_no_stray_traces():
-    expected = {(n, i) for n, i in EXPECTED}
-    for spec_dir in os.listdir(ROOT):
-        for f in os.listdir(os.path.join(ROOT, spec_dir)):
-            assert (spec_dir, f.removesuffix(".itf.json")) in expected, f"stray trace {spec_dir}/{f}"
+    expected = {os.path.normpath(trace_path(ROOT, *key)) for key in EXPECTED}
+    for top, _, files in os.walk(ROOT):
+        for f in files:
+            assert os.path.normpath(os.path.join(top, f)) in expected, f"stray trace {os.path.join(top, f)}"

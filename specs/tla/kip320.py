@@ -15,7 +15,7 @@ class TlaKip320(TlaKip279):
     expected = {"type-ok": "holds", "weak-isr": "holds", "strong-isr": "holds", "leader-in-isr": "violated"}
     expected_why = {**TlaKip279.expected_why,
                     "weak-isr": "THEOREM Spec => []WeakIsr",
-                    "strong-isr": "THEOREM Spec => []StrongIsr"}
+                    "strong-isr": "THEOREM Spec => []StrongIsr (tla-kip279, KIP-279 unfenced, violates it)"}
 
     # Kip320's Next replaces these with the fenced actions below.
     leader_shrink_isr = None

@@ -16,7 +16,8 @@ class TlaKip320FirstTry(TlaKip279):
                 "leader-in-isr": "violated"}
     expected_why = {**TlaKip279.expected_why,
                     "strong-isr": ("the HW advances on a follower still on an older epoch, which later "
-                                   "truncates committed data and can be elected"),
+                                   "truncates committed data and can be elected (KIP-279's truncation with the "
+                                   "first try at KIP-320's fencing)"),
                     "weak-isr": "the same, by a member of the leader's own ISR"}
 
     # Kip320FirstTry's Next replaces these with the actions below.
