@@ -245,9 +245,10 @@ def _load_trace(path):
 @click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot"]), default="text", show_default=True,
               help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz)")
 def show(trace_path, fmt):
-    """Print a trace step by step in Kafka terms, and say what went wrong."""
-    from isrcheck.checker import explain, export
+    """Print a trace step by step in its protocol's terms, and say what went wrong."""
+    from isrcheck.checker import export
     trace, spec = _load_trace(trace_path)
+    present = spec.presentation
     if fmt != "text":
         click.echo((export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace))
         return
@@ -256,18 +257,17 @@ def show(trace_path, fmt):
     console.print(f"[bold]{trace.spec}[/] · {meta} · invariant [bold]{trace.invariant}[/] · engine {trace.engine}"
                   f" · {len(trace.steps)} states")
     notes = {}
-    for line in explain.explain(spec, trace):
+    for line in present.explain(trace):
         notes.setdefault(line.step, []).append(line.text)
     show_mod.render(console, spec, trace, notes)
     inv = spec.invariants[trace.invariant]
-    console.print(f"[bold red]{explain.summary(spec, trace)}[/]")
+    console.print(f"[bold red]{present.summary(trace)}[/]")
     console.print(f"{trace.invariant}: {inv.meaning}")
-    loss = explain.consequence(spec, trace.invariant)
+    loss = present.consequence(trace.invariant)
     if loss:
         console.print(f"[dim]{loss}[/]")
-    fence = getattr(spec, "missing_fence", None)
-    if fence:
-        console.print(f"[bold]missing fence:[/] {fence}")
+    for label, text in present.epilogue():
+        console.print(f"[bold]{label}:[/] {text}")
 
 
 @cli.command()

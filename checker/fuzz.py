@@ -248,6 +248,16 @@ def _targets(spec):
             for t in spec.fuzz_targets]
 
 
+def target_counts(targets, batch):
+    """Each target's count over a run, ``batch`` its states as rows: the steps in which one of its columns
+    changes ("moves"), or the cells that decrease ("drops")."""
+    if len(batch) < 2:
+        return [0] * len(targets)
+    d = np.diff(batch.astype(np.int16), axis=0)
+    return [int(np.any(d[:, cols] != 0, axis=1).sum()) if counts == "moves" else int((d[:, cols] < 0).sum())
+            for _, cols, counts in targets]
+
+
 def _enablers(model, spec, kinds, max_states=20_000):
     """For each action kind, the kinds on a shortest path to a state where it is enabled.
 
@@ -509,11 +519,7 @@ class _Fuzzer:
                     else:
                         corpus[fp % self.CORPUS] = entry
         self.fingerprints.update(fps)
-        if len(rows) < 2:
-            return [0] * len(self.targets)
-        d = np.diff(batch.astype(np.int16), axis=0)
-        return [int(np.any(d[:, cols] != 0, axis=1).sum()) if counts == "moves" else int((d[:, cols] < 0).sum())
-                for _, cols, counts in self.targets]
+        return target_counts(self.targets, batch)
 
     # --- sessions -----------------------------------------------------------------------------
     def session(self, k):

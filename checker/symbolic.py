@@ -806,8 +806,8 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
       Otherwise the satisfying assignment is the counterexample to induction.
 
     Relaxed bounds (``relax=True``): in the step, the *upper* type bound is left
-    out for the fields the spec declares ``unbounded`` (in the Kafka model: the
-    leader epochs, the record ids and the proof ghosts' epochs);
+    out for the fields the spec declares ``unbounded`` (epochs and ids that only
+    count up);
     their lower bounds, and every bound of every other column (offsets, replica
     ids, flags, counters the protocol bounds), are kept. Why this is
     sound: the step's hypothesis then ranges over a *superset* of the
@@ -815,23 +815,20 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     unsatisfiable step with the exact bounds -- dropping a constraint on the
     pre-states can add counterexamples to induction, never remove one. It admits
     no behaviour the model forbids from a real state: the transition relation is
-    the spec's own (guards such as ``q_epoch < E`` in elect_leader, ``next_record
-    <= M`` in produce, the fixed epoch range of apply_leader_and_isr are all
-    still there; a state with ``q_epoch`` beyond E simply has those actions
-    disabled), and the base case runs from the exact initial state. What it buys:
-    a proof cannot lean on "epochs / record ids run out" -- the inductive
-    argument, and any lemma, must hold for arbitrarily large epoch and record
-    values, so the lemmas are about the protocol, not about --max-epochs /
-    --max-records. It is still a proof about the spec instantiated at these
-    bounds (the number of LeaderAndIsr slots and record ghosts is E and M): it
-    is not a parametric proof for every E and M. In practice the kip-320 proof
-    needs one epoch fact back, as a lemma it proves rather than a type bound it
-    assumes: ``q_epoch <= max_epochs`` (lemma-epoch-table; inductive because every
-    controller action requires ``q_epoch < E``). Without it, states with
-    ``q_epoch > E`` make every lemma about the LeaderAndIsr of an epoch vacuous
-    (there is no slot for that epoch) and z3 returns counterexamples to induction
-    at epochs the model can never reach. No bound on broker or log epochs, or on
-    record ids, is needed back.
+    the spec's own (every guard that stops an epoch or an id at its bound is
+    still there; a state beyond the bound simply has those actions disabled),
+    and the base case runs from the exact initial state. What it buys: a proof
+    cannot lean on "epochs / ids run out" -- the inductive argument, and any
+    lemma, must hold for arbitrarily large values of those fields, so the lemmas
+    are about the protocol, not about the bounds. It is still a proof about the
+    spec instantiated at these bounds (the number of array slots indexed by an
+    epoch or an id is fixed): it is not a parametric proof for every bound. A
+    proof may need one such bound back, as a lemma it proves rather than a type
+    bound it assumes (kip-320's lemma-epoch-table: the quorum's epoch never
+    passes max_epochs, inductive because every action that raises it is guarded
+    by that bound); without it, states past the last slot make every lemma
+    about that slot vacuous and z3 returns counterexamples to induction the
+    model can never reach.
 
     ``simple_path=True`` also requires the k+1 step states to be pairwise
     distinct (sound for the same shortest-path reason; it can only remove

@@ -13,6 +13,7 @@ offset are kept at 0 so that equal logs are equal states. Record ids are
 from __future__ import annotations
 
 from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
+from isrcheck.model.kafka_present import KafkaPresentation
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import FuzzTarget, Spec, action, invariant
 
@@ -27,6 +28,7 @@ class KafkaReplication(Spec):
     expected_why = {"single-acting-leader": "benign split brain, in every version: a deposed leader still "
                                             "believes it leads until its LeaderAndIsr arrives"}
 
+    presentation_class = KafkaPresentation
     #: the fuzzer steers towards runs with many leader changes, truncations and crashes
     fuzz_targets = (FuzzTarget("leader changes", "q_epoch", "moves"), FuzzTarget("truncations", "leo", "drops"),
                     FuzzTarget("crashes", "up", "drops"))

@@ -40,6 +40,7 @@ from types import SimpleNamespace
 from isrcheck.model.compile import Graph, kernel
 from isrcheck.model.expr import DeclarationError, Sym, term, track_arithmetic
 from isrcheck.model.layout import Field, Layout
+from isrcheck.model.present import Presentation
 from isrcheck.model.view import GuardDone, View, scalar_reader, z3_reader, z3_variables
 
 
@@ -156,6 +157,8 @@ class Spec:
     expected_why: dict = {}
     #: what the fuzzer steers towards (:class:`FuzzTarget`): the events that make runs interesting
     fuzz_targets: tuple = ()
+    #: how traces read in ``show``, diagrams and the gate's summary: the family's ``Presentation`` subclass
+    presentation_class: type = Presentation
 
     def __init__(self, **bounds):
         unknown = set(bounds) - set(self.defaults)
@@ -182,8 +185,10 @@ class Spec:
         if checked is None:                       # the z3 checks run once per spec class and bounds
             self._check_fuzz_targets()
             self.initial_row()
+            self.presentation_class.check(self)
             checked = _CHECKED[key] = (self._collect_invariants(), self._instantiate_actions())
         self.invariants, self.actions = checked
+        self.presentation = self.presentation_class(self)
 
     @classmethod
     def declared_invariants(cls):

@@ -36,6 +36,7 @@ from __future__ import annotations
 from isrcheck.model.expr import all_of, max_of, min_of, where
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import FuzzTarget, Spec, action, invariant
+from isrcheck.specs.tla.present import TlaPresentation
 
 NIL = -1
 
@@ -53,6 +54,7 @@ class TlaKafkaReplication(Spec):
                           "and None is never a member of the ISR"),
     }
 
+    presentation_class = TlaPresentation
     #: the fuzzer steers towards runs with many elections, truncations and ISR shrinks (there are no crashes)
     fuzz_targets = (FuzzTarget("leader changes", "q_leader_epoch", "moves"),
                     FuzzTarget("truncations", "log_end_offset", "drops"),
