@@ -22,8 +22,10 @@ at the same index, by marks for the steps that matter. Each Line has a
 
 Everything is derived from the decoded states (field differences between
 consecutive states) and the action names of the Kafka model, every one of
-which is narrated (``narrated``: a spec declaring another action does not
-load); fields a spec does not have (its options are off) are skipped.
+which is narrated (``narrated``: renaming one in model/kafka.py without this
+module makes every Kafka spec fail to load); an action a spec adds without
+narration is said by its label and the fields it changed; fields a spec does
+not have (its options are off) are skipped.
 
 The Mermaid diagram has participants Controller, Producer, r0..rN and one
 message per step (controller decisions go from Controller, LeaderAndIsr

@@ -61,7 +61,9 @@ class TlaPresentation(Presentation):
         if prev is None:
             return (f"Initial state: {self.R} replicas with empty logs, no leader and leader epoch Nil; the quorum "
                     f"has no leader and ISR {_set(cur['q_isr'])}.")
-        p, kind = params, self.KINDS[name]
+        p, kind = params, self.KINDS.get(name)
+        if kind is None:
+            return super().phrase(prev, cur, name, params)
         member = p.get("r", p.get("f"))
         if kind == "controller_shrink":
             text = (f"The controller takes r{p['r']} out of the ISR: epoch {cur['q_leader_epoch']}, leader "
@@ -100,7 +102,9 @@ class TlaPresentation(Presentation):
         return f"{text} ({self._tla_name(name)})."
 
     def message(self, name, params, prev, cur):
-        p, kind = params, self.KINDS[name]
+        p, kind = params, self.KINDS.get(name)
+        if kind is None:
+            return super().message(name, params, prev, cur)
         text = self.phrase(prev, cur, name, params)
         if kind in ("controller_shrink", "elect"):
             return "Controller", ("Controller" if kind == "controller_shrink" else f"r{p['l']}"), text
