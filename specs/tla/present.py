@@ -101,6 +101,28 @@ class TlaPresentation(Presentation):
             text = f"r{r} applies the LeaderAndIsr of epoch {p['e']}: follows r{p['l']}{cut}, HW {cur['hw'][r]}"
         return f"{text} ({self._tla_name(name)})."
 
+    def detail(self, invariant, states):
+        last = states[-1]
+        if invariant == "leader-in-isr":
+            return (f"the quorum's leader, {self._who(last['q_leader'])}, is not in the quorum's ISR "
+                    f"{_set(last['q_isr'])}.")
+        if invariant not in ("weak-isr", "strong-isr"):
+            return None
+        for l in range(self.R):
+            if last["leader"][l] != l:
+                continue
+            isr = last["isr"][l] if invariant == "weak-isr" else last["q_isr"]
+            for m in (i for i in range(self.R) if isr[i]):
+                for o in range(last["hw"][l]):
+                    entry = [(last["log_id"][r][o], last["log_epoch"][r][o]) if o < last["log_end_offset"][r]
+                             else None for r in (l, m)]
+                    if entry[0] != entry[1]:
+                        has = f"has {entry[1][0]}@{entry[1][1]}" if entry[1] else "has no record"
+                        which = "its" if invariant == "weak-isr" else "the quorum's"
+                        return (f"r{m}, in {which} ISR, {has} at offset {o}, where presumed leader r{l} has "
+                                f"{entry[0][0]}@{entry[0][1]} below its HW {last['hw'][l]}.")
+        return None
+
     def message(self, name, params, prev, cur):
         p, kind = params, self.KINDS.get(name)
         if kind is None:
