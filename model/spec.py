@@ -74,8 +74,10 @@ def action(*misuse, **domains):
 
 
 def _is_int_sequence(values):
+    """A re-iterable collection of ints (a range, a list; not an iterator, which the first use would consume)."""
     try:
-        return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values)
+        return iter(values) is not values and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                                  for v in values)
     except TypeError:
         return False
 
@@ -193,6 +195,12 @@ class Spec:
     @classmethod
     def declared_invariants(cls):
         """name -> :class:`Invariant` as declared (documentation only: nothing is evaluated)."""
+        for klass in cls.__mro__:
+            names = [fn.__isrcheck_invariant__ for fn in vars(klass).values() if hasattr(fn, "__isrcheck_invariant__")]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise DeclarationError(f"{klass.__name__} declares invariant {twice[0]!r} twice "
+                                       f"(an invariant is overridden by redefining its method)")
         out = {}
         for _, fn in cls._members("__isrcheck_invariant__"):
             meaning, loss = _doc_parts(fn)
@@ -219,12 +227,6 @@ class Spec:
                 if attr not in seen:
                     seen.add(attr)
                     out.append(attr)
-            names = [fn.__isrcheck_invariant__ for fn in klass.__dict__.values()
-                     if marker == "__isrcheck_invariant__" and hasattr(fn, marker)]
-            twice = {n for n in names if names.count(n) > 1}
-            if twice:
-                raise DeclarationError(f"{klass.__name__} declares invariant {sorted(twice)[0]!r} twice "
-                                       f"(an invariant is overridden by redefining its method)")
         for attr in out:
             fn = getattr(cls, attr, None)
             if fn is not None and hasattr(fn, marker):
