@@ -5,9 +5,9 @@ Kafka replication model), ``isrcheck.specs`` (protocol versions) and ``isrcheck.
 traces, the command line). This package is the public API.
 """
 from isrcheck.checker import __version__
-from isrcheck.model import (BoundsError, DeclarationError, Field, Spec, action, all_of, any_of, count_of,
-                            invariant, max_of, min_of, where)
+from isrcheck.model import (BoundsError, DeclarationError, Field, FuzzTarget, Presentation, Spec, action, all_of,
+                            any_of, count_of, invariant, max_of, min_of, where)
 from isrcheck.specs import SPECS
 
-__all__ = ["__version__", "SPECS", "Spec", "Field", "action", "invariant", "where", "any_of", "all_of",
-           "count_of", "min_of", "max_of", "BoundsError", "DeclarationError"]
+__all__ = ["__version__", "SPECS", "Spec", "Field", "action", "invariant", "FuzzTarget", "Presentation", "where",
+           "any_of", "all_of", "count_of", "min_of", "max_of", "BoundsError", "DeclarationError"]

@@ -83,7 +83,7 @@ class Search:
         self.spec = spec
         self.invariants = [spec.invariants[name] for name in invariants]
         self.fingerprint = Fingerprint(spec.layout)
-        self.symmetry = Symmetry(spec.layout, self.fingerprint, spec.R) if symmetry else None
+        self.symmetry = Symmetry(spec.layout, self.fingerprint) if symmetry else None
         self.chunk = chunk
 
     # --- successor generation ----------------------------------------------------------

@@ -199,20 +199,26 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), **meta):
 
 
 @cli.command(name="list")
+@click.argument("names", nargs=-1, metavar="[SPEC]...")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def list_specs(fmt):
-    """Protocol versions and their invariants: summaries, references, default bounds, expected verdicts."""
+def list_specs(names, fmt):
+    """Protocol versions (or the ones named) and their invariants: summaries, references, default bounds,
+    expected verdicts."""
+    for name in names:
+        if name not in SPECS:
+            raise UserError(f"unknown spec {name!r} (known: {', '.join(SPECS)})")
     entries = []
     for name, cls in SPECS.items():
-        spec = cls()
+        if names and name not in names:
+            continue
         entries.append({
             "spec": name, "summary": cls.summary, "references": list(cls.references),
-            "default_bounds": dict(spec.bounds), "expected": dict(cls.expected),
+            "default_bounds": dict(cls.defaults), "expected": dict(cls.expected),
             "expected_why": dict(cls.expected_why),
             "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected), "why": dict(c.why)}
                                for n, c in configurations(cls).items()],
             "not_modelled": dict(cls.not_modelled),
-            "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in spec.invariants.items()},
+            "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in cls.declared_invariants().items()},
         })
     if fmt == "json":
         click.echo(json.dumps(entries, indent=1))
@@ -252,9 +258,10 @@ def _load_trace(path):
 @click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot"]), default="text", show_default=True,
               help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz)")
 def show(trace_path, fmt):
-    """Print a trace step by step in Kafka terms, and say what went wrong."""
-    from isrcheck.checker import explain, export
+    """Print a trace step by step in its protocol's terms, and say what went wrong."""
+    from isrcheck.checker import export
     trace, spec = _load_trace(trace_path)
+    present = spec.presentation
     if fmt != "text":
         click.echo((export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace))
         return
@@ -263,18 +270,17 @@ def show(trace_path, fmt):
     console.print(f"[bold]{trace.spec}[/] · {meta} · invariant [bold]{trace.invariant}[/] · engine {trace.engine}"
                   f" · {len(trace.steps)} states")
     notes = {}
-    for line in explain.explain(spec, trace):
+    for line in present.explain(trace):
         notes.setdefault(line.step, []).append(line.text)
     show_mod.render(console, spec, trace, notes)
     inv = spec.invariants[trace.invariant]
-    console.print(f"[bold red]{explain.summary(spec, trace)}[/]")
+    console.print(f"[bold red]{present.summary(trace)}[/]")
     console.print(f"{trace.invariant}: {inv.meaning}")
-    loss = explain.consequence(spec, trace.invariant)
+    loss = present.consequence(trace.invariant)
     if loss:
         console.print(f"[dim]{loss}[/]")
-    fence = getattr(spec, "missing_fence", None)
-    if fence:
-        console.print(f"[bold]missing fence:[/] {fence}")
+    for label, text in present.epilogue():
+        console.print(f"[bold]{label}:[/] {text}")
 
 
 @cli.command()

@@ -7,18 +7,16 @@ API (``isrcheck show --format mermaid|dot`` prints these)::
     to_graph(spec, trace, invariant=None) -> networkx.MultiDiGraph
 
 ``trace`` is a :class:`checker.trace.Trace` or engine steps
-``[(ActionInstance or None, row)]``, as for :mod:`checker.explain`.
+``[(ActionInstance or None, row)]``, as for ``Presentation.explain``.
 
-Mermaid: a ``sequenceDiagram`` with participants Controller, Producer, r0..rN
-and one message per step (controller decisions go from Controller, LeaderAndIsr
-applications from Controller to the broker, produce requests from Producer,
-fetches and OffsetsForLeaderEpoch from follower to leader, ISR changes from the
-leader to Controller; crashes, restarts and other broker-local steps are
-messages from a broker to itself). The marks of :func:`checker.explain.explain`
-(acknowledged, lost, diverged, violated) are added as notes.
+Mermaid: a ``sequenceDiagram`` with the participants of the spec's presentation
+(``model/present.py``; e.g. Controller, Producer) and r0..rN, and one message
+per step, as the presentation words it; the marks of its ``explain`` (e.g.
+acknowledged, lost, diverged, violated) are added as notes.
 
 DOT: built with networkx; nodes are the distinct states of the trace (a state
-reached twice is one node), edges the actions, labelled ``i: action(params)``.
+reached twice is one node), labelled by the presentation, edges the actions,
+labelled ``i: action(params)``.
 Uses ``networkx.drawing.nx_pydot`` when pydot is installed; otherwise the DOT
 text is written from the networkx graph here.
 """
@@ -28,7 +26,7 @@ import json
 
 import networkx as nx
 
-from isrcheck.checker.explain import _normalize, _replicas, _S, explain
+from isrcheck.model.present import step_label
 
 
 def _clean(text):
@@ -37,110 +35,36 @@ def _clean(text):
             .replace("<", "‹").replace(">", "›"))
 
 
-def _message(name, params, prev, cur, R):
-    """(from, to, text) of one step."""
-    def r(k):
-        return f"r{params[k]}" if k in params else None
-    p = params
-    if name == "elect_leader":
-        return "Controller", r("l"), f"elect r{p['l']} leader, epoch {cur.get('q_epoch')}, ISR {_isr(cur)}"
-    if name == "controller_shrink_isr":
-        return "Controller", "Controller", f"remove dead r{p['r']} from ISR, epoch {cur.get('q_epoch')}"
-    if name == "controller_offline":
-        return "Controller", "Controller", f"r{p['r']} dead, partition offline, epoch {cur.get('q_epoch')}"
-    if name == "controller_failover":
-        return "Controller", "Controller", f"controller failover (in-flight LeaderAndIsr electing r{p['l']})"
-    if name in ("apply_leader_and_isr", "apply_stale_leader_and_isr"):
-        leader = cur.get("leader", p["r"])
-        role = "leader" if leader == p["r"] else ("no leader" if leader is None or leader >= R
-                                                   else f"follow r{leader}")
-        e = p.get("e", cur.get("leader_epoch", p["r"]))
-        return "Controller", r("r"), f"LeaderAndIsr epoch {e} applied: {role}"
-    if name == "produce":
-        o = prev.get("leo", p["l"])
-        return "Producer", r("l"), f"produce record {cur.get('log_record', p['l'], o)} at offset {o}"
-    if name in ("fetch", "fetch_response_lost"):
-        f = p["f"]
-        got = f"LEO {prev.get('leo', f)}→{cur.get('leo', f)}, HW {cur.get('hw', f)}"
-        if name == "fetch_response_lost":
-            got = "response lost"
-        return r("f"), r("l"), f"Fetch(offset {prev.get('leo', f)}): {got}"
-    if name == "truncate_by_epoch":
-        f = p["f"]
-        return r("f"), r("l"), f"OffsetsForLeaderEpoch: truncate {prev.get('leo', f)}→{cur.get('leo', f)}"
-    if name == "shrink_isr":
-        return r("l"), "Controller", f"shrink ISR: drop r{p['f']}"
-    if name == "alter_isr":
-        return r("l"), "Controller", "AlterIsr"
-    if name == "crash":
-        return r("r"), r("r"), f"crash (HW from checkpoint: {cur.get('hw', p['r'])})"
-    if name in ("shutdown", "restart", "flush"):
-        return r("r"), r("r"), name
-    if name == "checkpoint_hw":
-        return r("r"), r("r"), f"checkpoint HW {cur.get('checkpoint_hw', p['r'])}"
-    who = next((f"r{v}" for k, v in p.items() if isinstance(v, int) and 0 <= v < R), "Controller")
-    return who, who, f"{name}({', '.join(f'{k}={v}' for k, v in p.items())})"
-
-
-def _isr(s):
-    return "{" + ",".join(f"r{i}" for i in s.isr()) + "}"
-
-
 def to_mermaid(spec, trace, invariant=None):
     """A Mermaid sequence diagram of the trace, one message per step."""
-    invariant, steps = _normalize(spec, trace, invariant)
-    R = _replicas(spec, steps)
-    states = [_S(st, R) for _, _, st in steps]
+    present = spec.presentation
+    invariant, steps = present.steps(trace, invariant)
+    R = present.R
     marks = {}
-    for line in explain(spec, trace, invariant):
+    for line in present.explain(trace, invariant):
         if line.kind != "step":
             marks.setdefault(line.step, []).append(line)
-    out = ["sequenceDiagram", "    participant Controller", "    participant Producer"]
+    out = ["sequenceDiagram"] + [f"    participant {p}" for p in present.participants]
     out += [f"    participant r{r}" for r in range(R)]
     if invariant:
-        out.append(f"    Note over Controller,r{R - 1}: {_clean(spec.name)}: {_clean(invariant)}")
-    for i, (name, params, _) in enumerate(steps):
+        first = present.participants[0] if present.participants else "r0"
+        out.append(f"    Note over {first},r{R - 1}: {_clean(spec.name)}: {_clean(invariant)}")
+    for i, (name, params, state) in enumerate(steps):
         if name is not None:
-            a, b, text = _message(name, params, states[i - 1], states[i], R)
+            a, b, text = present.message(name, params, steps[i - 1][2], state)
             out.append(f"    {a}->>{b}: {i}. {_clean(text)}")
         for line in marks.get(i, []):
-            where = _note_over(line, params, R)
-            out.append(f"    Note over {where}: {_clean(line.kind.upper())}: {_clean(line.text)}")
+            out.append(f"    Note over {present.note_over(params)}: {_clean(line.kind.upper())}: {_clean(line.text)}")
     return "\n".join(out) + "\n"
-
-
-def _note_over(line, params, R):
-    reps = [f"r{v}" for k, v in params.items() if isinstance(v, int) and 0 <= v < R and k in ("r", "l", "f")]
-    if not reps:
-        return f"r0,r{R - 1}" if R > 1 else "r0"
-    return ",".join(dict.fromkeys(reps[:2]))
 
 
 # ======================================================================================
 # DOT
 # ======================================================================================
-def _state_label(s, R):
-    lines = []
-    for r in range(R):
-        log = " ".join(f"{rec}@{ep}" for rec, ep in s.log(r)) or "-"
-        role = "L" if s.believes_leads(r) else ("F" if s.get("leader", r) is not None and s.get("leader", r) < R
-                                                else "-")
-        up = "" if s.get("up", r, default=True) else " DOWN"
-        lines.append(f"r{r} {role} e{s.get('leader_epoch', r)} [{log}] leo={s.get('leo', r)} hw={s.get('hw', r)}{up}")
-    if s.has("q_leader"):
-        q = s.get("q_leader")
-        lines.append(f"ZK: leader={'-' if q is None or q >= R else f'r{q}'} epoch={s.get('q_epoch')} "
-                     f"ISR={_isr(s)}")
-    acked = s.acked()
-    if acked:
-        lines.append("acked: " + ", ".join(f"{m}@{o}" for m, o in sorted(acked.items())))
-    return "\n".join(lines)
-
-
 def to_graph(spec, trace, invariant=None):
     """The trace as a networkx MultiDiGraph: nodes are distinct states, edges the actions."""
-    invariant, steps = _normalize(spec, trace, invariant)
-    R = _replicas(spec, steps)
+    present = spec.presentation
+    invariant, steps = present.steps(trace, invariant)
     g = nx.MultiDiGraph(name=f"{spec.name} {invariant or ''}".strip())
     ids = {}
     prev = None
@@ -149,11 +73,11 @@ def to_graph(spec, trace, invariant=None):
         node = ids.get(key)
         if node is None:
             node = ids[key] = f"s{len(ids)}"
-            g.add_node(node, label=_state_label(_S(st, R), R), step=i)
+            g.add_node(node, label=present.state_label(st), step=i)
         if i == len(steps) - 1 and invariant:
             g.nodes[node]["violated"] = invariant
         if prev is not None:
-            label = f"{i}: {name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+            label = f"{i}: {step_label(name, params)}"
             g.add_edge(prev, node, label=label, step=i)
         prev = node
     return g

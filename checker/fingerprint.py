@@ -46,11 +46,12 @@ class Fingerprint:
 
 
 class Symmetry:
-    """Canonical fingerprints under every renaming of the replicas."""
+    """Canonical fingerprints under every renaming of the replicas (the indices of the ``"replica"`` axes)."""
 
-    def __init__(self, layout, fingerprint, replicas):
+    def __init__(self, layout, fingerprint):
         self.fingerprint = fingerprint
         self.renamings = []
+        replicas = layout.replicas
         for perm in itertools.permutations(range(replicas)):
             src = np.arange(layout.width)
             value_maps = {}

@@ -66,8 +66,8 @@ ones, and each run costs fewer engine calls. After every step every requested
 invariant not yet found is checked; the first violation fails the test case
 (one exception class per invariant, so Hypothesis keeps them apart) and
 Hypothesis shrinks it. ``hypothesis.target`` steers towards runs with more
-leader changes (``q_epoch`` moves), truncations (a ``leo`` drops) and crashes
-(an ``up`` flag drops).
+of the events the spec declares as its ``fuzz_targets`` (e.g. leader changes,
+truncations, crashes).
 
 Budgets and sessions. ``budget_s`` bounds the search, in seconds of
 ``clock`` (wall time by default; ``time.process_time`` makes every budget
@@ -241,14 +241,21 @@ class _InvariantBroken(AssertionError):
     """Base of the per-invariant failure classes (one class each, so Hypothesis tells them apart)."""
 
 
-def _features(spec):
-    """Column groups behind the targets: leader changes, truncations, crashes (when the model has them)."""
+def _targets(spec):
+    """(label, columns, counts) of each fuzz target the spec declares (see ``FuzzTarget``)."""
     lay = spec.layout
+    return [(t.label, list(range(lay.base[t.field], lay.base[t.field] + lay.fields[t.field].size)), t.counts)
+            for t in spec.fuzz_targets]
 
-    def cols(name):
-        f = lay.fields.get(name)
-        return [lay.base[name] + k for k in range(f.size)] if f is not None else []
-    return cols("q_epoch"), cols("leo"), cols("up")
+
+def target_counts(targets, batch):
+    """Each target's count over a run, ``batch`` its states as rows: the steps in which one of its columns
+    changes ("moves"), or the cells that decrease ("drops")."""
+    if len(batch) < 2:
+        return [0] * len(targets)
+    d = np.diff(batch.astype(np.int16), axis=0)
+    return [int(np.any(d[:, cols] != 0, axis=1).sum()) if counts == "moves" else int((d[:, cols] < 0).sum())
+            for _, cols, counts in targets]
 
 
 def _enablers(model, spec, kinds, max_states=20_000):
@@ -329,7 +336,7 @@ class _Fuzzer:
         self.kind_of = [self.kinds.index(a.name) for a in spec.actions]
         self.enablers = _enablers(self.model, spec, self.kinds)
         self.replica_params = _replica_params(spec)
-        self.replicas = spec.bounds.get("replicas", 0)
+        self.replicas = spec.layout.replicas
         self.fingerprint = Fingerprint(spec.layout)
         self.fingerprints = set()
         self.runs = self.transitions = self.search_runs = 0
@@ -339,7 +346,7 @@ class _Fuzzer:
         self.found = {}               # name -> {"time", "first": path, "best": path}
         self.failure_class = {n: type(f"Broken_{n.replace('-', '_')}", (_InvariantBroken,), {})
                               for n in self.names}
-        self.epoch_cols, self.leo_cols, self.up_cols = _features(spec)
+        self.targets = _targets(spec)
         self.last_progress = 0.0
         self.shrink_deadline = None
         from hypothesis import strategies as st
@@ -451,10 +458,9 @@ class _Fuzzer:
             if broken:
                 break
         keep = not broken and self.shrink_deadline is None
-        leaders, truncations, crashes = self._account(rows, path[len(prefix):], path, corpus if keep else None)
-        target(float(leaders), label="leader changes")
-        target(float(truncations), label="truncations")
-        target(float(crashes), label="crashes")
+        counts = self._account(rows, path[len(prefix):], path, corpus if keep else None)
+        for (label, _, _), n in zip(self.targets, counts):
+            target(float(n), label=label)
         if broken:
             now = self.clock()
             for n in broken:
@@ -488,7 +494,7 @@ class _Fuzzer:
     CONTINUE = 20         # most steps of a run that starts from a corpus state
 
     def _account(self, rows, steps, path, corpus):
-        """Count a run's steps and distinct states; return its (leader changes, truncations, crashes).
+        """Count a run's steps and distinct states; return its count of each fuzz target.
 
         ``rows`` are the states from the run's start on, ``steps`` the actions
         taken from there, ``path`` all the run's actions; when ``corpus`` is
@@ -513,14 +519,7 @@ class _Fuzzer:
                     else:
                         corpus[fp % self.CORPUS] = entry
         self.fingerprints.update(fps)
-        if len(rows) < 2:
-            return 0, 0, 0
-        d = np.diff(batch.astype(np.int16), axis=0)
-        ec, lc, uc = self.epoch_cols, self.leo_cols, self.up_cols
-        leaders = int(np.any(d[:, ec] != 0, axis=1).sum()) if ec else 0
-        truncations = int((d[:, lc] < 0).sum()) if lc else 0
-        crashes = int((d[:, uc] < 0).sum()) if uc else 0
-        return leaders, truncations, crashes
+        return target_counts(self.targets, batch)
 
     # --- sessions -----------------------------------------------------------------------------
     def session(self, k):

@@ -44,10 +44,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from isrcheck.checker import __version__, show as show_mod
+from isrcheck.checker import __version__
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay, save
 from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
 from isrcheck.model.expr import DeclarationError
+from isrcheck.model.present import step_label
 from isrcheck.model.spec import BoundsError
 from isrcheck.specs import SPECS
 
@@ -596,18 +597,18 @@ def _changes(spec, f, before, after, axes, index=""):
             label = f"r{i}" if axes[:1] == ("replica",) else str(i)
             out += _changes(spec, f, b, a, tuple(axes[1:]), f"{index}[{label}]")
         return out
-    return [f"{f.name}{index}={show_mod.fmt_value(f, after, spec, len(f.shape) - len(axes))}"]
+    return [f"{f.name}{index}={spec.presentation.fmt_value(f, after, len(f.shape) - len(axes))}"]
 
 
 def markdown_steps(spec, trace):
-    """A trace as a Markdown table: a row per replica per step (log, LEO, HW, leader, epoch, ISR, up), and the
-    step's other changes (checkpoints, fetch state, the controller's view, requests); changed cells in bold."""
-    kafka = [spec.layout.fields[n] for n in show_mod.KAFKA_COLUMNS if n in spec.layout.fields]
-    replica_fields = show_mod.replica_fields(spec)
-    rest = [f for f in replica_fields if f not in kafka and f.name not in ("log_record", "log_epoch")]
-    partition = [f for f in spec.layout.fields.values() if f not in replica_fields]
-    head = (["step", "action", "replica", "log (offset:record@epoch)"]
-            + [show_mod.KAFKA_COLUMNS[f.name] for f in kafka] + ["other changes"])
+    """A trace as a Markdown table: a row per replica per step (its log, and the columns the spec's
+    presentation leads with), and the step's other changes; changed cells in bold."""
+    present = spec.presentation
+    per_replica, partition = present.table_fields()
+    lead = [f for f in per_replica if f.name in present.columns]
+    rest = [f for f in per_replica if f not in lead]
+    head = (["step", "action", "replica", present.log_header] + [present.header(f) for f in lead]
+            + ["other changes"])
     lines = [_md_row(head), _md_row(["---"] * len(head))]
 
     def cell(text, changed):
@@ -616,14 +617,14 @@ def markdown_steps(spec, trace):
 
     prev = None
     for i, (name, params, state) in enumerate(trace.steps):
-        label = "initial state" if name is None else f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
-        for r in range(spec.R):
-            log = show_mod.log_text(state, r)
+        label = step_label(name, params)
+        for r in range(present.R):
+            log = present.log_text(state, r)
             row = [str(i) if r == 0 else "", f"`{label}`" if r == 0 else "", f"r{r}",
-                   cell(log if log is not None else "", prev is not None and show_mod.log_text(prev, r) != log)]
-            for f in kafka:
+                   cell(log if log is not None else "", prev is not None and present.log_text(prev, r) != log)]
+            for f in lead:
                 v = state[f.name][r]
-                row.append(cell(show_mod.fmt_value(f, v, spec, 1), prev is not None and prev[f.name][r] != v))
+                row.append(cell(present.fmt_value(f, v, 1), prev is not None and prev[f.name][r] != v))
             other = []
             if prev is not None:
                 for f in rest:

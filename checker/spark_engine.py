@@ -170,7 +170,7 @@ def _worker_search(job):
     if found is None:
         spec = job.spec_class(**dict(job.bounds))
         search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk)
-        sym = Symmetry(spec.layout, search.fingerprint, spec.R) if job.symmetry else None
+        sym = Symmetry(spec.layout, search.fingerprint) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
     return found
 
@@ -539,7 +539,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             sc.setCheckpointDir(os.path.join(workdir, "checkpoints"))
         report = _progress_reporter(progress)
 
-        sym = Symmetry(spec.layout, search.fingerprint, spec.R) if symmetry else None
+        sym = Symmetry(spec.layout, search.fingerprint) if symmetry else None
         init = spec.initial_row()[:, None]
         init_fp = search.fingerprint.full(init)
         init_key_fp = init_fp if sym is None else sym.canonical(init)

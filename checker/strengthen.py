@@ -118,7 +118,7 @@ class StrengthenResult:
     reason: str | None = None
 
     def describe(self, spec, cube):
-        """A lemma as it reads: "not (leader = 1 and hw[2] = 0)"."""
+        """A lemma as it reads: "not (x = 1 and y[2] = 0)"."""
         lay = spec.layout
         return "not (" + " and ".join(f"{lay.names[c]} = {bool(v) if lay.boolean[c] else v}" for c, v in cube) + ")"
 

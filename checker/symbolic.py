@@ -74,24 +74,6 @@ from pysat.solvers import Solver as SatSolver
 from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
 from isrcheck.model.view import z3_variables
 
-#: Fields whose *upper* type bound the induction step drops, and what their values are.
-#: See :func:`prove` for why this is sound and what it buys.
-UNBOUNDED_FIELDS = {
-    "log_epoch": "leader epoch",
-    "leader_epoch": "leader epoch",
-    "q_epoch": "leader epoch",
-    "log_record": "record id",
-    "exposed": "record id",
-    "next_record": "record id",
-    # the proof ghosts (model option proof_ghosts)
-    "applied_epoch": "leader epoch",
-    "followed_epoch": "leader epoch",
-    "fetched_epoch": "leader epoch",
-    "up_since": "leader epoch",
-    "exposed_epoch": "leader epoch",
-}
-
-
 class Z3Unknown(Exception):
     """z3 answered unknown (a timeout, or a resource or incompleteness limit)."""
 
@@ -755,7 +737,7 @@ class ProofResult:
       state (values of relaxed fields may exceed their declared bounds);
     - ``failing``: the invariant or lemma that fails at the last state;
     - ``reason``: for "unknown", why (z3's reason, or a lemma refuted in the base case);
-    - ``relaxed``: field -> kind, the fields whose upper bounds the step left out.
+    - ``relaxed``: the fields (declared ``unbounded``) whose upper bounds the step left out.
     """
 
     spec: str
@@ -770,7 +752,7 @@ class ProofResult:
     steps: list = field(default_factory=list)
     failing: str | None = None
     reason: str | None = None
-    relaxed: dict = field(default_factory=dict)
+    relaxed: tuple = ()
 
     def violation(self):
         """The base-case counterexample as a checker.bfs.Violation (verdict "refuted" only)."""
@@ -801,16 +783,10 @@ class ProofResult:
         return render_states(spec, states, [a for a, _ in self.steps], self.failing, title)
 
 
-def relaxed_columns(spec, fields=None):
-    """Columns of the fields (default UNBOUNDED_FIELDS) that exist in the spec's layout."""
-    fields = UNBOUNDED_FIELDS if fields is None else fields
+def relaxed_columns(spec, fields):
+    """Columns of the named fields of the spec's layout."""
     lay = spec.layout
-    cols = []
-    for name in fields:
-        if name in lay.fields:
-            f = lay.fields[name]
-            cols.extend(range(lay.base[name], lay.base[name] + f.size))
-    return cols
+    return [c for name in fields for c in range(lay.base[name], lay.base[name] + lay.fields[name].size)]
 
 
 def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path=False):
@@ -830,33 +806,29 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
       Otherwise the satisfying assignment is the counterexample to induction.
 
     Relaxed bounds (``relax=True``): in the step, the *upper* type bound is left
-    out for the columns holding leader epochs (``log_epoch``, ``leader_epoch``,
-    ``q_epoch`` and the proof ghosts, see UNBOUNDED_FIELDS) and record ids
-    (``log_record``, ``exposed``, ``next_record``);
+    out for the fields the spec declares ``unbounded`` (epochs and ids that only
+    count up);
     their lower bounds, and every bound of every other column (offsets, replica
-    ids, flags, the ``crashes`` counter, ``acked_at``), are kept. Why this is
+    ids, flags, counters the protocol bounds), are kept. Why this is
     sound: the step's hypothesis then ranges over a *superset* of the
     well-typed states, so an unsatisfiable step with relaxed bounds implies an
     unsatisfiable step with the exact bounds -- dropping a constraint on the
     pre-states can add counterexamples to induction, never remove one. It admits
     no behaviour the model forbids from a real state: the transition relation is
-    the spec's own (guards such as ``q_epoch < E`` in elect_leader, ``next_record
-    <= M`` in produce, the fixed epoch range of apply_leader_and_isr are all
-    still there; a state with ``q_epoch`` beyond E simply has those actions
-    disabled), and the base case runs from the exact initial state. What it buys:
-    a proof cannot lean on "epochs / record ids run out" -- the inductive
-    argument, and any lemma, must hold for arbitrarily large epoch and record
-    values, so the lemmas are about the protocol, not about --max-epochs /
-    --max-records. It is still a proof about the spec instantiated at these
-    bounds (the number of LeaderAndIsr slots and record ghosts is E and M): it
-    is not a parametric proof for every E and M. In practice the kip-320 proof
-    needs one epoch fact back, as a lemma it proves rather than a type bound it
-    assumes: ``q_epoch <= max_epochs`` (lemma-epoch-table; inductive because every
-    controller action requires ``q_epoch < E``). Without it, states with
-    ``q_epoch > E`` make every lemma about the LeaderAndIsr of an epoch vacuous
-    (there is no slot for that epoch) and z3 returns counterexamples to induction
-    at epochs the model can never reach. No bound on broker or log epochs, or on
-    record ids, is needed back.
+    the spec's own (every guard that stops an epoch or an id at its bound is
+    still there; a state beyond the bound simply has those actions disabled),
+    and the base case runs from the exact initial state. What it buys: a proof
+    cannot lean on "epochs / ids run out" -- the inductive argument, and any
+    lemma, must hold for arbitrarily large values of those fields, so the lemmas
+    are about the protocol, not about the bounds. It is still a proof about the
+    spec instantiated at these bounds (the number of array slots indexed by an
+    epoch or an id is fixed): it is not a parametric proof for every bound. A
+    proof may need one such bound back, as a lemma it proves rather than a type
+    bound it assumes (kip-320's lemma-epoch-table: the quorum's epoch never
+    passes max_epochs, inductive because every action that raises it is guarded
+    by that bound); without it, states past the last slot make every lemma
+    about that slot vacuous and z3 returns counterexamples to induction the
+    model can never reach.
 
     ``simple_path=True`` also requires the k+1 step states to be pairwise
     distinct (sound for the same shortest-path reason; it can only remove
@@ -873,7 +845,7 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     for n in names:
         if n not in spec.invariants:
             raise KeyError(f"spec {spec.name} has no invariant {n!r}")
-    relaxed_fields = {f: kind for f, kind in UNBOUNDED_FIELDS.items() if f in spec.layout.fields} if relax else {}
+    relaxed_fields = tuple(f.name for f in spec.layout.fields.values() if f.unbounded) if relax else ()
     result = ProofResult(spec.name, dict(spec.bounds), invariant, list(names[1:]), k, "unknown", 0.0,
                          relaxed=relaxed_fields)
 

@@ -13,8 +13,9 @@ offset are kept at 0 so that equal logs are equal states. Record ids are
 from __future__ import annotations
 
 from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
+from isrcheck.model.kafka_present import KafkaPresentation
 from isrcheck.model.layout import Field
-from isrcheck.model.spec import Spec, action, invariant
+from isrcheck.model.spec import FuzzTarget, Spec, action, invariant
 
 
 class KafkaReplication(Spec):
@@ -26,6 +27,11 @@ class KafkaReplication(Spec):
     expected = {"single-acting-leader": "violated"}
     expected_why = {"single-acting-leader": "benign split brain, in every version: a deposed leader still "
                                             "believes it leads until its LeaderAndIsr arrives"}
+
+    presentation_class = KafkaPresentation
+    #: the fuzzer steers towards runs with many leader changes, truncations and crashes
+    fuzz_targets = (FuzzTarget("leader changes", "q_epoch", "moves"), FuzzTarget("truncations", "leo", "drops"),
+                    FuzzTarget("crashes", "up", "drops"))
 
     #: Options added for the fencing specs (specs/no_isr_fencing.py and friends) all default to 0, the
     #: behaviour above; each adds its state fields only when enabled, so the state layout, the action
@@ -67,15 +73,16 @@ class KafkaReplication(Spec):
         rep, none = ("replica",), R
         return [
             # --- each replica's log and offsets (on disk) ---
-            Field("log_record", 0, M, (R, L), axes=("replica", None), doc="record id at each offset (0: empty)"),
-            Field("log_epoch", 0, E, (R, L), axes=("replica", None), doc="leader epoch of each record"),
+            Field("log_record", 0, M, (R, L), axes=("replica", None), unbounded=True,
+                  doc="record id at each offset (0: empty)"),
+            Field("log_epoch", 0, E, (R, L), axes=("replica", None), unbounded=True, doc="leader epoch of each record"),
             Field("leo", 0, L, (R,), axes=rep, doc="log end offset"),
             Field("hw", 0, L, (R,), axes=rep, doc="high watermark"),
             Field("flushed", 0, L, (R,), axes=rep, doc="offset up to which the log is fsynced"),
             Field("checkpoint_hw", 0, L, (R,), axes=rep, doc="HW in the replication-offset-checkpoint file"),
             Field("up", 0, 1, (R,), boolean=True, axes=rep, doc="broker process running"),
             # --- each replica's view from the last LeaderAndIsr it applied (in memory) ---
-            Field("leader_epoch", 0, E, (R,), axes=rep, doc="leader epoch the replica is on"),
+            Field("leader_epoch", 0, E, (R,), axes=rep, unbounded=True, doc="leader epoch the replica is on"),
             Field("leader", 0, none, (R,), axes=rep, values="replica", doc="who it believes leads"),
             Field("isr", 0, 1, (R, R), boolean=True, axes=("replica", "replica"), doc="ISR it believes"),
             Field("zk_version_current", 0, 1, (R,), boolean=True, axes=rep,
@@ -88,7 +95,7 @@ class KafkaReplication(Spec):
                   doc="as leader: first offset whose produce request it still holds (earlier ones failed)"),
             # --- the controller and the quorum state (ZooKeeper) ---
             Field("q_leader", 0, none, values="replica", doc="leader in ZooKeeper (R: none)"),
-            Field("q_epoch", 0, E, doc="leader epoch in ZooKeeper"),
+            Field("q_epoch", 0, E, unbounded=True, doc="leader epoch in ZooKeeper"),
             Field("q_isr", 0, 1, (R,), boolean=True, axes=rep, doc="ISR in ZooKeeper"),
             # --- LeaderAndIsr requests, one per leader epoch, delivered any time, any number of times ---
             Field("req_sent", 0, 1, (E,), boolean=True, doc="the request for this epoch exists"),
@@ -98,9 +105,10 @@ class KafkaReplication(Spec):
                   doc="the zkVersion it carries is still the quorum's"),
             Field("crashes", 0, C, doc="crashes so far (bounded by max_crashes)"),
             # --- ghosts, for the invariants ---
-            Field("next_record", 1, M + 1, ghost=True, doc="id of the next record a producer sends"),
+            Field("next_record", 1, M + 1, ghost=True, unbounded=True, doc="id of the next record a producer sends"),
             Field("acked_at", -1, L - 1, (M,), ghost=True, doc="offset of each acknowledged record (-1: not acked)"),
-            Field("exposed", 0, M, (L,), ghost=True, doc="record first exposed to consumers at each offset"),
+            Field("exposed", 0, M, (L,), ghost=True, unbounded=True,
+                  doc="record first exposed to consumers at each offset"),
         ] + self.option_fields()
 
     def option_fields(self):
@@ -133,17 +141,17 @@ class KafkaReplication(Spec):
             ]
         if self.proof_ghosts:
             out += [
-                Field("applied_epoch", 0, E, (R,), ghost=True, axes=rep,
+                Field("applied_epoch", 0, E, (R,), ghost=True, axes=rep, unbounded=True,
                       doc="leader epoch of the last LeaderAndIsr the broker applied (kept across restarts, "
                           "which reset leader_epoch)"),
-                Field("followed_epoch", 0, E, (R,), ghost=True, axes=rep,
+                Field("followed_epoch", 0, E, (R,), ghost=True, axes=rep, unbounded=True,
                       doc="leader epoch in which the broker last fetched or truncated its log (0: never): "
                           "since then its log changed only by its own appends as leader"),
-                Field("fetched_epoch", 0, E, (R,), ghost=True, axes=rep,
+                Field("fetched_epoch", 0, E, (R,), ghost=True, axes=rep, unbounded=True,
                       doc="leader epoch in which the broker last fetched (0: never)"),
-                Field("up_since", 0, E, (R,), ghost=True, axes=rep,
+                Field("up_since", 0, E, (R,), ghost=True, axes=rep, unbounded=True,
                       doc="the quorum's leader epoch when the broker last started (0: up from the start)"),
-                Field("exposed_epoch", 0, E, (self.L,), ghost=True,
+                Field("exposed_epoch", 0, E, (self.L,), ghost=True, unbounded=True,
                       doc="the earliest leader epoch whose leader's HW passed each offset (0: not yet exposed)"),
             ]
         return out

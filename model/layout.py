@@ -23,6 +23,9 @@ class Field:
     replica-symmetry reduction. ``values="replica"`` marks a field whose value
     is a replica id (``lo..R-1``, any other value meaning none) so symmetry
     renames it too. ``ghost`` fields record history for invariants only.
+    ``unbounded=True`` marks a value that only counts up (an epoch, an id): its
+    upper bound is a bound of the search, not a fact of the protocol, so the
+    induction step of a proof leaves it out (``checker.symbolic.prove``).
     """
 
     name: str
@@ -33,9 +36,12 @@ class Field:
     axes: tuple = ()
     values: str | None = None
     ghost: bool = False
+    unbounded: bool = False
     doc: str = ""
 
     def __post_init__(self):
+        if not isinstance(self.shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in self.shape):
+            raise DeclarationError(f"field {self.name}: shape {self.shape!r} is not a tuple of lengths, e.g. (R,)")
         if self.boolean:
             object.__setattr__(self, "lo", 0)
             object.__setattr__(self, "hi", 1)
@@ -67,6 +73,7 @@ class Layout:
             self.base[f.name] = column
             column += f.size
         self.width = column
+        self.replicas = self._replica_count()
         self.lo = np.zeros(column, dtype=np.int64)
         self.hi = np.zeros(column, dtype=np.int64)
         self.boolean = np.zeros(column, dtype=bool)
@@ -80,6 +87,14 @@ class Layout:
                 self.lo[c], self.hi[c], self.boolean[c] = f.lo, f.hi, f.boolean
                 self.names.append(f.name + "".join(f"[{i}]" for i in idx))
                 self.field_of.append(f)
+
+    def _replica_count(self):
+        """The length of every ``"replica"`` axis (they must agree); 0 when no field has one."""
+        lengths = {n: f.name for f in self.fields.values() for n, ax in zip(f.shape, f.axes) if ax == "replica"}
+        if len(lengths) > 1:
+            raise DeclarationError("replica axes of different lengths: "
+                                   + ", ".join(f"{name} has {n}" for n, name in sorted(lengths.items())))
+        return next(iter(lengths), 0)
 
     def column(self, name, idx=()):
         f = self.fields[name]

@@ -28,6 +28,7 @@ leave a field's bounds in a well-typed state fails there, naming the action.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 from dataclasses import dataclass, field as dc_field
 
@@ -39,20 +40,47 @@ from types import SimpleNamespace
 from isrcheck.model import configuration
 from isrcheck.model.compile import Graph, kernel
 from isrcheck.model.expr import DeclarationError, Sym, term, track_arithmetic
-from isrcheck.model.layout import Layout
+from isrcheck.model.layout import Field, Layout
+from isrcheck.model.present import Presentation
 from isrcheck.model.view import GuardDone, View, scalar_reader, z3_reader, z3_variables
+
+
+#: the spec methods the engines call: an action or invariant may not take one of these names
+ENGINE_METHODS = frozenset({"run", "step", "holds", "enabled", "traced", "traced_invariant", "guard_batch",
+                            "update_batch", "holds_batch", "z3_action", "z3_invariant", "z3_type_ok",
+                            "initial_row", "action_named"})
+
+#: spec class and bounds -> (invariants, action instances), each checked once per process
+_CHECKED = {}
 
 
 class BoundsError(ValueError):
     """A bound or option outside its allowed range."""
 
 
-def action(**domains):
+def action(*misuse, **domains):
     """Declare a guarded command; keyword arguments name each parameter's domain."""
+    if misuse:
+        raise DeclarationError(f"@action on {getattr(misuse[0], '__name__', misuse[0])!r}: name each parameter's "
+                               f"domain, e.g. @action(r=\"REPLICAS\") (or @action() for none)")
+    for param, d in domains.items():
+        if not isinstance(d, str) and not _is_int_sequence(d):
+            raise DeclarationError(f"@action({param}={d!r}): a domain is the name of a spec attribute holding "
+                                   f"the values, e.g. {param}=\"REPLICAS\", or a range of ints")
+
     def deco(fn):
         fn.__isrcheck_action__ = domains
         return fn
     return deco
+
+
+def _is_int_sequence(values):
+    """A re-iterable collection of ints (a range, a list; not an iterator, which the first use would consume)."""
+    try:
+        return iter(values) is not values and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                                  for v in values)
+    except TypeError:
+        return False
 
 
 def invariant(name, benign=False):
@@ -62,11 +90,29 @@ def invariant(name, benign=False):
     it is expected and harmless while the protocol's fences hold (e.g. the split
     brain of a deposed leader). ``check --all`` reports it without failing.
     """
+    if not isinstance(name, str) or not name:
+        what = f" on {name.__name__!r}" if callable(name) else f"({name!r})"
+        raise DeclarationError(f"@invariant{what}: name the invariant, e.g. @invariant(\"no-committed-loss\")")
+
     def deco(fn):
         fn.__isrcheck_invariant__ = name
         fn.__isrcheck_benign__ = benign
         return fn
     return deco
+
+
+@dataclass(frozen=True)
+class FuzzTarget:
+    """A quantity the fuzzer steers its runs towards (``hypothesis.target``), counted per run on a field.
+
+    ``counts="moves"``: the steps in which any cell of ``field`` changes (e.g. a
+    new leader epoch); ``"drops"``: the cells that decrease, summed over the steps
+    (e.g. log truncations, or brokers going down).
+    """
+
+    label: str
+    field: str
+    counts: str
 
 
 @dataclass
@@ -117,6 +163,11 @@ class Spec:
     #: ticket or KIP the references cite -> why the model cannot reproduce it (not inherited)
     not_modelled: dict = {}
 
+    #: what the fuzzer steers towards (:class:`FuzzTarget`): the events that make runs interesting
+    fuzz_targets: tuple = ()
+    #: how traces read in ``show``, diagrams and the gate's summary: the family's ``Presentation`` subclass
+    presentation_class: type = Presentation
+
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         for attr in ("configurations", "not_modelled"):
@@ -134,10 +185,41 @@ class Spec:
             lo, hi = self.limits.get(k, (None, None))
             if lo is not None and not lo <= v <= hi:
                 raise BoundsError(f"{self.name}: --{k.replace('_', '-')} {v} is outside {lo}..{hi}")
+        try:
+            inspect.signature(self.configure).bind(**self.bounds)
+        except TypeError as e:
+            raise DeclarationError(f"{type(self).__name__}.configure() must take every bound in defaults "
+                                   f"({', '.join(self.bounds)}) as a keyword: {e}") from None
         self.configure(**self.bounds)
-        self.layout = Layout(self.fields())
-        self.invariants = self._collect_invariants()
-        self.actions = self._instantiate_actions()
+        fields = self.fields()
+        if not isinstance(fields, (list, tuple)) or not all(isinstance(f, Field) for f in fields):
+            raise DeclarationError(f"{type(self).__name__}.fields() must return a list of Field(...)")
+        self.layout = Layout(fields)
+        key = (type(self), tuple(sorted(self.bounds.items())))
+        checked = _CHECKED.get(key)
+        if checked is None:                       # the z3 checks run once per spec class and bounds
+            self._check_fuzz_targets()
+            self.initial_row()
+            self.presentation_class.check(self)
+            checked = _CHECKED[key] = (self._collect_invariants(), self._instantiate_actions())
+        self.invariants, self.actions = checked
+        self.presentation = self.presentation_class(self)
+
+    @classmethod
+    def declared_invariants(cls):
+        """name -> :class:`Invariant` as declared (documentation only: nothing is evaluated)."""
+        for klass in cls.__mro__:
+            names = [fn.__isrcheck_invariant__ for fn in vars(klass).values() if hasattr(fn, "__isrcheck_invariant__")]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise DeclarationError(f"{klass.__name__} declares invariant {twice[0]!r} twice "
+                                       f"(an invariant is overridden by redefining its method)")
+        out = {}
+        for _, fn in cls._members("__isrcheck_invariant__"):
+            meaning, loss = _doc_parts(fn)
+            out[fn.__isrcheck_invariant__] = Invariant(fn.__isrcheck_invariant__, fn, meaning, loss,
+                                                       fn.__isrcheck_benign__)
+        return out
 
     # --- to be provided by subclasses -------------------------------------------------
     def configure(self, **bounds):
@@ -161,18 +243,19 @@ class Spec:
         for attr in out:
             fn = getattr(cls, attr, None)
             if fn is not None and hasattr(fn, marker):
+                if attr in ENGINE_METHODS:
+                    raise DeclarationError(f"{marker.strip('_').split('_')[-1]} {attr}: {attr} is a method the "
+                                           f"engines call on every spec; give it another name")
                 yield attr, fn
 
     def _collect_invariants(self):
-        invs = {}
-        for _, fn in self._members("__isrcheck_invariant__"):
-            meaning, loss = _doc_parts(fn)
-            inv = Invariant(fn.__isrcheck_invariant__, fn, meaning, loss, fn.__isrcheck_benign__)
-            invs[inv.name] = inv
+        invs = self.declared_invariants()
+        for inv in invs.values():
+            fn = inv.fn
             with track_arithmetic() as arithmetic:
                 try:
                     value = fn(self, View(self.layout, z3_reader(z3_variables(self.layout))))
-                except DeclarationError as e:
+                except (DeclarationError, AttributeError) as e:
                     raise DeclarationError(f"invariant {inv.name}: {e}") from None
                 except z3.Z3Exception as e:
                     raise DeclarationError(f"invariant {inv.name}: ill-typed expression ({e})") from None
@@ -189,19 +272,22 @@ class Spec:
         instances = []
         for name, fn in self._members("__isrcheck_action__"):
             domains = fn.__isrcheck_action__
-            values = [list(getattr(self, d) if isinstance(d, str) else d) for d in domains.values()]
+            self._check_parameters(name, fn, domains)
+            values = [self._domain(name, param, d) for param, d in domains.items()]
             for combo in itertools.product(*values):
                 params = dict(zip(domains, combo))
                 inst = ActionInstance(len(instances), name, params, fn)
                 view = View(self.layout, z3_reader(variables))
                 with track_arithmetic() as arithmetic:
                     try:
-                        fn(self, view, **params)
+                        if fn(self, view, **params) is not None:
+                            raise DeclarationError("returns a value: an action assigns state fields "
+                                                   "(s.x = ...) after its guard (s.require(...))")
                         for cond in view._requires:
                             if not z3.is_bool(term(cond)):
                                 raise DeclarationError("require() needs a boolean condition")
                         guard = term(view.guard)
-                    except DeclarationError as e:
+                    except (DeclarationError, AttributeError) as e:
                         raise DeclarationError(f"action {inst.label}: {e}") from None
                     except z3.Z3Exception as e:
                         raise DeclarationError(f"action {inst.label}: ill-typed expression ({e})") from None
@@ -215,6 +301,36 @@ class Spec:
         if len(instances) >= 2 ** 16:
             raise DeclarationError("more than 65535 action instances")
         return instances
+
+    @staticmethod
+    def _check_parameters(name, fn, domains):
+        """The action's parameters after the state are exactly those its @action gives domains for."""
+        params = list(inspect.signature(fn).parameters)[2:]
+        if set(params) != set(domains):
+            example = ", ".join(f'{p}="..."' for p in params)
+            raise DeclarationError(f"action {name}: its parameters are ({', '.join(params)}) but @action gives "
+                                   f"domains for ({', '.join(domains)}): write @action({example})")
+
+    def _domain(self, name, param, domain):
+        """The values of an action parameter: a constant the spec defines (by name), or the range itself."""
+        if not isinstance(domain, str):
+            return list(domain)
+        values = getattr(self, domain, None)
+        if values is None or not _is_int_sequence(values):
+            known = [a for a in dir(self) if a.isupper() and _is_int_sequence(getattr(self, a, None))]
+            what = "is not an attribute of the spec" if values is None else f"is {values!r}, not a range of ints"
+            hint = ("write " + " or ".join(f'@action({param}="{k}")' for k in known) if known
+                    else f"set self.{domain} = range(...) in configure()")
+            raise DeclarationError(f"action {name}: domain {param}={domain!r} {what}; {hint}")
+        return list(values)
+
+    def _check_fuzz_targets(self):
+        for t in self.fuzz_targets:
+            if t.field not in self.layout.fields:
+                raise DeclarationError(f"fuzz target {t.label!r}: no state field {t.field!r} "
+                                       f"(fields: {', '.join(self.layout.fields)})")
+            if t.counts not in ("moves", "drops"):
+                raise DeclarationError(f"fuzz target {t.label!r}: counts is \"moves\" or \"drops\", not {t.counts!r}")
 
     def _check_cell_range(self, arithmetic, guard, what, solver=None):
         """Intermediate arithmetic must fit a state cell (int8): numpy batches compute in int8."""
@@ -268,10 +384,16 @@ class Spec:
                        for c, v in enumerate(variables) if not lay.boolean[c]])
 
     def initial_row(self):
-        row = self.layout.lo.astype(np.int8)
-        view = View(self.layout, scalar_reader(self.layout, row))
-        self.initial(view)
+        lay = self.layout
+        row = lay.lo.astype(np.int8)
+        view = View(lay, scalar_reader(lay, row))
+        try:
+            self.initial(view)
+        except AttributeError as e:
+            raise DeclarationError(f"initial: {e}") from None
         for c, v in view._written.items():
+            if not lay.lo[c] <= int(v) <= lay.hi[c]:
+                raise DeclarationError(f"initial: writes {lay.names[c]} = {int(v)}, outside {lay.lo[c]}..{lay.hi[c]}")
             row[c] = int(v)
         return row
 

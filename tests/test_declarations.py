@@ -336,6 +336,178 @@ def test_statically_disabled_instances_are_dropped_not_rejected():
 
 
 # ------------------------------------------------------------------------------------------
+# mistakes in the declarations themselves: a DeclarationError naming the action and what to
+# write, never a bare AttributeError or TypeError (decorator misuse fails at class creation)
+# ------------------------------------------------------------------------------------------
+def _domain_typo():
+    class C(Tiny):
+        @action(i="CELL")
+        def set_cell(self, s, i):
+            s.arr[i] = 1
+    return C
+
+
+def _domain_not_a_range():
+    class C(Tiny):
+        def configure(self):
+            self.CELLS = ["a", "b"]
+    return C
+
+
+def _domain_for_another_parameter():
+    class C(Tiny):
+        @action(j="CELLS")
+        def set_cell(self, s, i):
+            s.arr[i] = 1
+    return C
+
+
+def _no_domain_for_a_parameter():
+    class C(Tiny):
+        @action()
+        def set_cell(self, s, i):
+            s.arr[i] = 1
+    return C
+
+
+def _unknown_field_in_action():
+    class C(Tiny):
+        @action(i="CELLS")
+        def set_cell(self, s, i):
+            s.arr[i] = s.xx
+    return C
+
+
+def _unknown_field_in_invariant():
+    class C(Tiny):
+        @invariant("small")
+        def small(self, s):
+            return s.xx <= 3
+    return C
+
+
+def _unknown_field_in_initial():
+    class C(Tiny):
+        def initial(self, s):
+            s.zz = 1
+    return C
+
+
+def _initial_out_of_bounds():
+    class C(Tiny):
+        def initial(self, s):
+            s.x = 9
+    return C
+
+
+def _action_returns_a_value():
+    class C(Tiny):
+        @action(i="CELLS")
+        def set_cell(self, s, i):
+            return s.arr[i] + 1
+    return C
+
+
+def _action_named_like_an_engine_method():
+    class C(Tiny):
+        @action(i="CELLS")
+        def holds(self, s, i):
+            s.arr[i] = 1
+    return C
+
+
+def _fields_not_fields():
+    class C(Tiny):
+        def fields(self):
+            return [("x", 0, 3)]
+    return C
+
+
+def _configure_misses_a_bound():
+    class C(Tiny):
+        defaults = dict(n=2)
+    return C
+
+
+def _bare_action():
+    class C(Tiny):
+        @action
+        def other(self, s):
+            s.x = 1
+    return C
+
+
+def _bare_invariant():
+    class C(Tiny):
+        @invariant
+        def other(self, s):
+            return s.x <= 3
+    return C
+
+
+def _domain_a_number():
+    class C(Tiny):
+        @action(i=3)
+        def set_cell(self, s, i):
+            s.arr[i] = 1
+    return C
+
+
+def _same_invariant_twice():
+    class C(Tiny):
+        @invariant("big")
+        def big(self, s):
+            return s.x <= 3
+
+        @invariant("big")
+        def bigger(self, s):
+            return s.y <= 3
+    return C
+
+
+def _bad_fuzz_target():
+    from isrcheck.model.spec import FuzzTarget
+
+    class C(Tiny):
+        fuzz_targets = (FuzzTarget("moves", "nope", "moves"),)
+    return C
+
+
+@pytest.mark.parametrize("make, words", [
+    (_domain_typo, ["action set_cell", "i='CELL'", 'write @action(i="CELLS")']),
+    (_domain_not_a_range, ["action set_cell", "not a range of ints", "self.CELLS = range(...)"]),
+    (_domain_for_another_parameter, ["action set_cell", "parameters are (i)", "(j)", '@action(i="...")']),
+    (_no_domain_for_a_parameter, ["action set_cell", "parameters are (i)", '@action(i="...")']),
+    (_unknown_field_in_action, ["action set_cell(i=0)", "no state field 'xx'"]),
+    (_unknown_field_in_invariant, ["invariant small", "no state field 'xx'"]),
+    (_unknown_field_in_initial, ["initial", "no state field 'zz'"]),
+    (_initial_out_of_bounds, ["initial", "x = 9", "0..3"]),
+    (_action_returns_a_value, ["action set_cell(i=0)", "returns a value"]),
+    (_action_named_like_an_engine_method, ["action holds", "another name"]),
+    (_fields_not_fields, ["fields()", "Field(...)"]),
+    (_configure_misses_a_bound, ["configure()", "n"]),
+    (_bare_action, ["@action on 'other'", '@action(r="REPLICAS")']),
+    (_bare_invariant, ["@invariant on 'other'", '@invariant("']),
+    (_domain_a_number, ["@action(i=3)", 'i="REPLICAS"']),
+    (_same_invariant_twice, ["invariant 'big' twice"]),
+    (_bad_fuzz_target, ["fuzz target 'moves'", "no state field 'nope'"]),
+])
+def test_declaration_mistakes_name_the_culprit_and_what_to_write(make, words):
+    with pytest.raises(DeclarationError) as info:
+        make()()
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_replica_axes_must_agree():
+    with pytest.raises(DeclarationError, match="replica axes of different lengths: b has 2, a has 3"):
+        Layout([Field("a", 0, 1, (3,), axes=("replica",)), Field("b", 0, 1, (2,), axes=("replica",))])
+    assert Layout([Field("a", 0, 1, (3, 3), axes=("replica", "replica"))]).replicas == 3
+    with pytest.raises(DeclarationError, match="shape 3"):
+        Field("s", 0, 1, 3)
+
+
+# ------------------------------------------------------------------------------------------
 # fields and layouts
 # ------------------------------------------------------------------------------------------
 def test_field_bounds_must_fit_a_cell():

@@ -9,9 +9,9 @@ import networkx as nx
 import pytest
 
 from isrcheck.checker.bfs import search
-from isrcheck.checker.explain import Line, consequence, explain, summary
 from isrcheck.checker.export import to_dot, to_graph, to_mermaid
 from isrcheck.checker.trace import from_steps, load, save, spec_for
+from isrcheck.model.present import Line
 from isrcheck.specs import SPECS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,7 +46,7 @@ def _first_change(steps, pred):
 
 def test_explain_names_the_acknowledging_and_the_disappearing_step(hw_truncation):
     spec, _, trace = hw_truncation
-    lines = explain(spec, trace)
+    lines = spec.presentation.explain(trace)
     assert all(isinstance(line, Line) and len(line) == 2 for line in lines)
     # one sentence per step, in order
     per_step = _marks(lines, "step")
@@ -68,7 +68,7 @@ def test_explain_names_the_acknowledging_and_the_disappearing_step(hw_truncation
     assert lead.step == len(trace.steps) - 1 and f"r{leader} becomes the acting leader" in lead.text
     (violated,) = _marks(lines, "violated")
     assert violated.step == len(trace.steps) - 1 and violated.text.startswith("no-committed-loss breaks")
-    line = summary(spec, trace)
+    line = spec.presentation.summary(trace)
     assert "\n" not in line
     assert line.startswith(f"no-committed-loss violated after {len(trace.steps) - 1} steps")
     assert f"record 1, acknowledged at step {ack.step} at offset 0" in line
@@ -77,7 +77,7 @@ def test_explain_names_the_acknowledging_and_the_disappearing_step(hw_truncation
 
 def test_explain_names_the_unfenced_offsets_for_leader_epoch_answer(kip_101):
     spec, _, trace = kip_101
-    lines = explain(spec, trace)
+    lines = spec.presentation.explain(trace)
     (lost,) = _marks(lines, "lost")
     assert trace.steps[lost.step][0] == "truncate_by_epoch"
     assert "truncated to its HW 0 after an UNDEFINED OffsetsForLeaderEpoch answer" in lost.text
@@ -87,12 +87,12 @@ def test_explain_names_the_unfenced_offsets_for_leader_epoch_answer(kip_101):
 
 def test_explain_works_on_engine_steps_and_loaded_files(hw_truncation, tmp_path):
     spec, steps, trace = hw_truncation
-    from_trace = explain(spec, trace)
-    from_steps_ = explain(spec, steps, "no-committed-loss")
+    from_trace = spec.presentation.explain(trace)
+    from_steps_ = spec.presentation.explain(steps, "no-committed-loss")
     loaded = load(save(trace, str(tmp_path / "t.itf.json")))
-    from_file = explain(spec, loaded)
+    from_file = spec.presentation.explain(loaded)
     assert [tuple(x) for x in from_trace] == [tuple(x) for x in from_steps_] == [tuple(x) for x in from_file]
-    assert summary(spec, steps, "no-committed-loss") == summary(spec, trace)
+    assert spec.presentation.summary(steps, "no-committed-loss") == spec.presentation.summary(trace)
 
 
 def test_wording_follows_the_producer_acks_setting_of_the_spec(hw_truncation):
@@ -100,22 +100,22 @@ def test_wording_follows_the_producer_acks_setting_of_the_spec(hw_truncation):
     trace = load(os.path.join(ROOT, "counterexamples", "acks-1", "no-committed-loss.itf.json"))
     spec = spec_for(trace)
     assert spec.acks_all == 0
-    lines = explain(spec, trace)
+    lines = spec.presentation.explain(trace)
     assert not [line.text for line in lines if "acks=all" in line.text]
     assert "acks=1" in _marks(lines, "acked")[0].text and "acks=1" in _marks(lines, "violated")[0].text
-    assert "acks=1" in consequence(spec, "no-committed-loss")
+    assert "acks=1" in spec.presentation.consequence("no-committed-loss")
     spec_all = SPECS["hw-truncation"]()
-    violated = _marks(explain(spec_all, acks_all), "violated")[0].text
+    violated = _marks(spec_all.presentation.explain(acks_all), "violated")[0].text
     assert "(acks=all)" in violated and "acks=1" not in violated
 
 
 def test_explain_marks_diverging_logs():
     spec, _, trace = _bfs_trace("hw-truncation", "log-matching", unflushed_loss=1, max_crashes=2)
-    lines = explain(spec, trace)
+    lines = spec.presentation.explain(trace)
     (div,) = _marks(lines, "diverged")
     assert div.step == len(trace.steps) - 1 and "diverge at offset 0" in div.text
     assert "lost the unflushed tail of its log in a hard crash" in " ".join(line.text for line in lines)
-    assert "differ at offset 0" in summary(spec, trace)
+    assert "differ at offset 0" in spec.presentation.summary(trace)
 
 
 COUNTEREXAMPLES = sorted(glob.glob(os.path.join(ROOT, "counterexamples", "*", "*.itf.json")))
@@ -128,10 +128,10 @@ def test_every_stored_counterexample_is_explained_and_exported():
         trace = load(path)
         key = (trace.spec, tuple(sorted(trace.bounds.items())))
         spec = specs.get(key) or specs.setdefault(key, spec_for(trace, path))
-        lines = explain(spec, trace)
+        lines = spec.presentation.explain(trace)
         assert [line.step for line in _marks(lines, "step")] == list(range(len(trace.steps))), path
         assert _marks(lines, "violated"), path
-        assert trace.invariant in summary(spec, trace), path
+        assert trace.invariant in spec.presentation.summary(trace), path
         assert to_mermaid(spec, trace).count("->>") == len(trace.steps) - 1, path
         assert to_dot(spec, trace).startswith("digraph"), path
 

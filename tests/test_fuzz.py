@@ -168,9 +168,8 @@ def test_fuzz_finds_hw_truncation_loss_at_five_replicas(five_replicas):
 
 
 def test_fuzz_explains_its_counterexample(five_replicas):
-    from isrcheck.checker.explain import explain
     spec, result, _ = five_replicas
-    lines = explain(spec, result.violations["no-committed-loss"].steps, "no-committed-loss")
+    lines = spec.presentation.explain(result.violations["no-committed-loss"].steps, "no-committed-loss")
     kinds = {line.kind for line in lines}
     assert {"acked", "lost", "violated"} <= kinds
 

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from isrcheck.model.expr import all_of, max_of, min_of, where
 from isrcheck.model.layout import Field
-from isrcheck.model.spec import Spec, action, invariant
+from isrcheck.model.spec import FuzzTarget, Spec, action, invariant
+from isrcheck.specs.tla.present import TlaPresentation
 
 NIL = -1
 
@@ -53,6 +54,12 @@ class TlaKafkaReplication(Spec):
                           "and None is never a member of the ISR"),
     }
 
+    presentation_class = TlaPresentation
+    #: the fuzzer steers towards runs with many elections, truncations and ISR shrinks (there are no crashes)
+    fuzz_targets = (FuzzTarget("leader changes", "q_leader_epoch", "moves"),
+                    FuzzTarget("truncations", "log_end_offset", "drops"),
+                    FuzzTarget("ISR shrinks", "q_isr", "drops"))
+
     def configure(self, replicas, log_size, max_records, max_epochs):
         self.R, self.L, self.M, self.E = replicas, log_size, max_records, max_epochs
         self.NONE = replicas                      # None == "NONE"
@@ -69,11 +76,11 @@ class TlaKafkaReplication(Spec):
             Field("log_end_offset", 0, L, (R,), axes=rep, doc="replicaLog[r].endOffset"),
             Field("log_id", NIL, M - 1, (R, L), axes=("replica", None),
                   doc="replicaLog[r].records[o].id (-1: the record is Nil)"),
-            Field("log_epoch", NIL, E, (R, L), axes=("replica", None),
+            Field("log_epoch", NIL, E, (R, L), axes=("replica", None), unbounded=True,
                   doc="replicaLog[r].records[o].epoch (-1: the record is Nil)"),
             # replicaState
             Field("hw", 0, L, (R,), axes=rep, doc="replicaState[r].hw"),
-            Field("leader_epoch", NIL, E, (R,), axes=rep, doc="replicaState[r].leaderEpoch (-1: Nil)"),
+            Field("leader_epoch", NIL, E, (R,), axes=rep, unbounded=True, doc="replicaState[r].leaderEpoch (-1: Nil)"),
             Field("leader", 0, R, (R,), axes=rep, values="replica", doc="replicaState[r].leader (R: None)"),
             Field("isr", 0, 1, (R, R), boolean=True, axes=("replica", "replica"), doc="replicaState[r].isr"),
             # the id sequences (IdSequence)

@@ -1,0 +1,172 @@
+"""Engines that know no Kafka: the protocol's vocabulary lives in declarations (unbounded fields, fuzz
+targets, replica axes) and in one presentation per protocol family; a fast ``list``."""
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tokenize
+
+import numpy as np
+import pytest
+
+from isrcheck.checker.fuzz import _targets, target_counts
+from isrcheck.checker.trace import load, spec_for
+from isrcheck.model.expr import DeclarationError
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.model.kafka_present import KafkaPresentation
+from isrcheck.model.spec import action
+from isrcheck.specs import SPECS
+from isrcheck.specs.tla.present import TlaPresentation
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
+ENGINES = ["bfs", "spark_engine", "symbolic", "strengthen", "fuzz", "minimize", "trace", "gate", "cli", "show",
+           "export", "report", "fingerprint", "visited"]
+EVERY_OPTION = dict(controller_failover=1, async_isr=1, elr=1, fetch_response_loss=1, proof_ghosts=1)
+
+
+def run(*args):
+    return subprocess.run(CLI + list(args), capture_output=True, text=True)
+
+
+def _kafka_vocabulary():
+    """Every field and action name of the Kafka model's specs, with every option on."""
+    names = set()
+    for cls in SPECS.values():
+        if issubclass(cls, KafkaReplication):
+            for spec in (cls(), cls(**EVERY_OPTION)):
+                names |= set(spec.layout.fields) | {a.name for a in spec.actions}
+    return names
+
+
+def test_engines_name_no_field_or_action_of_the_kafka_model():
+    names = _kafka_vocabulary()
+    assert {"q_epoch", "leo", "up", "log_epoch", "elect_leader", "fetch", "crash"} <= names
+    distinctive = {n for n in names if "_" in n} | {"leo"}
+    found = []
+    for module in ENGINES:
+        path = os.path.join(ROOT, "checker", f"{module}.py")
+        src = open(path, encoding="utf-8").read()
+        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+            if tok.type == tokenize.NAME and tok.string in names:
+                found.append(f"{module}.py:{tok.start[0]} {tok.string}")
+            elif tok.type == tokenize.STRING:
+                try:
+                    value = ast.literal_eval(tok.string)
+                except (ValueError, SyntaxError):
+                    continue
+                if value in names:
+                    found.append(f"{module}.py:{tok.start[0]} {tok.string}")
+        for n in distinctive:                     # also in comments and docstrings
+            found += [f"{module}.py {n} (text)" for _ in re.finditer(rf"\b{n}\b", src)]
+    assert not found
+
+
+def test_a_renamed_action_fails_loudly_instead_of_degrading_show():
+    """fetch renamed in the family's base class (the class naming the presentation) without its narration."""
+    class Renamed(KafkaReplication):
+        presentation_class = KafkaPresentation
+        fetch = None
+
+        @action(f="REPLICAS", l="REPLICAS")
+        def follower_fetch(self, s, f, l):
+            KafkaReplication.fetch(self, s, f, l)
+
+    class Version(Renamed):
+        name = "renamed"
+
+    with pytest.raises(DeclarationError, match="action follower_fetch: KafkaPresentation does not narrate it"):
+        Version()
+
+
+def test_each_family_narrates_exactly_the_actions_its_specs_declare():
+    declared = {}
+    for cls in SPECS.values():
+        declared.setdefault(cls.presentation_class, set()).update(n for n, _ in cls._members("__isrcheck_action__"))
+    assert set(declared) == {KafkaPresentation, TlaPresentation}
+    for presentation, names in declared.items():
+        assert presentation.narrated == names, presentation.__name__
+
+
+def _run_batch(trace, spec):
+    return np.array([spec.layout.encode(state) for _, _, state in trace.steps])
+
+
+def _moves(states, field):
+    return sum(1 for a, b in zip(states, states[1:]) if a[field] != b[field])
+
+
+def _drops(states, field):
+    flat = [np.ravel(np.asarray(s[field], dtype=int)) for s in states]
+    return int(sum(np.maximum(a - b, 0).astype(bool).sum() for a, b in zip(flat, flat[1:])))
+
+
+@pytest.mark.parametrize("path, expect", [
+    ("tla-kip101/strong-isr.itf.json", {"leader changes": "q_leader_epoch", "truncations": "log_end_offset",
+                                        "ISR shrinks": "q_isr"}),
+    ("kip-101/no-committed-loss.itf.json", {"leader changes": "q_epoch", "truncations": "leo", "crashes": "up"}),
+])
+def test_fuzz_targets_count_the_declared_events_of_each_family(path, expect):
+    trace = load(os.path.join(ROOT, "counterexamples", path))
+    spec = spec_for(trace)
+    counts = dict(zip([t.label for t in spec.fuzz_targets], target_counts(_targets(spec), _run_batch(trace, spec))))
+    states = [state for _, _, state in trace.steps]
+    assert list(counts) == list(expect)
+    assert counts["leader changes"] == _moves(states, expect["leader changes"]) > 0
+    assert counts["truncations"] == _drops(states, expect["truncations"]) > 0
+    for label in set(expect) - {"leader changes", "truncations"}:
+        assert counts[label] == _drops(states, expect[label])
+
+
+def test_every_spec_declares_fuzz_targets_and_its_replicas_by_axes():
+    for name, cls in SPECS.items():
+        spec = cls()
+        assert spec.fuzz_targets, name
+        assert spec.layout.replicas == spec.R == spec.bounds["replicas"], name
+
+
+def test_unbounded_fields_are_the_epochs_and_ids_and_nothing_the_protocol_bounds():
+    spec = SPECS["kip-320"](**EVERY_OPTION)
+    unbounded = {f.name for f in spec.layout.fields.values() if f.unbounded}
+    assert {"log_epoch", "leader_epoch", "q_epoch", "log_record", "next_record", "applied_epoch"} <= unbounded
+    assert not unbounded & {"leo", "hw", "crashes", "acked_at", "leader", "q_controller_epoch"}
+
+
+def test_a_spec_is_checked_once_per_class_and_bounds():
+    a, b, c = SPECS["kip-320"](), SPECS["kip-320"](), SPECS["kip-320"](max_epochs=2)
+    assert a.actions is b.actions and a.invariants is b.invariants
+    assert c.actions is not a.actions and len(c.actions) < len(a.actions)
+
+
+def test_list_one_spec_matches_the_built_spec():
+    r = run("list", "kip-320", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    (entry,) = json.loads(r.stdout)
+    spec = SPECS["kip-320"]()
+    assert entry["spec"] == "kip-320" and entry["default_bounds"] == spec.bounds
+    assert list(entry["invariants"]) == list(spec.invariants)
+    assert entry["invariants"]["no-committed-loss"]["meaning"] == spec.invariants["no-committed-loss"].meaning
+    text = run("list", "tla-kip320").stdout
+    assert "tla-kip320 " in text and "kip-101" not in text and "tla-kip101" not in text
+
+
+def test_list_of_an_unknown_spec_exits_2_with_one_line():
+    r = run("list", "kip-999")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "unknown spec 'kip-999'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_show_reads_a_tla_trace_in_its_own_terms():
+    path = os.path.join(ROOT, "counterexamples", "tla-kip101", "strong-isr.itf.json")
+    r = run("show", path)
+    assert r.returncode == 0, r.stderr
+    assert "log (offset:id@epoch)" in r.stdout and "LEO" in r.stdout and "None" not in r.stdout
+    assert "(BecomeFollowerTruncateKip101)" in r.stdout and "truncating its log 1→0" in r.stdout
+    mermaid = run("show", "--format", "mermaid", path).stdout
+    assert "Producer->>r0: 5. r0, presuming it leads, appends record 0 at offset 0" in mermaid
+    assert "leo=None" not in run("show", "--format", "dot", path).stdout
