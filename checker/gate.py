@@ -35,10 +35,12 @@ from dataclasses import dataclass, field
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from isrcheck.checker import __version__, show as show_mod
-from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay, save
+from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
+from isrcheck.checker.trace import TraceError, conform, default_path, from_steps, load, replay, save
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.specs import SPECS
@@ -49,7 +51,7 @@ BOUNDS = ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")   
 ENGINE_PACKAGES = {"model": "isrcheck.model", "checker": "isrcheck.checker"}   # repo folder -> package; a change in either can change every spec
 
 # saved-trace statuses
-REPLAYS, MISSING, NO_REPLAY, UNREADABLE, NOT_NEEDED = "replays", "missing", "no longer replays", "unreadable", "-"
+REPLAYS, MISSING, NO_REPLAY, NOT_NEEDED = "replays", "missing", "no longer replays", "-"
 
 
 class GateError(click.UsageError):
@@ -295,6 +297,8 @@ def check_saved_trace(cls, spec, name, invariant, counterexamples, cache=None):
 
     The trace is replayed at the bounds it records, like ``isrcheck replay``;
     ``spec`` (the default-bounds instance) is reused when those are the bounds.
+    A file that is no trace of the spec (unreadable, malformed, states or actions
+    that do not fit it) is bad input: GateError.
     """
     path = default_path(counterexamples, name, invariant)
     if not os.path.exists(path):
@@ -302,9 +306,9 @@ def check_saved_trace(cls, spec, name, invariant, counterexamples, cache=None):
     try:
         trace = load(path)
     except TraceError as e:
-        return UNREADABLE, str(e), path
+        raise GateError(str(e)) from None
     if (trace.spec, trace.invariant) != (name, invariant):
-        return NO_REPLAY, f"{path} is a trace of {trace.spec}/{trace.invariant}, not {name}/{invariant}", path
+        return NO_REPLAY, f"{path} is a trace of {trace.spec!r}/{trace.invariant!r}, not {name}/{invariant}", path
     cache = {} if cache is None else cache
     key = (name, tuple(sorted(trace.bounds.items())))
     try:
@@ -316,6 +320,10 @@ def check_saved_trace(cls, spec, name, invariant, counterexamples, cache=None):
             at = cache[key] = cls(**trace.bounds)
     except (BoundsError, DeclarationError, TypeError) as e:
         return NO_REPLAY, f"{path}: {e}", path
+    try:
+        conform(at, trace, path)
+    except TraceError as e:
+        raise GateError(str(e)) from None
     try:
         result = replay(at, trace)
     except Exception as e:      # a saved trace is data: any way it fails to replay is a failed expectation
@@ -360,6 +368,9 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     specs = instantiate(registry, chosen)
     report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
     cache = {}
+    saved = {(name, inv): check_saved_trace(registry[name], spec, name, inv, counterexamples, cache)
+             for name, spec in specs.items() for inv in spec.invariants
+             if registry[name].expected[inv] == "violated"}     # read before any search: a bad file is exit 2
     for k, (name, spec) in enumerate(specs.items(), start=1):
         cls = registry[name]
         report.sources[name] = _class_source(cls)
@@ -372,8 +383,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             row = Row(name, inv, cls.expected[inv], verdicts[inv], result.distinct_states, result.depth,
                       result.seconds)
             if row.expected == "violated":
-                row.trace_status, row.trace_message, row.saved_trace = check_saved_trace(
-                    cls, spec, name, inv, counterexamples, cache)
+                row.trace_status, row.trace_message, row.saved_trace = saved[(name, inv)]
             target = default_path(out, name, inv)
             if inv in result.violations and not row.ok:
                 trace = from_steps(spec, inv, "local", result.violations[inv].steps, gate=True)
@@ -425,10 +435,11 @@ def print_table(console, report):
             console.print(f"[yellow]{name}: never fired: {', '.join(never)}[/] (a guard too strong, or bounds "
                           f"too small?)")
     for r in report.unmet:
-        console.print(f"[bold red]✗ {r.spec} {r.invariant}:[/] " + "; ".join(r.problems()), soft_wrap=True)
+        console.print(f"[bold red]✗ {r.spec} {r.invariant}:[/] " + escape(show_mod.printable("; ".join(r.problems()))),
+                      soft_wrap=True)
         if r.counterexample:
-            console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show {r.counterexample}[/]",
-                          soft_wrap=True)
+            console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show "
+                          f"{escape(show_mod.printable(r.counterexample))}[/]", soft_wrap=True)
     colour = "green" if report.ok else "bold red"
     console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {report.headline()} "
                   f"in {report.seconds:.1f} s")
@@ -665,8 +676,12 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     """
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
     err = Console(stderr=True, highlight=False)
-    if output is not None and os.path.isdir(output):
-        raise GateError(f"--output {output}: is a directory")
+    try:
+        if output is not None:
+            usable_file(output, "--output")
+        usable_dir(out_dir, "--out")
+    except OutputPathError as e:
+        raise GateError(str(e)) from None
     progress = None if no_progress else (lambda message: err.print(f"gate: {message}", soft_wrap=True,
                                                                    markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,

@@ -7,6 +7,8 @@ requests, ghosts). Cells that changed in the step are highlighted.
 """
 from __future__ import annotations
 
+import unicodedata
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -14,6 +16,16 @@ from rich.table import Table
 CHANGED = "bold yellow"
 KAFKA_COLUMNS = {"leo": "LEO", "hw": "HW", "leader": "leader", "leader_epoch": "epoch", "isr": "ISR",
                  "up": "up"}
+
+
+def printable(text, newlines=False):
+    """Text from a file made safe for a terminal: control characters (ESC, CR, ...) shown as ``\\x1b``.
+
+    With ``newlines``, line breaks are kept (a multi-line document); otherwise they are escaped too.
+    """
+    keep = "\n" if newlines else ""
+    return "".join(c if c in keep or unicodedata.category(c) not in ("Cc", "Cf", "Zl", "Zp")
+                   else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") for c in str(text))
 
 
 def replica_fields(spec):
@@ -49,7 +61,7 @@ def log_text(state, r):
 
 
 def _cell(text, changed):
-    text = escape(text)
+    text = escape(printable(text))
     return f"[{CHANGED}]{text}[/]" if changed else text
 
 
@@ -61,7 +73,7 @@ def render(console: Console, spec, trace, explanations=None):
     others = [f for f in spec.layout.fields.values() if f not in fields]
     prev = None
     for i, (name, params, state) in enumerate(trace.steps):
-        label = step_label(name, params)
+        label = escape(printable(step_label(name, params)))
         console.rule(f"[bold]step {i}[/]  {label}", align="left")
         table = Table(box=None, header_style="bold", pad_edge=False)
         table.add_column("replica")
@@ -88,5 +100,5 @@ def render(console: Console, spec, trace, explanations=None):
             parts.append(_cell(f"{f.name}={fmt_value(f, v, spec, 1 if f in fields else 0)}", changed))
         console.print("  " + "  ".join(parts))
         for sentence in (explanations or {}).get(i, []):
-            console.print(f"  [bold magenta]▶ {sentence}[/]")
+            console.print(f"  [bold magenta]▶ {escape(printable(sentence))}[/]")
         prev = state
