@@ -448,7 +448,7 @@ def minimize(trace_path, output):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     from isrcheck.checker.minimize import minimize as ddmin
     trace, spec = _load_trace(trace_path)
-    out = output or trace_path.replace(".itf.json", "") + ".min.itf.json"
+    out = trace_path.replace(".itf.json", "") + ".min.itf.json" if output is None else output
     try:
         usable_file(out, "--output")
     except OutputPathError as e:

@@ -85,6 +85,8 @@ def read_text(path):
             kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
                     else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
             raise TraceError(f"{path}: not a regular file (it is {kind})")
+        if os.fstat(fd).st_size > MAX_TRACE_BYTES:
+            raise TraceError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MB, not a trace")
         chunks, size = [], 0
         while size <= MAX_TRACE_BYTES:
             chunk = os.read(fd, min(1 << 20, MAX_TRACE_BYTES + 1 - size))
@@ -175,7 +177,7 @@ def _scalar(value, where):
 
 
 def _kind(value):
-    return {bool: "a boolean", str: "a string", float: "a number with a fraction", list: "a list", dict: "an object",
+    return {bool: "a boolean", int: "an integer", str: "a string", float: "a number with a fraction", list: "a list", dict: "an object",
             type(None): "null"}.get(type(value), type(value).__name__)
 
 
