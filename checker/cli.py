@@ -364,7 +364,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if result.verdict == "refuted":
         path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
         console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
-                      f"read it: isrcheck show {path}")
+                      f"read it: isrcheck show {escape(show_mod.printable(path))}")
         sys.exit(EXIT_VIOLATED)
     if result.verdict == "not-inductive":
         console.print(f"[yellow]not inductive[/] · {head}\nthe counterexample to induction below is consistent "
@@ -474,7 +474,10 @@ def main(argv=None):
         _error(str(e))
         sys.exit(EXIT_USAGE)
     except click.exceptions.UsageError as e:
-        _error(e.format_message())
+        if isinstance(e, getattr(click.exceptions, "NoArgsIsHelpError", ())):     # bare `isrcheck`: our own help
+            click.echo(e.format_message(), err=True)
+        else:
+            _error(e.format_message())
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
         _err().print("isrcheck: interrupted")

@@ -439,3 +439,12 @@ def test_replay_refuses_a_trace_missing_a_variable(tmp_path):
     code, out, err = installed(["replay", str(path)], str(tmp_path))
     assert_rejected((code, out, err), "'acked_at' is missing")
     assert "reproduces" not in out
+
+
+def test_markup_and_escapes_in_an_output_path_neither_crash_nor_reach_the_terminal(tmp_path):
+    out = tmp_path / f"cx[/]{ESC}"
+    code, stdout, err = installed(["check", "--spec", "hw-truncation", "--invariant", "no-committed-loss",
+                                   "--no-progress", "--out", str(out)], str(tmp_path))
+    assert code == 1 and "Traceback" not in err, err                     # the violation, reported in full
+    assert (out / "hw-truncation" / "no-committed-loss.itf.json").is_file()
+    assert "\x1b" not in stdout and "cx[/]\\x1b[31m/hw-truncation/no-committed-loss.itf.json" in stdout
