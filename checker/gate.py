@@ -676,6 +676,8 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     """
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
     err = Console(stderr=True, highlight=False)
+    if os.path.lexists(cx_dir) and not os.path.isdir(cx_dir):
+        raise GateError(f"--counterexamples {cx_dir}: not a directory")
     try:
         if output is not None:
             usable_file(output, "--output")

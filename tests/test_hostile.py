@@ -326,6 +326,8 @@ OPTIONS = {
     "list-format": (["list", "--format", "xml"], "--format"),
     "gate-format": (["gate", "--format", "pdf"], "--format"),
     "unknown-command": (["frobnicate"], "frobnicate"),
+    "gate-counterexamples-device": (["gate", "kip-320", "--no-progress", "--counterexamples", "/dev/null"],
+                                    "--counterexamples /dev/null: not a directory"),
 }
 OUTPUTS = {
     "file": lambda d: str(d / "plain-file"),
