@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+from isrcheck.checker.trace import MAX_TRACE_BYTES
+
 REPO = os.path.join(os.path.dirname(__file__), "..")
 GOOD = os.path.join(REPO, "counterexamples", "kip-101", "no-committed-loss.itf.json")
 DEADLINE = 10                  # seconds: a hang is a failure
@@ -126,7 +128,7 @@ TRACES = {
     "symlink-loop": (lambda p: os.symlink(p, p), "cannot read"),
     "directory": (lambda p: os.mkdir(p), "a directory"),
     "huge-sparse": (lambda p: os.truncate(open(p, "w").name, 1 << 34), "larger than"),
-    "huge-real": (" " * ((16 << 20) + 1), "larger than"),
+    "huge-real": (" " * (MAX_TRACE_BYTES + 1), "larger than"),
     "empty": ("", "not valid JSON"),
     "truncated": (lambda p: open(p, "w").write(open(GOOD).read()[:900]), "not valid JSON"),
     "nan": ('{"#meta": {"spec": "kip-101", "invariant": "no-committed-loss"}, "states": [NaN]}', "NaN"),
