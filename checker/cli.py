@@ -13,7 +13,6 @@ import time
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from isrcheck.checker import __version__, report, show as show_mod
@@ -289,7 +288,7 @@ def show(trace_path, fmt):
         notes.setdefault(line.step, []).append(line.text)
     show_mod.render(console, spec, trace, notes)
     inv = spec.invariants[trace.invariant]
-    console.print(f"[bold red]{escape(show_mod.printable(explain.summary(spec, trace)))}[/]")
+    console.print(f"[bold red]{show_mod.markup_safe(explain.summary(spec, trace))}[/]")
     console.print(f"{trace.invariant}: {inv.meaning}")
     loss = explain.consequence(spec, trace.invariant)
     if loss:
@@ -307,9 +306,9 @@ def replay(trace_path):
     result = replay_trace(spec, trace)
     console = _out()
     if result.ok:
-        console.print(f"[green]reproduces:[/] {escape(show_mod.printable(result.message))}")
+        console.print(f"[green]reproduces:[/] {show_mod.markup_safe(result.message)}")
         sys.exit(EXIT_HOLDS)
-    console.print(f"[red]does not reproduce:[/] {escape(show_mod.printable(result.message))}")
+    console.print(f"[red]does not reproduce:[/] {show_mod.markup_safe(result.message)}")
     sys.exit(EXIT_VIOLATED)
 
 
@@ -364,7 +363,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if result.verdict == "refuted":
         path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
         console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
-                      f"read it: isrcheck show {escape(show_mod.printable(path))}")
+                      f"read it: isrcheck show {show_mod.markup_safe(path)}")
         sys.exit(EXIT_VIOLATED)
     if result.verdict == "not-inductive":
         console.print(f"[yellow]not inductive[/] · {head}\nthe counterexample to induction below is consistent "

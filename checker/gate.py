@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from isrcheck.checker import __version__, show as show_mod
@@ -435,11 +434,11 @@ def print_table(console, report):
             console.print(f"[yellow]{name}: never fired: {', '.join(never)}[/] (a guard too strong, or bounds "
                           f"too small?)")
     for r in report.unmet:
-        console.print(f"[bold red]✗ {r.spec} {r.invariant}:[/] " + escape(show_mod.printable("; ".join(r.problems()))),
+        console.print(f"[bold red]✗ {r.spec} {r.invariant}:[/] {show_mod.markup_safe('; '.join(r.problems()))}",
                       soft_wrap=True)
         if r.counterexample:
             console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show "
-                          f"{escape(show_mod.printable(r.counterexample))}[/]", soft_wrap=True)
+                          f"{show_mod.markup_safe(r.counterexample)}[/]", soft_wrap=True)
     colour = "green" if report.ok else "bold red"
     console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {report.headline()} "
                   f"in {report.seconds:.1f} s")

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from isrcheck.checker import __version__
-from isrcheck.checker.show import printable
+from isrcheck.checker.show import markup_safe
 
 
 def as_json(spec, engine, result, trace_files, observed=()):
@@ -49,7 +48,7 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
         mark = "" if not expected or expected == verdict or verdict == "unknown" else " [bold yellow](unexpected)[/]"
         trace = ""
         if inv in trace_files:
-            trace = f"{escape(printable(trace_files[inv]))} ({len(result.violations[inv].steps)} states)"
+            trace = f"{markup_safe(trace_files[inv])} ({len(result.violations[inv].steps)} states)"
         shown = f"[{styles[verdict]}]{verdict}[/]{mark}"
         if inv in observed:
             shown = "[yellow]observed[/] (benign)" if verdict == "violated" else f"{shown} (benign)"
@@ -58,7 +57,7 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
     (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
     if trace_files:
         first = next((f for inv, f in trace_files.items() if inv not in observed), next(iter(trace_files.values())))
-        console.print(f"read a counterexample: [bold]isrcheck show {escape(printable(first))}[/]")
+        console.print(f"read a counterexample: [bold]isrcheck show {markup_safe(first)}[/]")
 
 
 def _print_search_summary(console, result):

@@ -28,6 +28,11 @@ def printable(text, newlines=False):
                    else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") for c in str(text))
 
 
+def markup_safe(text):
+    """Text from a file for a rich markup string: printable, and its brackets taken literally."""
+    return escape(printable(text))
+
+
 def replica_fields(spec):
     """Fields whose first axis is the replica (quorum fields, named q_*, are partition-wide)."""
     return [f for f in spec.layout.fields.values()
@@ -61,7 +66,7 @@ def log_text(state, r):
 
 
 def _cell(text, changed):
-    text = escape(printable(text))
+    text = markup_safe(text)
     return f"[{CHANGED}]{text}[/]" if changed else text
 
 
@@ -73,7 +78,7 @@ def render(console: Console, spec, trace, explanations=None):
     others = [f for f in spec.layout.fields.values() if f not in fields]
     prev = None
     for i, (name, params, state) in enumerate(trace.steps):
-        label = escape(printable(step_label(name, params)))
+        label = markup_safe(step_label(name, params))
         console.rule(f"[bold]step {i}[/]  {label}", align="left")
         table = Table(box=None, header_style="bold", pad_edge=False)
         table.add_column("replica")
@@ -100,5 +105,5 @@ def render(console: Console, spec, trace, explanations=None):
             parts.append(_cell(f"{f.name}={fmt_value(f, v, spec, 1 if f in fields else 0)}", changed))
         console.print("  " + "  ".join(parts))
         for sentence in (explanations or {}).get(i, []):
-            console.print(f"  [bold magenta]▶ {escape(printable(sentence))}[/]")
+            console.print(f"  [bold magenta]▶ {markup_safe(sentence)}[/]")
         prev = state
