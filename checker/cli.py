@@ -7,6 +7,7 @@ usage or input (one line, no traceback), 3 a budget the user set ran out.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from isrcheck.checker import __version__, report, show as show_mod
+from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
 from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
@@ -22,6 +24,8 @@ from isrcheck.model.spec import BoundsError
 from isrcheck.specs import SPECS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
+OUT_DIR = "isrcheck-out"          # traces of ordinary runs; counterexamples/ is the gate's golden store
+MAX_SECONDS = 366 * 24 * 3600     # a time budget longer than a year is a mistake
 
 
 class UserError(Exception):
@@ -68,6 +72,8 @@ def parse_settings(settings):
         key, sep, value = item.partition("=")
         if not sep:
             raise UserError(f"--set expects KEY=VALUE, got {item!r}")
+        if key.replace("-", "_") in out:
+            raise UserError(f"--set {key} is given twice")
         try:
             out[key.replace("-", "_")] = int(value)
         except ValueError:
@@ -117,8 +123,33 @@ def bound_options(fn):
 def collect_bounds(kw):
     bounds = {k: kw.pop(k) for k in ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")}
     bounds = {k: v for k, v in bounds.items() if v is not None}
-    bounds.update(parse_settings(kw.pop("settings")))
+    settings = parse_settings(kw.pop("settings"))
+    for k in settings.keys() & bounds.keys():
+        raise UserError(f"--{k.replace('_', '-')} {bounds[k]} and --set {k}={settings[k]}: give the bound once")
+    bounds.update(settings)
     return bounds
+
+
+class Seconds(click.ParamType):
+    """A positive, finite number of seconds, at most a year (nan, inf and 1e400 are mistakes)."""
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or not 0 < seconds <= MAX_SECONDS:
+            self.fail(f"{value!r} is not a positive number of seconds up to {MAX_SECONDS:,}", param, ctx)
+        return seconds
+
+
+def check_out_dir(out_dir, spec_name, names):
+    """The traces' directory is usable for every trace this run may write (else exit 2, before any work)."""
+    try:
+        usable_dir(out_dir, "--out", [default_path("", spec_name, n) for n in names])
+    except OutputPathError as e:
+        raise UserError(str(e)) from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,23 +166,24 @@ def cli():
 @click.option("--symmetry", is_flag=True, help="replica-symmetry reduction")
 @click.option("--engine", type=click.Choice(["local", "bmc", "spark"]), default="local", show_default=True,
               help="local: exhaustive BFS in process; bmc: bounded model checking (z3 + SAT); spark: BFS on Spark")
-@click.option("--depth", type=click.IntRange(min=1), default=40, show_default=True,
+@click.option("--depth", type=click.IntRange(min=1, max=10_000), default=40, show_default=True,
               help="bmc: longest path checked, in states")
-@click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="bmc: seconds")
+@click.option("--z3-timeout", type=Seconds(), default=None, help="bmc: seconds")
 @click.option("--master", default="local[*]", show_default=True, help="spark: master URL")
-@click.option("--partitions", type=click.IntRange(min=1), default=None, help="spark: partitions")
-@click.option("--out", "out_dir", default="counterexamples", show_default=True, help="where traces are written")
+@click.option("--partitions", type=click.IntRange(min=1, max=1 << 20), default=None, help="spark: partitions")
+@click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where traces are written")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--max-states", type=click.IntRange(min=1), default=None, help="budget: distinct states")
-@click.option("--max-depth", type=click.IntRange(min=1), default=None, help="budget: BFS levels")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, help="budget: seconds")
-@click.option("--chunk", type=click.IntRange(min=1), default=1 << 18, hidden=True)
+@click.option("--max-states", type=click.IntRange(min=1, max=1 << 62), default=None, help="budget: distinct states")
+@click.option("--max-depth", type=click.IntRange(min=1, max=1 << 31), default=None, help="budget: BFS levels")
+@click.option("--time-limit", type=Seconds(), default=None, help="budget: seconds")
+@click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, master, partitions, out_dir, fmt,
           max_states, max_depth, time_limit, chunk, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
+    check_out_dir(out_dir, spec.name, names)
     progress = Progress(not no_progress)
     try:
         if engine == "bmc":
@@ -263,18 +295,20 @@ def show(trace_path, fmt):
     trace, spec = _load_trace(trace_path)
     present = spec.presentation
     if fmt != "text":
-        click.echo((export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace))
+        text = (export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace)
+        click.echo(show_mod.printable(text, newlines=True))
         return
     console = _out()
     meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
-    console.print(f"[bold]{trace.spec}[/] · {meta} · invariant [bold]{trace.invariant}[/] · engine {trace.engine}"
-                  f" · {len(trace.steps)} states")
+    header = (f"{trace.spec} · {meta} · invariant {trace.invariant} · engine {trace.engine}"
+              f" · {len(trace.steps)} states")
+    console.print(show_mod.printable(header), style="bold", markup=False)
     notes = {}
     for line in present.explain(trace):
         notes.setdefault(line.step, []).append(line.text)
     show_mod.render(console, spec, trace, notes)
     inv = spec.invariants[trace.invariant]
-    console.print(f"[bold red]{present.summary(trace)}[/]")
+    console.print(f"[bold red]{show_mod.markup_safe(present.summary(trace))}[/]")
     console.print(f"{trace.invariant}: {inv.meaning}")
     loss = present.consequence(trace.invariant)
     if loss:
@@ -291,16 +325,16 @@ def replay(trace_path):
     result = replay_trace(spec, trace)
     console = _out()
     if result.ok:
-        console.print(f"[green]reproduces:[/] {result.message}")
+        console.print(f"[green]reproduces:[/] {show_mod.markup_safe(result.message)}")
         sys.exit(EXIT_HOLDS)
-    console.print(f"[red]does not reproduce:[/] {result.message}")
+    console.print(f"[red]does not reproduce:[/] {show_mod.markup_safe(result.message)}")
     sys.exit(EXIT_VIOLATED)
 
 
 @cli.command()
 @click.option("--spec", "spec_name", required=True)
 @click.option("--invariant", required=True)
-@click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="induction depth")
+@click.option("--k", "k", type=click.IntRange(min=1, max=1000), default=1, show_default=True, help="induction depth")
 @click.option("--lemma", "lemmas", multiple=True,
               help="an invariant of the spec assumed and proved alongside (repeatable; default: the lemmas and "
                    "model options the spec declares for proving this invariant, if any)")
@@ -308,9 +342,9 @@ def replay(trace_path):
               help="find the lemmas automatically: each counterexample to induction is blocked by a clause no "
                    "reachable state (exhaustive engine) violates, until the invariant is inductive; a SAT-checked "
                    "proof at exactly these bounds (--k is not used)")
-@click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="seconds")
+@click.option("--z3-timeout", type=Seconds(), default=None, help="seconds")
 @bound_options
-@click.option("--out", "out_dir", default="counterexamples", show_default=True)
+@click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where a refuting trace is written")
 def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
     from isrcheck.checker.symbolic import prove as k_induction, render_states
@@ -324,6 +358,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     spec = make_spec(spec_name, bounds)
     for name in (invariant,) + lemmas:
         pick_invariants(spec, [name], False)
+    check_out_dir(out_dir, spec.name, [invariant])
     cpu, start = time.process_time(), time.perf_counter()
     if auto_lemmas:
         result, used = _auto_lemma_proof(spec, invariant, z3_timeout)
@@ -347,7 +382,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if result.verdict == "refuted":
         path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
         console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
-                      f"read it: isrcheck show {path}")
+                      f"read it: isrcheck show {show_mod.markup_safe(path)}")
         sys.exit(EXIT_VIOLATED)
     if result.verdict == "not-inductive":
         console.print(f"[yellow]not inductive[/] · {head}\nthe counterexample to induction below is consistent "
@@ -386,11 +421,12 @@ def parse_budget(text):
     """A time budget: seconds, or with a unit: 90s, 2m, 1h."""
     units = {"s": 1, "m": 60, "h": 3600}
     try:
-        if text and text[-1] in units:
-            return float(text[:-1]) * units[text[-1]]
-        return float(text)
+        seconds = float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
     except ValueError:
         raise UserError(f"--budget {text!r}: expected seconds, e.g. 60, 90s or 2m") from None
+    if not math.isfinite(seconds) or not 0 < seconds <= MAX_SECONDS:
+        raise UserError(f"--budget {text!r}: expected a positive time up to a year, e.g. 60, 90s or 2m")
+    return seconds
 
 
 @cli.command()
@@ -400,8 +436,8 @@ def parse_budget(text):
 @bound_options
 @click.option("--budget", default="60s", show_default=True, help="time budget (e.g. 60s, 5m)")
 @click.option("--seed", type=int, default=None, help="fixed seed: the same runs every time")
-@click.option("--max-steps", type=click.IntRange(min=1), default=None, help="longest execution")
-@click.option("--out", "out_dir", default="counterexamples", show_default=True)
+@click.option("--max-steps", type=click.IntRange(min=1, max=1_000_000), default=None, help="longest execution")
+@click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where traces are written")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--no-progress", is_flag=True)
 def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no_progress, **kw):
@@ -410,8 +446,7 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
     seconds = parse_budget(budget)
-    if seconds <= 0:
-        raise UserError("--budget must be positive")
+    check_out_dir(out_dir, spec.name, names)
     progress = Progress(not no_progress)
 
     def report_progress(runs, transitions, distinct, seconds, **_):
@@ -431,13 +466,17 @@ def minimize(trace_path, output):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     from isrcheck.checker.minimize import minimize as ddmin
     trace, spec = _load_trace(trace_path)
+    out = trace_path.replace(".itf.json", "") + ".min.itf.json" if output is None else output
+    try:
+        usable_file(out, "--output")
+    except OutputPathError as e:
+        raise UserError(str(e)) from None
     result = replay_trace(spec, trace)
     if not result.ok:
         raise UserError(f"{trace_path}: does not reproduce on the current model ({result.message})")
     steps = ddmin(spec, trace)
-    out = output or trace_path.replace(".itf.json", "") + ".min.itf.json"
     save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
-    _out().print(f"{len(trace.steps)} → {len(steps)} states: {out}")
+    _out().print(f"{len(trace.steps)} → {len(steps)} states: {show_mod.printable(out)}", markup=False)
 
 
 from isrcheck.checker.gate import gate  # noqa: E402  (the gate command lives in its own module)
@@ -448,12 +487,15 @@ cli.add_command(gate)
 def main(argv=None):
     """Console entry point: user mistakes become one line on stderr and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
     except (UserError, TraceError) as e:
-        _err().print(f"isrcheck: error: {e}", soft_wrap=True, markup=False)
+        _error(str(e))
         sys.exit(EXIT_USAGE)
     except click.exceptions.UsageError as e:
-        _err().print(f"isrcheck: error: {e.format_message()}", soft_wrap=True, markup=False)
+        if isinstance(e, getattr(click.exceptions, "NoArgsIsHelpError", ())):     # bare `isrcheck`: our own help
+            click.echo(e.format_message(), err=True)
+        else:
+            _error(e.format_message())
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
         _err().print("isrcheck: interrupted")
@@ -463,7 +505,12 @@ def main(argv=None):
         sys.exit(130)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else EXIT_HOLDS)     # without standalone_mode, ctx.exit(n) returns n
+
+
+def _error(message):
+    """One line on stderr, with whatever a file or an argument put in it shown escaped."""
+    _err().print(f"isrcheck: error: {show_mod.printable(message)}", soft_wrap=True, markup=False)
 
 
 if __name__ == "__main__":

@@ -44,8 +44,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from isrcheck.checker import __version__
-from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay, save
+from isrcheck.checker import __version__, show as show_mod
+from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
+from isrcheck.checker.trace import TraceError, conform, default_path, from_steps, load, replay, save
 from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.present import step_label
@@ -57,7 +58,7 @@ BOUNDS = ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")   
 ENGINE_PACKAGES = {"model": "isrcheck.model", "checker": "isrcheck.checker"}   # repo folder -> package; a change in either can change every spec
 
 # saved-trace statuses
-REPLAYS, MISSING, NO_REPLAY, UNREADABLE, NOT_NEEDED = "replays", "missing", "no longer replays", "unreadable", "-"
+REPLAYS, MISSING, NO_REPLAY, NOT_NEEDED = "replays", "missing", "no longer replays", "-"
 OTHER_BOUNDS = "at other bounds"
 
 
@@ -330,7 +331,8 @@ def check_saved_trace(spec, configuration, invariant, counterexamples):
     """(status, message, path) of the saved counterexample of an expected violation.
 
     The trace must record exactly the bounds of its configuration (``spec``'s), and
-    replay there, like ``isrcheck replay``.
+    replay there, like ``isrcheck replay``. A file that is no trace of the spec
+    (unreadable, malformed, states or actions that do not fit it) is bad input: GateError.
     """
     name = spec.name
     path = trace_path(counterexamples, name, configuration, invariant)
@@ -339,15 +341,19 @@ def check_saved_trace(spec, configuration, invariant, counterexamples):
     try:
         trace = load(path)
     except TraceError as e:
-        return UNREADABLE, str(e), path
+        raise GateError(str(e)) from None
     if (trace.spec, trace.invariant) != (name, invariant):
-        return NO_REPLAY, f"{path} is a trace of {trace.spec}/{trace.invariant}, not {name}/{invariant}", path
+        return NO_REPLAY, f"{path} is a trace of {trace.spec!r}/{trace.invariant!r}, not {name}/{invariant}", path
     if trace.bounds != spec.bounds:
         keys = list(spec.bounds) + [k for k in trace.bounds if k not in spec.bounds]
         diff = ", ".join(f"{k}={trace.bounds.get(k, 'unset')} (declared {spec.bounds.get(k, 'unset')})"
                          for k in keys if trace.bounds.get(k) != spec.bounds.get(k))
         return OTHER_BOUNDS, (f"{path} was found at other bounds than {label(name, configuration)} declares: "
                               f"{diff} (refresh: isrcheck gate --update-traces {name})"), path
+    try:
+        conform(spec, trace, path)
+    except TraceError as e:
+        raise GateError(str(e)) from None
     try:
         result = replay(spec, trace)
     except Exception as e:      # a saved trace is data: any way it fails to replay is a failed expectation
@@ -393,6 +399,10 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
     specs, expectations = instantiate(registry, chosen)
     report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
+    saved = {} if update_traces else {      # read before any search: a bad file is exit 2
+        (name, conf, inv): check_saved_trace(spec, conf, inv, counterexamples)
+        for (name, conf), spec in specs.items() for inv, verdict in expectations[name, conf].items()
+        if verdict == "violated"}
     for k, ((name, conf), spec) in enumerate(specs.items(), start=1):
         report.sources[name] = _class_source(registry[name])
         expected = expectations[name, conf]
@@ -405,11 +415,12 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             row = Row(name, inv, verdict, result.verdicts[inv], result.distinct_states, result.depth,
                       result.seconds, configuration=conf)
             if row.expected == "violated":
-                if update_traces and inv in result.violations:
-                    golden = from_steps(spec, inv, "local", result.violations[inv].steps, symmetry=False)
-                    save(golden, trace_path(counterexamples, name, conf, inv))
-                row.trace_status, row.trace_message, row.saved_trace = check_saved_trace(
-                    spec, conf, inv, counterexamples)
+                if update_traces:
+                    if inv in result.violations:
+                        golden = from_steps(spec, inv, "local", result.violations[inv].steps, symmetry=False)
+                        save(golden, trace_path(counterexamples, name, conf, inv))
+                    saved[name, conf, inv] = check_saved_trace(spec, conf, inv, counterexamples)
+                row.trace_status, row.trace_message, row.saved_trace = saved[name, conf, inv]
             target = trace_path(out, name, conf, inv)
             if inv in result.violations and not row.ok:
                 trace = from_steps(spec, inv, "local", result.violations[inv].steps, gate=True)
@@ -461,10 +472,11 @@ def print_table(console, report):
             console.print(f"[yellow]{label(name, conf)}: never fired: {', '.join(never)}[/] "
                           "(a guard too strong, or bounds too small?)")
     for r in report.unmet:
-        console.print(f"[bold red]✗ {r.label} {r.invariant}:[/] " + "; ".join(r.problems()), soft_wrap=True)
+        console.print(f"[bold red]✗ {r.label} {r.invariant}:[/] {show_mod.markup_safe('; '.join(r.problems()))}",
+                      soft_wrap=True)
         if r.counterexample:
-            console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show {r.counterexample}[/]",
-                          soft_wrap=True)
+            console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show "
+                          f"{show_mod.markup_safe(r.counterexample)}[/]", soft_wrap=True)
     colour = "green" if report.ok else "bold red"
     console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {report.headline()} "
                   f"in {report.seconds:.1f} s")
@@ -716,8 +728,14 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     """
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
     err = Console(stderr=True, highlight=False)
-    if output is not None and os.path.isdir(output):
-        raise GateError(f"--output {output}: is a directory")
+    if os.path.lexists(cx_dir) and not os.path.isdir(cx_dir):
+        raise GateError(f"--counterexamples {cx_dir}: not a directory")
+    try:
+        if output is not None:
+            usable_file(output, "--output")
+        usable_dir(out_dir, "--out")
+    except OutputPathError as e:
+        raise GateError(str(e)) from None
     progress = None if no_progress else (lambda message: err.print(f"gate: {message}", soft_wrap=True,
                                                                    markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,

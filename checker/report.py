@@ -5,6 +5,7 @@ from rich.console import Console
 from rich.table import Table
 
 from isrcheck.checker import __version__
+from isrcheck.checker.show import markup_safe
 
 
 def as_json(spec, engine, result, trace_files, observed=()):
@@ -47,7 +48,7 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
         mark = "" if not expected or expected == verdict or verdict == "unknown" else " [bold yellow](unexpected)[/]"
         trace = ""
         if inv in trace_files:
-            trace = f"{trace_files[inv]} ({len(result.violations[inv].steps)} states)"
+            trace = f"{markup_safe(trace_files[inv])} ({len(result.violations[inv].steps)} states)"
         shown = f"[{styles[verdict]}]{verdict}[/]{mark}"
         if inv in observed:
             shown = "[yellow]observed[/] (benign)" if verdict == "violated" else f"{shown} (benign)"
@@ -56,7 +57,7 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
     (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
     if trace_files:
         first = next((f for inv, f in trace_files.items() if inv not in observed), next(iter(trace_files.values())))
-        console.print(f"read a counterexample: [bold]isrcheck show {first}[/]")
+        console.print(f"read a counterexample: [bold]isrcheck show {markup_safe(first)}[/]")
 
 
 def _print_search_summary(console, result):

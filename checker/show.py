@@ -8,6 +8,8 @@ values read comes from the spec's presentation (``model/present.py``).
 """
 from __future__ import annotations
 
+import unicodedata
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -17,8 +19,23 @@ from isrcheck.model.present import step_label
 CHANGED = "bold yellow"
 
 
+def printable(text, newlines=False):
+    """Text from a file made safe for a terminal: control characters (ESC, CR, ...) shown as ``\\x1b``.
+
+    With ``newlines``, line breaks are kept (a multi-line document); otherwise they are escaped too.
+    """
+    keep = "\n" if newlines else ""
+    return "".join(c if c in keep or unicodedata.category(c) not in ("Cc", "Cf", "Zl", "Zp")
+                   else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") for c in str(text))
+
+
+def markup_safe(text):
+    """Text from a file for a rich markup string: printable, and its brackets taken literally."""
+    return escape(printable(text))
+
+
 def _cell(text, changed):
-    text = escape(text)
+    text = markup_safe(text)
     return f"[{CHANGED}]{text}[/]" if changed else text
 
 
@@ -28,7 +45,8 @@ def render(console: Console, spec, trace, explanations=None):
     shown, others = present.table_fields()
     prev = None
     for i, (name, params, state) in enumerate(trace.steps):
-        console.rule(f"[bold]step {i}[/]  {step_label(name, params)}", align="left")
+        label = markup_safe(step_label(name, params))
+        console.rule(f"[bold]step {i}[/]  {label}", align="left")
         table = Table(box=None, header_style="bold", pad_edge=False)
         table.add_column("replica")
         has_log = present.log_text(state, 0) is not None
@@ -54,5 +72,5 @@ def render(console: Console, spec, trace, explanations=None):
             parts.append(_cell(f"{f.name}={present.fmt_value(f, v, 0)}", changed))
         console.print("  " + "  ".join(parts))
         for sentence in (explanations or {}).get(i, []):
-            console.print(f"  [bold magenta]▶ {sentence}[/]")
+            console.print(f"  [bold magenta]▶ {markup_safe(sentence)}[/]")
         prev = state

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 
 from isrcheck.checker import __version__
@@ -65,23 +66,80 @@ def save(trace, path):
     return path
 
 
-def load(path):
-    """Read a trace file; any problem raises TraceError naming the file and what is wrong."""
+MAX_TRACE_BYTES = 4 << 20       # 300 times the longest saved trace (14 KB); `show` prints 4 MB in about half a minute
+
+
+def read_text(path):
+    """A regular file's text, at most MAX_TRACE_BYTES of UTF-8 (TraceError otherwise).
+
+    Opened non-blocking and checked with fstat before reading, so a FIFO, a device
+    or a symlink to one is refused rather than waited on or read without end.
+    """
     try:
-        with open(path) as fh:
-            text = fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise TraceError(f"{path}: cannot read trace file ({e.strerror})") from None
     try:
-        data = json.loads(text)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+            raise TraceError(f"{path}: not a regular file (it is {kind})")
+        if os.fstat(fd).st_size > MAX_TRACE_BYTES:
+            raise TraceError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MB, not a trace")
+        chunks, size = [], 0
+        while size <= MAX_TRACE_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_TRACE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read trace file ({e.strerror})") from None
+    finally:
+        os.close(fd)
+    if size > MAX_TRACE_BYTES:
+        raise TraceError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MB, not a trace")
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def load(path):
+    """Read a trace file; any problem raises TraceError naming the file and what is wrong.
+
+    This checks the file's shape; :func:`conform` checks its states and actions against a spec.
+    """
+    text = read_text(path)
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise TraceError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise TraceError(f"{path}: JSON nested too deeply") from None
+    except ValueError as e:         # NaN/Infinity, or an integer of thousands of digits
+        raise TraceError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(data, dict) or not isinstance(data.get("#meta"), dict) or not isinstance(data.get("states"), list):
         raise TraceError(f"{path}: not an ITF trace (needs '#meta' and 'states')")
     meta = data["#meta"]
     for key in ("spec", "invariant"):
         if not isinstance(meta.get(key), str):
             raise TraceError(f"{path}: '#meta' has no {key!r}")
+    if not isinstance(meta.get("engine", "?"), str):
+        raise TraceError(f"{path}: '#meta.engine' is not a string")
+    if meta.get("seed") is not None and not _is_int(meta["seed"]):
+        raise TraceError(f"{path}: '#meta.seed' is not an integer")
+    if "vars" in data and not (isinstance(data["vars"], list) and all(isinstance(v, str) for v in data["vars"])):
+        raise TraceError(f"{path}: 'vars' is not a list of names")
     if not data["states"]:
         raise TraceError(f"{path}: trace has no states")
     steps = []
@@ -90,18 +148,107 @@ def load(path):
             raise TraceError(f"{path}: state {i} is not an object")
         m = st.get("#meta", {})
         params = m.get("params") or {}
-        if not isinstance(params, dict) or not all(isinstance(v, int) for v in params.values()):
+        if not isinstance(params, dict):
             raise TraceError(f"{path}: state {i} has malformed action parameters")
+        params = {k: _scalar(v, f"{path}: state {i}: parameter {k!r}") for k, v in params.items()}
+        if m.get("action") is not None and not isinstance(m["action"], str):
+            raise TraceError(f"{path}: state {i}: the action is not a name")
         state = {k: v for k, v in st.items() if k != "#meta"}
         steps.append((m.get("action"), params, state))
     bounds = meta.get("bounds") or {}
     if not isinstance(bounds, dict):
         raise TraceError(f"{path}: '#meta.bounds' is not an object")
+    for k, v in bounds.items():
+        if not _is_int(v):
+            raise TraceError(f"{path}: '#meta.bounds' {k!r} is not an integer")
     return Trace(meta["spec"], bounds, meta["invariant"], meta.get("engine", "?"), steps, meta.get("seed"))
 
 
+def _scalar(value, where):
+    """An integer cell: a JSON integer or ITF's ``{"#bigint": "-12"}``."""
+    if isinstance(value, dict) and list(value) == ["#bigint"]:
+        text = value["#bigint"]
+        if not (isinstance(text, str) and 0 < len(text) <= 40 and text.lstrip("-").isdigit() and text.isascii()):
+            raise TraceError(f"{where}: malformed #bigint")
+        return int(text)
+    if not _is_int(value):
+        raise TraceError(f"{where}: {_kind(value)}, not an integer")
+    return value
+
+
+def _kind(value):
+    return {bool: "a boolean", int: "an integer", str: "a string", float: "a number with a fraction", list: "a list", dict: "an object",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _cells(field, value, shape, where):
+    """A state variable's value as the layout holds it (nested lists of ints or bools), or TraceError.
+
+    ITF's encodings are read: ``#bigint`` for an integer, ``#tup`` for a list, ``#map``
+    (``[[index, value], ...]`` over every index) for a list, and ``#set`` (of indices) for
+    a list of flags, e.g. an ISR as a set of replica ids.
+    """
+    if shape:
+        if isinstance(value, dict) and len(value) == 1:
+            (tag, inner), = value.items()
+            if tag == "#tup" and isinstance(inner, list):
+                value = inner
+            elif tag == "#set" and isinstance(inner, list) and len(shape) == 1 and field.boolean:
+                members = {_scalar(m, f"{where} member") for m in inner}
+                if not members <= set(range(shape[0])):
+                    raise TraceError(f"{where}: set member {max(members - set(range(shape[0])))} is outside "
+                                     f"0..{shape[0] - 1}")
+                value = [i in members for i in range(shape[0])]
+            elif tag == "#map" and isinstance(inner, list) \
+                    and all(isinstance(p, list) and len(p) == 2 for p in inner):
+                by_key = {_scalar(k, f"{where} key"): v for k, v in inner}
+                if sorted(by_key) != list(range(shape[0])) or len(inner) != shape[0]:
+                    raise TraceError(f"{where}: a map must have exactly the keys 0..{shape[0] - 1}")
+                value = [by_key[i] for i in range(shape[0])]
+        if not isinstance(value, list) or len(value) != shape[0]:
+            raise TraceError(f"{where}: expected a list of {shape[0]}, got "
+                             + (f"a list of {len(value)}" if isinstance(value, list) else _kind(value)))
+        return [_cells(field, v, shape[1:], f"{where}[{i}]") for i, v in enumerate(value)]
+    if field.boolean and isinstance(value, bool):
+        return value
+    v = _scalar(value, where)
+    if not field.lo <= v <= field.hi:
+        raise TraceError(f"{where}: {v} is outside {field.lo}..{field.hi}")
+    return bool(v) if field.boolean else v
+
+
+def conform(spec, trace, path="trace"):
+    """Check every state and action of ``trace`` against ``spec`` (TraceError naming the first misfit).
+
+    Each state must give every variable of the spec's layout, and nothing else, with
+    values of the declared shape and range; it is rewritten as the layout decodes it
+    (ITF encodings read). Every step after the first must name an action of the spec
+    with parameters it has; the first (the initial state) names none.
+    """
+    fields = spec.layout.fields
+    actions = {a.name for a in spec.actions}
+    for i, (name, params, state) in enumerate(trace.steps):
+        where = f"{path}: state {i}"
+        if i == 0 and name is not None:
+            raise TraceError(f"{where} is the initial state, but names an action")
+        if i > 0:
+            if name not in actions:
+                raise TraceError(f"{where}: " + ("no action named" if name is None
+                                                  else f"spec {spec.name} has no action {name!r}"))
+            if spec.action_named(name, params) is None:
+                raise TraceError(f"{where}: action {name} has no instance with parameters {params}")
+        unknown = [k for k in state if k not in fields]
+        if unknown:
+            raise TraceError(f"{where}: {unknown[0]!r} is not a variable of spec {spec.name}")
+        missing = [k for k in fields if k not in state]
+        if missing:
+            raise TraceError(f"{where}: variable {missing[0]!r} is missing")
+        trace.steps[i] = (name, params, {k: _cells(f, state[k], f.shape, f"{where}: {k}") for k, f in fields.items()})
+    return trace
+
+
 def spec_for(trace, path="trace"):
-    """Instantiate the trace's spec at the trace's bounds (TraceError if unknown or out of range)."""
+    """Instantiate the trace's spec at the trace's bounds, and check the trace fits it (TraceError if not)."""
     cls = SPECS.get(trace.spec)
     if cls is None:
         raise TraceError(f"{path}: unknown spec {trace.spec!r}")
@@ -111,6 +258,7 @@ def spec_for(trace, path="trace"):
         raise TraceError(f"{path}: {e}") from None
     if trace.invariant not in spec.invariants:
         raise TraceError(f"{path}: spec {trace.spec} has no invariant {trace.invariant!r}")
+    conform(spec, trace, path)
     return spec
 
 

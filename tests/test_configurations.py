@@ -136,6 +136,7 @@ def test_a_trace_found_at_other_bounds_fails_the_gate_until_updated_on_purpose(c
     gate = ["gate", "kip-101", "--no-progress", "--counterexamples", str(cx), "--out", str(tmp_path / "out")]
     r = run(*gate, "--format", "sarif", "--output", str(tmp_path / "gate.sarif"))
     assert "gate FAILED" in r.stdout and "max_records=3 (declared 2)" in r.stdout.replace("\n", "")
+    assert r.returncode == 1, r.stdout + r.stderr
     sarif = json.loads((tmp_path / "gate.sarif").read_text())["runs"][0]
     assert sarif["invocations"][0]["exitCode"] == 1
     (result,) = sarif["results"]
