@@ -14,7 +14,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from isrcheck.checker import __version__, report, show as show_mod
+from isrcheck.checker import __version__, report, show as show_mod, stop
+from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
@@ -83,9 +84,11 @@ class Progress:
         self.last = time.monotonic()
         self.live = self.console.is_terminal
 
-    def __call__(self, depth, frontier, distinct, seconds, **_):
+    def __call__(self, depth, frontier, distinct, seconds, snapshot=None, **_):
         rate = distinct / seconds if seconds > 0 else 0
-        self.line(f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · {rate:,.0f} states/s")
+        saved = "" if snapshot is None else f" · snapshot {time.time() - snapshot:,.0f} s ago"
+        self.line(f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · {rate:,.0f} states/s"
+                  + saved)
 
     def line(self, text):
         """Show one progress line (with the memory in use), unless one was shown a moment ago."""
@@ -103,6 +106,21 @@ class Progress:
     def done(self):
         if self.enabled and self.live:
             self.console.print(" " * 100, end="\r")
+
+
+def memory_option(fn):
+    return click.option("--max-memory", "max_memory", metavar="SIZE", default=None,
+                        help="budget: stop (exit 3, partial report) when the process's memory reaches SIZE, "
+                             "e.g. 500M, 8G (default: half the machine's physical memory)")(fn)
+
+
+def apply_max_memory(text):
+    """Set the memory budget every search polls (checker.stop); the default is half the physical memory."""
+    try:
+        limit = stop.default_max_memory() if text is None else stop.parse_size(text)
+    except ValueError:
+        raise UserError(f"--max-memory {text!r}: expected a size, e.g. 500M or 8G") from None
+    stop.set_max_memory(limit)
 
 
 def bound_options(fn):
@@ -144,13 +162,29 @@ def cli():
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="budget: distinct states")
 @click.option("--max-depth", type=click.IntRange(min=1), default=None, help="budget: BFS levels")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, help="budget: seconds")
+@memory_option
+@click.option("--checkpoint", "checkpoint", metavar="DIR", default=None,
+              help="local engine: snapshot the search to DIR at level boundaries (resume it with --resume DIR)")
+@click.option("--resume", "resume", metavar="DIR", default=None,
+              help="local engine: continue the search snapshotted in DIR (same spec, bounds and invariants), "
+                   "snapshotting there as it goes")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1), default=1 << 18, hidden=True)
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, master, partitions, out_dir, fmt,
-          max_states, max_depth, time_limit, chunk, no_progress, **kw):
+          max_states, max_depth, time_limit, max_memory, checkpoint, resume, checkpoint_every, chunk, no_progress,
+          **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
+    if (checkpoint or resume) and engine != "local":
+        raise UserError("--checkpoint and --resume work with the local engine only")
+    if checkpoint and resume:
+        raise UserError("--resume DIR goes on snapshotting to DIR: leave out --checkpoint")
+    if engine != "bmc":
+        apply_max_memory(max_memory)
+    sink = TraceSink(spec, engine, out_dir, symmetry=symmetry)
     progress = Progress(not no_progress)
     try:
         if engine == "bmc":
@@ -163,11 +197,16 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
                                   progress=progress)
         else:
             from isrcheck.checker.bfs import search
-            result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
-                            max_depth=max_depth, time_limit=time_limit, progress=progress)
+            try:
+                result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
+                                max_depth=max_depth, time_limit=time_limit, progress=progress, on_violation=sink,
+                                checkpoint=checkpoint or resume, resume=resume is not None,
+                                checkpoint_every=checkpoint_every)
+            except CheckpointError as e:
+                raise UserError(str(e)) from None
     finally:
         progress.done()
-    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), symmetry=symmetry)
+    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)
 
 
 def observations(spec, names, every):
@@ -178,16 +217,34 @@ def observations(spec, names, every):
     return {n for n in names if every and spec.invariants[n].benign}
 
 
-def finish(spec, engine, result, out_dir, fmt, observed=(), **meta):
-    """Save a trace per violation, print the report, exit 1 / 3 / 0 (benign observations never fail)."""
-    trace_files = {}
+class TraceSink:
+    """Writes a counterexample (atomically) as soon as an engine finds it, so a stop or a crash loses none."""
+
+    def __init__(self, spec, engine, out_dir, **meta):
+        self.spec, self.engine, self.out_dir, self.meta = spec, engine, out_dir, meta
+        self.files = {}
+
+    def __call__(self, violation):
+        trace = from_steps(self.spec, violation.invariant, self.engine, violation.steps, **self.meta)
+        self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name, violation.invariant))
+
+
+def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, **meta):
+    """Save the traces not saved yet, print the report, exit 1 / 3 / 0 (benign observations never fail).
+
+    A stop by a signal is exit 3 even when violations were found: the verdicts are partial.
+    """
+    sink = sink or TraceSink(spec, engine, out_dir, **meta)
     for inv, v in result.violations.items():
-        trace = from_steps(spec, inv, engine, v.steps, **meta)
-        trace_files[inv] = save(trace, default_path(out_dir, spec.name, inv))
+        if inv not in sink.files:
+            sink(v)
+    trace_files = {inv: sink.files[inv] for inv in result.violations}
     if fmt == "json":
         click.echo(json.dumps(report.as_json(spec, engine, result, trace_files, observed), indent=1))
     else:
         report.print_text(_out(), spec, engine, result, trace_files, observed)
+    if stop.interrupted():
+        sys.exit(EXIT_BUDGET)
     if set(result.violations) - set(observed):
         sys.exit(EXIT_VIOLATED)
     if result.budget_hit:
@@ -429,19 +486,21 @@ cli.add_command(gate)
 def main(argv=None):
     """Console entry point: user mistakes become one line on stderr and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
+        with stop.handling():
+            cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
     except (UserError, TraceError) as e:
         _err().print(f"isrcheck: error: {e}", soft_wrap=True)
         sys.exit(EXIT_USAGE)
     except click.exceptions.UsageError as e:
         _err().print(f"isrcheck: error: {e.format_message()}", soft_wrap=True)
         sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
-        _err().print("isrcheck: interrupted")
-        sys.exit(130)
-    except KeyboardInterrupt:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         _err().print("isrcheck: interrupted; traces already written are complete")
-        sys.exit(130)
+        sys.exit(EXIT_BUDGET)
+    except MemoryError:
+        _err().print("isrcheck: out of memory; traces already written are complete (--max-memory stops earlier, "
+                     "with a partial report)")
+        sys.exit(EXIT_BUDGET)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     sys.exit(0)
