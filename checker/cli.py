@@ -81,7 +81,7 @@ class Progress:
     def __init__(self, enabled):
         self.enabled = enabled
         self.console = _err()
-        self.last = time.monotonic()
+        self.last = float("-inf")             # the first line at once: the user sees the work has started
         self.live = self.console.is_terminal
 
     def __call__(self, depth, frontier, distinct, seconds, snapshot=None, **_):
@@ -106,21 +106,6 @@ class Progress:
     def done(self):
         if self.enabled and self.live:
             self.console.print(" " * 100, end="\r")
-
-
-def memory_option(fn):
-    return click.option("--max-memory", "max_memory", metavar="SIZE", default=None,
-                        help="budget: stop (exit 3, partial report) when the process's memory reaches SIZE, "
-                             "e.g. 500M, 8G (default: half the machine's physical memory)")(fn)
-
-
-def apply_max_memory(text):
-    """Set the memory budget every search polls (checker.stop); the default is half the physical memory."""
-    try:
-        limit = stop.default_max_memory() if text is None else stop.parse_size(text)
-    except ValueError:
-        raise UserError(f"--max-memory {text!r}: expected a size, e.g. 500M or 8G") from None
-    stop.set_max_memory(limit)
 
 
 def bound_options(fn):
@@ -162,7 +147,7 @@ def cli():
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="budget: distinct states")
 @click.option("--max-depth", type=click.IntRange(min=1), default=None, help="budget: BFS levels")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, help="budget: seconds")
-@memory_option
+@stop.memory_option
 @click.option("--checkpoint", "checkpoint", metavar="DIR", default=None,
               help="local engine: snapshot the search to DIR at level boundaries (resume it with --resume DIR)")
 @click.option("--resume", "resume", metavar="DIR", default=None,
@@ -173,7 +158,7 @@ def cli():
 @click.option("--chunk", type=click.IntRange(min=1), default=1 << 18, hidden=True)
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, master, partitions, out_dir, fmt,
-          max_states, max_depth, time_limit, max_memory, checkpoint, resume, checkpoint_every, chunk, no_progress,
+          max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, no_progress,
           **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     spec = make_spec(spec_name, collect_bounds(kw))
@@ -182,14 +167,13 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
         raise UserError("--checkpoint and --resume work with the local engine only")
     if checkpoint and resume:
         raise UserError("--resume DIR goes on snapshotting to DIR: leave out --checkpoint")
-    if engine != "bmc":
-        apply_max_memory(max_memory)
     sink = TraceSink(spec, engine, out_dir, symmetry=symmetry)
     progress = Progress(not no_progress)
     try:
         if engine == "bmc":
             from isrcheck.checker.symbolic import bmc
-            result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress)
+            result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress,
+                         on_violation=sink)
         elif engine == "spark":
             from isrcheck.checker.spark_engine import spark_search
             result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
@@ -230,14 +214,13 @@ class TraceSink:
 
 
 def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, **meta):
-    """Save the traces not saved yet, print the report, exit 1 / 3 / 0 (benign observations never fail).
+    """Save the final traces, print the report, exit 1 / 3 / 0 (benign observations never fail).
 
     A stop by a signal is exit 3 even when violations were found: the verdicts are partial.
     """
     sink = sink or TraceSink(spec, engine, out_dir, **meta)
-    for inv, v in result.violations.items():
-        if inv not in sink.files:
-            sink(v)
+    for v in result.violations.values():      # again: an engine may have improved a trace since (fuzz minimizes)
+        sink(v)
     trace_files = {inv: sink.files[inv] for inv in result.violations}
     if fmt == "json":
         click.echo(json.dumps(report.as_json(spec, engine, result, trace_files, observed), indent=1))
@@ -349,6 +332,7 @@ def replay(trace_path):
 @click.option("--z3-timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="seconds")
 @bound_options
 @click.option("--out", "out_dir", default="counterexamples", show_default=True)
+@stop.memory_option
 def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
     from isrcheck.checker.symbolic import prove as k_induction, render_states
@@ -366,6 +350,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if auto_lemmas:
         result, used = _auto_lemma_proof(spec, invariant, z3_timeout)
     else:
+        _err().print(f"prove: {invariant} by {k}-induction: the base case, then the induction step", markup=False)
         result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout)
         settings = " ".join(f"{key}={v}" for key, v in declared["settings"].items()) if declared else ""
         used = (f"{len(lemmas)} lemmas (the spec's for this invariant; {settings or 'no options'})" if declared
@@ -451,15 +436,17 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
     if seconds <= 0:
         raise UserError("--budget must be positive")
     progress = Progress(not no_progress)
+    sink = TraceSink(spec, "fuzz", out_dir, seed=seed)
 
     def report_progress(runs, transitions, distinct, seconds, **_):
         progress(depth=runs, frontier=transitions, distinct=distinct, seconds=seconds)
     try:
         result = run_fuzz(spec, names, seconds, seed=seed, max_steps=max_steps or DEFAULT_MAX_STEPS,
-                          derandomize=seed is not None, progress=report_progress)
+                          derandomize=seed is not None, progress=report_progress, on_violation=sink)
     finally:
         progress.done()
-    finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), seed=result.seed)
+    sink.meta["seed"] = result.seed
+    finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)
 
 
 @cli.command()
@@ -476,6 +463,10 @@ def minimize(trace_path, output):
     out = output or trace_path.replace(".itf.json", "") + ".min.itf.json"
     save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
     _out().print(f"{len(trace.steps)} → {len(steps)} states: {out}")
+    if stop.interrupted():
+        _out().print(f"stopped by {stop.reason()}: the shortest trace found so far is saved (it still violates "
+                     f"{trace.invariant}); minimize it again to go on")
+        sys.exit(EXIT_BUDGET)
 
 
 from isrcheck.checker.gate import gate  # noqa: E402  (the gate command lives in its own module)
@@ -487,7 +478,7 @@ def main(argv=None):
     """Console entry point: user mistakes become one line on stderr and exit code 2."""
     try:
         with stop.handling():
-            cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
+            code = cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
     except (UserError, TraceError) as e:
         _err().print(f"isrcheck: error: {e}", soft_wrap=True)
         sys.exit(EXIT_USAGE)
@@ -503,7 +494,7 @@ def main(argv=None):
         sys.exit(EXIT_BUDGET)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)     # ctx.exit(n) returns n when not standalone
 
 
 if __name__ == "__main__":

@@ -98,6 +98,7 @@ import uuid
 
 import numpy as np
 
+from isrcheck.checker import stop as stopping
 from isrcheck.checker.bfs import Search, SearchResult, Violation, search as bfs_search
 from isrcheck.checker.fingerprint import Symmetry
 
@@ -519,6 +520,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     chunk = chunk or local_chunk()
     search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
     sc, created = spark_context(master, partitions, conf)
+    if created:
+        stopping.reinstall()          # SparkContext took SIGINT for itself
     own_workdir = workdir is None
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
     level_rdd = None
@@ -584,7 +587,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 since_checkpoint = 0
             finished = _run_job(sc, rdd, start, time_limit)
             if not finished:
-                budget_hit = f"time limit {time_limit:g}s"
+                budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
                 stop = True
             first = depth
             for level in range(first, first + n_levels):
@@ -641,9 +644,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             else:
                 old, level_rdd = level_rdd, rdd
                 old.unpersist(blocking=False)
-                if time_limit is not None and time.perf_counter() - start > time_limit:
+                if stopping.reason() or time_limit is not None and time.perf_counter() - start > time_limit:
                     # as the local engine: the level during which the time ran out is kept, not counted
-                    budget_hit = f"time limit {time_limit:g}s"
+                    budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
                     depth -= 1
                     stop = True
                 elif not finished:
@@ -705,11 +708,8 @@ def _progress_reporter(progress):
 def _run_job(sc, rdd, start, time_limit):
     """Compute and cache the chained levels (a JVM-side count: no Python pass over the records).
 
-    False if the job was cancelled at the time limit.
+    False if the job was cancelled: at the time limit, or by a stop request (checker.stop).
     """
-    if time_limit is None:
-        rdd._jrdd.count()
-        return True
     group = f"isrcheck-{uuid.uuid4().hex}"
     cancelled = threading.Event()
 
@@ -717,20 +717,24 @@ def _run_job(sc, rdd, start, time_limit):
         cancelled.set()
         sc.cancelJobGroup(group)
 
-    timer = threading.Timer(max(time_limit - (time.perf_counter() - start), 0.0), cancel)
+    timer = None if time_limit is None else \
+        threading.Timer(max(time_limit - (time.perf_counter() - start), 0.0), cancel)
     saved = {k: sc.getLocalProperty(k) for k in ("spark.jobGroup.id", "spark.job.description",
                                                  "spark.job.interruptOnCancel")}
     sc.setJobGroup(group, "isrcheck levels", interruptOnCancel=False)
-    timer.start()
+    if timer is not None:
+        timer.start()
     try:
-        rdd._jrdd.count()
+        with stopping.on_stop(cancel):
+            rdd._jrdd.count()
         return True
     except Exception:
         if cancelled.is_set():
             return False
         raise
     finally:
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
         for k, v in saved.items():
             sc.setLocalProperty(k, v)
 

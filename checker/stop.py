@@ -17,9 +17,11 @@ import signal
 import threading
 from contextlib import contextmanager
 
+import click
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-_state = {"signal": None, "max_memory": None, "memory_hit": None}
+_state = {"signal": None, "max_memory": None, "memory_hit": None, "handling": False}
 _wakers = []
 _lock = threading.Lock()
 
@@ -79,6 +81,23 @@ def parse_size(text):
     return int(number * units[unit])
 
 
+def _max_memory(ctx, param, value):
+    try:
+        limit = default_max_memory() if value is None else parse_size(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected a size, e.g. 500M or 8G") from None
+    set_max_memory(limit)
+    return limit
+
+
+def memory_option(fn):
+    """``--max-memory SIZE`` for the commands that search: parsed and set when the command line is read."""
+    return click.option("--max-memory", "max_memory", metavar="SIZE", default=None, callback=_max_memory,
+                        expose_value=False,
+                        help="budget: stop (exit 3, partial report) when the process's memory reaches SIZE, "
+                             "e.g. 500M or 8G (default: half the machine's physical memory)")(fn)
+
+
 def default_max_memory():
     """Half the machine's physical memory: the rest stays for the OS and other processes, and the
     search's level merges (which briefly hold a level twice) still fit below the physical size."""
@@ -119,10 +138,11 @@ def _handler(signum, frame):
     _request(signum)
 
 
-def install():
-    """(Re)install the handlers: pyspark's SparkContext replaces SIGINT's with its own."""
-    for s in SIGNALS:
-        signal.signal(s, _handler)
+def reinstall():
+    """Take the signals back inside :func:`handling` (pyspark's SparkContext installs its own SIGINT handler)."""
+    if _state["handling"] and threading.current_thread() is threading.main_thread():
+        for s in SIGNALS:
+            signal.signal(s, _handler)
 
 
 @contextmanager
@@ -137,10 +157,13 @@ def handling():
     old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     watcher = threading.Thread(target=_watch, args=(read_fd,), daemon=True, name="isrcheck-stop")
     watcher.start()
-    install()
+    for s in SIGNALS:
+        signal.signal(s, _handler)
+    _state["handling"] = True
     try:
         yield
     finally:
+        _state["handling"] = False
         for s, h in previous.items():
             signal.signal(s, h)
         signal.set_wakeup_fd(old_fd)
