@@ -1,0 +1,193 @@
+"""Stops through the installed console script: SIGINT/SIGTERM, --max-memory, and kill -9 then --resume.
+
+Every command stops with exit 3, a partial report, and every counterexample found
+so far on disk and replayable. The signal is sent once the run shows it has
+started working (a trace file or a progress line), so the tests stay fast.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIG = ["--spec", "kip-320", "--replicas", "3", "--set", "min_isr=2"]     # ~10^8 states: still going when signalled
+
+
+class Run:
+    """An isrcheck process whose stderr is read as it comes."""
+
+    def __init__(self, args, cwd):
+        self.p = subprocess.Popen(["isrcheck", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        self.err = []
+        self.reader = threading.Thread(target=lambda: self.err.extend(iter(self.p.stderr.readline, "")),
+                                       daemon=True)
+        self.reader.start()
+
+    def wait_for(self, ready, timeout=90):
+        """Until ``ready(stderr so far)`` is true; fails if the process ended first."""
+        end = time.monotonic() + timeout
+        while not ready("".join(self.err)):
+            assert self.p.poll() is None, f"ended before the signal: {''.join(self.err)[-2000:]}"
+            assert time.monotonic() < end, "never got ready"
+            time.sleep(0.02)
+
+    def stop(self, sig, timeout=60):
+        self.p.send_signal(sig)
+        out = self.p.stdout.read()
+        self.p.wait(timeout=timeout)
+        self.reader.join(timeout=5)
+        return self.p.returncode, out, "".join(self.err)
+
+
+def exists(path):
+    return lambda _err: Path(path).is_file()
+
+
+def saying(pattern):
+    return lambda err: re.search(pattern, err) is not None
+
+
+def handlers_installed(pid):
+    """True once the process catches SIGTERM (isrcheck's stop handlers are installed)."""
+    def ready(_err):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+        return False
+    return ready
+
+
+def replays(path, cwd):
+    r = subprocess.run(["isrcheck", "replay", str(path)], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return r.returncode == 0 and "reproduces" in r.stdout
+
+
+def assert_stopped(code, out, err, sig):
+    name = signal.Signals(sig).name
+    assert code == 3, (code, out[-2000:], err[-2000:])
+    assert "Traceback" not in err and "Traceback" not in out, err[-3000:]
+    assert name in out + err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_check_local_stops_on_signal_and_keeps_traces(tmp_path, sig):
+    trace = tmp_path / "out" / "kip-320" / "single-acting-leader.itf.json"
+    run = Run(["check", *BIG, "--all", "--out", "out", "--format", "json"], tmp_path)
+    run.wait_for(exists(trace))
+    code, out, err = run.stop(sig)
+    assert_stopped(code, out, err, sig)
+    report = json.loads(out)
+    assert report["budget_hit"] == signal.Signals(sig).name and not report["complete"]
+    assert report["verdicts"]["single-acting-leader"] == "violated"
+    assert "unknown" in report["verdicts"].values()          # the rest was not decided
+    assert report["distinct_states"] > 1 and report["depth"] >= 1
+    assert report["trace_files"]["single-acting-leader"] == str(Path("out", "kip-320", "single-acting-leader.itf.json"))
+    assert replays(trace, tmp_path)
+    assert not list(tmp_path.rglob("*.tmp-*"))              # no half-written file
+
+
+def test_check_bmc_stops_on_sigterm_without_solver_error(tmp_path):
+    trace = tmp_path / "out" / "kip-101" / "single-acting-leader.itf.json"
+    run = Run(["check", "--engine", "bmc", "--spec", "kip-101", "--invariant", "single-acting-leader",
+               "--invariant", "log-matching", "--depth", "40", "--out", "out"], tmp_path)
+    run.wait_for(exists(trace))
+    code, out, err = run.stop(signal.SIGTERM)
+    assert_stopped(code, out, err, signal.SIGTERM)
+    assert "stopped by SIGTERM: no violation of" in out
+    assert re.search(r"single-acting-leader\s+violated", out) and re.search(r"log-matching\s+unknown", out)
+    for found in (tmp_path / "out" / "kip-101").iterdir():
+        assert replays(found, tmp_path), found
+
+
+def test_fuzz_stops_on_sigint_and_keeps_traces(tmp_path):
+    folder = tmp_path / "out" / "kip-101"
+    run = Run(["fuzz", "--spec", "kip-101", "--all", "--budget", "120s", "--seed", "3", "--out", "out"], tmp_path)
+    run.wait_for(lambda _err: folder.is_dir() and any(folder.glob("*.itf.json")))
+    code, out, err = run.stop(signal.SIGINT)
+    assert_stopped(code, out, err, signal.SIGINT)
+    assert "stopped by SIGINT" in out
+    saved = sorted(folder.glob("*.itf.json"))
+    assert saved and all(replays(f, tmp_path) for f in saved)
+    for f in saved:                                          # the report names each one
+        assert str(f.relative_to(tmp_path)) in out
+
+
+def test_prove_k_induction_stops_on_sigterm(tmp_path):
+    run = Run(["prove", "--spec", "kip-320", "--invariant", "no-committed-loss", "--replicas", "3"], tmp_path)
+    run.wait_for(saying("base case, then the induction step"))
+    code, out, err = run.stop(signal.SIGTERM)
+    assert_stopped(code, out, err, signal.SIGTERM)
+    assert out.startswith("unknown: ") and "proved" not in out
+
+
+def test_prove_auto_lemmas_stops_on_sigint(tmp_path):
+    run = Run(["prove", "--spec", "kip-320", "--invariant", "no-committed-loss", "--auto-lemmas"], tmp_path)
+    run.wait_for(saying(r"depth \d+"))
+    code, out, err = run.stop(signal.SIGINT)
+    assert_stopped(code, out, err, signal.SIGINT)
+    assert out.startswith("unknown: ") and "lemmas" in out
+
+
+def test_gate_stops_on_sigterm_instead_of_going_on(tmp_path):
+    run = Run(["gate", "--out", str(tmp_path / "gate-out"), "--counterexamples", str(ROOT / "counterexamples")],
+              tmp_path)
+    run.wait_for(saying(r"gate: \[1/\d+\] \S+: searching"))
+    code, out, err = run.stop(signal.SIGTERM)
+    assert_stopped(code, out, err, signal.SIGTERM)
+    assert "gate stopped: stopped by SIGTERM while searching" in out
+    checked = re.findall(r"gate: \[(\d+)/(\d+)\] \S+: stopped by SIGTERM", err)
+    assert len(checked) == 1 and int(checked[0][0]) < int(checked[0][1])        # it did not go on
+    assert "gate passed" not in out and "gate FAILED" not in out
+
+
+def test_minimize_stops_on_sigterm_and_saves_what_it_has(tmp_path):
+    source = ROOT / "counterexamples" / "kip-101" / "no-committed-loss.itf.json"
+    trace = tmp_path / "t.itf.json"
+    trace.write_bytes(source.read_bytes())
+    run = Run(["minimize", str(trace), "--output", "min.itf.json"], tmp_path)
+    run.wait_for(handlers_installed(run.p.pid))
+    code, out, err = run.stop(signal.SIGTERM)
+    assert_stopped(code, out, err, signal.SIGTERM)
+    assert "the shortest trace found so far is saved" in out
+    assert replays(tmp_path / "min.itf.json", tmp_path)
+
+
+@pytest.mark.long
+def test_spark_stops_on_sigterm_and_cleans_up(tmp_path):
+    pytest.importorskip("pyspark")
+    before = set(Path("/tmp").glob("isrcheck-spark-*"))
+    run = Run(["check", "--engine", "spark", *BIG, "--all", "--out", "out", "--partitions", "2"], tmp_path)
+    run.wait_for(saying(r"depth \d+"), timeout=180)
+    code, out, err = run.stop(signal.SIGTERM, timeout=120)
+    assert_stopped(code, out, err, signal.SIGTERM)
+    assert "Py4J" not in err and "stopped by SIGTERM" in out
+    assert {p for p in Path("/tmp").glob("isrcheck-spark-*") if p.is_dir()} <= before
+    for found in (tmp_path / "out").rglob("*.itf.json"):
+        assert replays(found, tmp_path)
+
+
+def test_max_memory_stops_a_three_replica_search(tmp_path):
+    r = subprocess.run(["isrcheck", "check", *BIG, "--all", "--max-memory", "300M", "--out", "out", "--format",
+                        "json", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3, (r.stdout[-2000:], r.stderr[-2000:])
+    report = json.loads(r.stdout)
+    assert report["budget_hit"] == "memory limit 300 MB" and not report["complete"]
+    assert report["distinct_states"] > 1000 and report["depth"] > 1
+    assert report["peak_memory_bytes"] < 600 * 2 ** 20          # it stopped near the limit, not far beyond
+    for inv, path in report["trace_files"].items():
+        assert replays(tmp_path / path, tmp_path), inv
+
+
+def test_max_memory_rejects_junk(tmp_path):
+    r = subprocess.run(["isrcheck", "gate", "--max-memory", "lots"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 2 and "--max-memory" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
