@@ -191,3 +191,73 @@ def test_max_memory_rejects_junk(tmp_path):
     r = subprocess.run(["isrcheck", "gate", "--max-memory", "lots"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 2 and "--max-memory" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+MID = ["check", "--spec", "kip-279", "--max-epochs", "5", "--all", "--format", "json"]    # 2.8M states, 35 levels
+
+
+def _check(cwd, *extra):
+    return subprocess.run(["isrcheck", *MID, *extra], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _snapshot_depth(folder):
+    try:
+        return json.loads((folder / "snapshot.json").read_text())["counters"]["depth"]
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
+    ref = _check(tmp_path, "--out", "ref", "--no-progress")
+    assert ref.returncode == 1, ref.stderr
+    want = json.loads(ref.stdout)
+    ck = tmp_path / "ck"
+    run = Run([*MID, "--out", "res", "--checkpoint", str(ck), "--checkpoint-every", "0"], tmp_path)
+    run.wait_for(lambda _err: _snapshot_depth(ck) >= 20)
+    run.p.kill()                                              # kill -9: no chance to clean up
+    run.p.wait(timeout=30)
+    assert run.p.returncode == -signal.SIGKILL
+    (ck / "depth-99-deadbeef").mkdir()                        # a snapshot cut short by a crash, and a half manifest
+    (ck / "depth-99-deadbeef" / "visited.npy").write_bytes(b"\x93NUMPY")
+    (ck / ".snapshot.json.tmp-1").write_text('{"vers')
+
+    resumed = _check(tmp_path, "--out", "res", "--resume", str(ck))
+    assert resumed.returncode == 1, resumed.stderr
+    assert "Traceback" not in resumed.stderr and re.search(r"snapshot \d+ s ago", resumed.stderr)
+    got = json.loads(resumed.stdout)
+    for key in ("verdicts", "distinct_states", "transitions", "depth", "complete", "never_fired", "trace_lengths"):
+        assert got[key] == want[key], key
+    assert set(got["trace_files"]) == set(want["trace_files"]) and want["trace_files"]
+    for inv in want["trace_files"]:
+        assert (tmp_path / "res" / "kip-279" / f"{inv}.itf.json").read_bytes() == \
+            (tmp_path / "ref" / "kip-279" / f"{inv}.itf.json").read_bytes(), inv
+
+
+@pytest.mark.parametrize("change, words", [
+    (["--spec", "kip-279", "--all", "--max-crashes", "2"], "bounds"),
+    (["--spec", "kip-320", "--all"], "spec"),
+    (["--spec", "kip-279", "--invariant", "no-committed-loss"], "invariants"),
+    (["--spec", "kip-279", "--all", "--symmetry"], "symmetry"),
+    ("version", "version"),
+    ("damage", "damaged"),
+])
+def test_resume_refuses_another_search(tmp_path, change, words):
+    ck = tmp_path / "ck"
+    first = subprocess.run(["isrcheck", "check", "--spec", "kip-279", "--all", "--checkpoint", str(ck),
+                            "--checkpoint-every", "0", "--max-depth", "8", "--out", "o", "--no-progress"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode in (1, 3) and (ck / "snapshot.json").is_file(), first.stderr
+    manifest = json.loads((ck / "snapshot.json").read_text())
+    if change == "version":
+        manifest["version"] = "0.0.1"
+        (ck / "snapshot.json").write_text(json.dumps(manifest))
+    elif change == "damage":
+        visited = ck / manifest["snapshot"] / "visited.npy"
+        data = bytearray(visited.read_bytes())
+        data[-1] ^= 1
+        visited.write_bytes(bytes(data))
+    search = change if isinstance(change, list) else ["--spec", "kip-279", "--all"]
+    r = subprocess.run(["isrcheck", "check", *search, "--resume", str(ck), "--out", "o"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (change, r.stdout[-500:], r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr and "Traceback" not in r.stderr
