@@ -226,7 +226,7 @@ class Search:
             parents = [np.array([NO_PARENT], dtype=np.uint32)]
             actions = [np.array([NO_ACTION], dtype=np.uint16)]
             level_start = [0]
-            for name, _ in self._check(init, pending, violations, 1):
+            for name, _ in self._check(init, 0, 1, pending, violations):
                 violations[name].steps = [(None, spec.initial_row())]
                 if on_violation is not None:
                     on_violation(violations[name])
@@ -253,13 +253,13 @@ class Search:
                     if found is None:
                         continue
                     rows, row_fps, win_parent, win_action = found
-                    hits = self._check(rows, pending, violations, depth + 1, next_id + produced)
+                    hits = self._check(rows, next_id + produced, depth + 1, pending, violations)
                     if on_states is not None:
                         on_states(rows)
                     new.append((rows, row_fps, (level_start[-1] + cs + win_parent).astype(np.uint32),
                                 win_action.astype(np.uint16)))
                 except (KeyboardInterrupt, MemoryError) as e:   # stop cleanly: what was found so far is kept
-                    budget_hit = "SIGINT" if isinstance(e, KeyboardInterrupt) else stop.out_of_memory()
+                    budget_hit = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else stop.out_of_memory()
                     if len(new) == kept:        # this chunk's states were not kept, so neither are its violations
                         pending += [inv for inv in self.invariants if inv.name in violations.keys() - before.keys()]
                         violations = before
@@ -381,7 +381,7 @@ class Search:
             row_fps = self.fingerprint.full(rows)
         return (rows, row_fps, win_parent, win_action), int(sizes.sum()), fired
 
-    def _check(self, rows, pending, violations, level, first_id=0):
+    def _check(self, rows, first_id, level, pending, violations):
         """Check pending invariants on new rows; the first violating row of each becomes its counterexample.
 
         Returns [(invariant, column in rows)] for the violations found.

@@ -694,6 +694,8 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=Non
             unknown = budget = e.reason
         except Z3Unknown as e:
             unknown = e.reason
+        except KeyboardInterrupt:         # Ctrl-C where no stop handler is installed (a library caller)
+            unknown = budget = "Ctrl-C"
         except MemoryError:
             unknown = budget = stop.out_of_memory()
     if unknown is not None:
