@@ -178,7 +178,7 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
             from isrcheck.checker.spark_engine import spark_search
             result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
                                   max_states=max_states, max_depth=max_depth, time_limit=time_limit,
-                                  progress=progress)
+                                  progress=progress, on_violation=sink)
         else:
             from isrcheck.checker.bfs import search
             try:

@@ -494,7 +494,7 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 # the search
 # ---------------------------------------------------------------------------------------------
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, max_states=None,
-                 max_depth=None, time_limit=None, progress=None, workdir=None, *, chunk=None,
+                 max_depth=None, time_limit=None, progress=None, workdir=None, on_violation=None, *, chunk=None,
                  checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, _fault=None):
     """Exhaustive search of the named invariants on Spark; the same SearchResult as checker.bfs.search.
 
@@ -504,7 +504,10 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     default parallelism. ``workdir`` receives the per-level Parquet files and the
     checkpoints (a temporary directory, removed at the end, when not given).
     ``progress`` is called after each level with depth, frontier, distinct and
-    seconds like the local engine's, plus level_seconds when it accepts it.
+    seconds like the local engine's, plus level_seconds when it accepts it;
+    ``on_violation(violation)`` as soon as the level holding a violation is done.
+    A stop request (:mod:`checker.stop`) cancels the running job and ends the
+    search like the time limit.
     ``chunk`` is the local engine's chunk whose max_states cut is reproduced
     (its default when None) and the map tasks' expansion batch.
     ``batch_states``: levels are chained into one job while the predicted number
@@ -629,6 +632,11 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                     break
                 level_start.append(next_id)
                 level_sizes.append(cut)
+                for v in violations.values():
+                    if v.level == level + 1:
+                        v.steps = _trace(search, workdir, v, level_start)
+                        if on_violation is not None:
+                            on_violation(v)
                 if report is not None:
                     now = time.perf_counter()
                     report(depth=level, frontier=n_frontier, distinct=next_id + cut, seconds=now - start,
@@ -657,7 +665,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             if stop:
                 break
         for v in violations.values():
-            v.steps = _trace(search, workdir, v, level_start)
+            if not v.steps:
+                v.steps = _trace(search, workdir, v, level_start)
     finally:
         if level_rdd is not None:
             level_rdd.unpersist(blocking=False)
