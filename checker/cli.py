@@ -7,6 +7,7 @@ usage or input (one line, no traceback), 3 a budget the user set ran out.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -167,6 +168,14 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
         raise UserError("--checkpoint and --resume work with the local engine only")
     if checkpoint and resume:
         raise UserError("--resume DIR goes on snapshotting to DIR: leave out --checkpoint")
+    if checkpoint:
+        try:
+            os.makedirs(checkpoint, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"--checkpoint {checkpoint}: cannot create it ({e.strerror})") from None
+    if (checkpoint or resume) and not os.access(checkpoint or resume, os.W_OK | os.X_OK):
+        raise UserError(f"--{'checkpoint' if checkpoint else 'resume'} {checkpoint or resume}: not a writable "
+                        f"directory")
     sink = TraceSink(spec, engine, out_dir, symmetry=symmetry)
     progress = Progress(not no_progress)
     try:

@@ -261,3 +261,17 @@ def test_resume_refuses_another_search(tmp_path, change, words):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, (change, r.stdout[-500:], r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("flag, path, words", [
+    ("--checkpoint", "a-file", "cannot create it"),
+    ("--resume", "missing", "not a writable directory"),
+    ("--resume", "empty", "no snapshot there"),
+])
+def test_checkpoint_folder_problems_are_one_line_before_any_work(tmp_path, flag, path, words):
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "empty").mkdir()
+    r = subprocess.run(["isrcheck", "check", "--spec", "kip-101", "--all", flag, path, "--out", "o"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
