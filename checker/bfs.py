@@ -396,7 +396,7 @@ class Search:
         return hits
 
     def trace(self, state_id, level_start, parents, actions, then=None):
-        """Replay the path to a state (and then action ``then``, if given) on the scalar backend: [(action or None, row)]."""
+        """Replay the path to a state, then action ``then`` if given, on the scalar backend: [(action or None, row)]."""
         path = [] if then is None else [then]
         level = int(np.searchsorted(level_start, state_id, side="right")) - 1
         sid = state_id

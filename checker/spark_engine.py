@@ -652,7 +652,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             else:
                 old, level_rdd = level_rdd, rdd
                 old.unpersist(blocking=False)
-                if stopping.reason() or time_limit is not None and time.perf_counter() - start > time_limit:
+                if stopping.reason() or (time_limit is not None and time.perf_counter() - start > time_limit):
                     # as the local engine: the level during which the time ran out is kept, not counted
                     budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
                     depth -= 1
@@ -717,21 +717,24 @@ def _progress_reporter(progress):
 def _run_job(sc, rdd, start, time_limit):
     """Compute and cache the chained levels (a JVM-side count: no Python pass over the records).
 
-    False if the job was cancelled: at the time limit, or by a stop request (checker.stop).
+    False if the job was cancelled: at the time limit, or by a stop request (checker.stop), which
+    cancels every job of the context (the process is stopping).
     """
-    group = f"isrcheck-{uuid.uuid4().hex}"
+    group = None if time_limit is None else f"isrcheck-{uuid.uuid4().hex}"
     cancelled = threading.Event()
 
     def cancel():
         cancelled.set()
-        sc.cancelJobGroup(group)
+        if group is None:
+            sc.cancelAllJobs()
+        else:
+            sc.cancelJobGroup(group)
 
-    timer = None if time_limit is None else \
-        threading.Timer(max(time_limit - (time.perf_counter() - start), 0.0), cancel)
-    saved = {k: sc.getLocalProperty(k) for k in ("spark.jobGroup.id", "spark.job.description",
-                                                 "spark.job.interruptOnCancel")}
-    sc.setJobGroup(group, "isrcheck levels", interruptOnCancel=False)
-    if timer is not None:
+    if group is not None:
+        timer = threading.Timer(max(time_limit - (time.perf_counter() - start), 0.0), cancel)
+        saved = {k: sc.getLocalProperty(k) for k in ("spark.jobGroup.id", "spark.job.description",
+                                                     "spark.job.interruptOnCancel")}
+        sc.setJobGroup(group, "isrcheck levels", interruptOnCancel=False)
         timer.start()
     try:
         with stopping.on_stop(cancel):
@@ -742,10 +745,10 @@ def _run_job(sc, rdd, start, time_limit):
             return False
         raise
     finally:
-        if timer is not None:
+        if group is not None:
             timer.cancel()
-        for k, v in saved.items():
-            sc.setLocalProperty(k, v)
+            for k, v in saved.items():
+                sc.setLocalProperty(k, v)
 
 
 def _trace(search, workdir, violation, level_start):
