@@ -286,9 +286,13 @@ class Search:
             if not produced:
                 complete = budget_hit is None
                 break
+            try:
+                frontier, frontier_fps, level_parents, level_actions = (
+                    np.concatenate(part, axis=-1) for part in zip(*new))
+            except MemoryError:             # the level cannot be kept: the levels before it are the result
+                budget_hit = stop.out_of_memory()
+                break
             level_start.append(next_id)
-            frontier, frontier_fps, level_parents, level_actions = (
-                np.concatenate(part, axis=-1) for part in zip(*new))
             parents.append(level_parents)
             actions.append(level_actions)
             if budget_hit:

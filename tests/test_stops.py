@@ -275,3 +275,20 @@ def test_checkpoint_folder_problems_are_one_line_before_any_work(tmp_path, flag,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_memory_error_is_exit_3_with_the_partial_report(tmp_path):
+    """An allocation that fails (here: an address-space limit below --max-memory) stops the search like a budget."""
+    import resource
+
+    def small_address_space():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    r = subprocess.run(["isrcheck", "check", *BIG, "--all", "--max-memory", "64G", "--out", "out", "--format",
+                        "json", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       preexec_fn=small_address_space)
+    assert r.returncode == 3, (r.stdout[-2000:], r.stderr[-2000:])
+    assert "Traceback" not in r.stderr
+    report = json.loads(r.stdout)
+    assert report["budget_hit"] == "out of memory (MemoryError)" and report["depth"] > 1
+    assert report["verdicts"]["single-acting-leader"] == "violated"
+    assert replays(tmp_path / report["trace_files"]["single-acting-leader"], tmp_path)
