@@ -42,9 +42,8 @@ def interrupted():
 
 
 def out_of_memory():
-    """Record that an allocation failed (numpy's MemoryError): every later poll says stop."""
-    _state["memory_hit"] = _state["memory_hit"] or "out of memory (MemoryError)"
-    return _state["memory_hit"]
+    """What a search that caught numpy's MemoryError reports as the reason it stopped."""
+    return "out of memory (MemoryError)"
 
 
 def resident_bytes():
@@ -60,7 +59,7 @@ def resident_bytes():
 
 
 def set_max_memory(limit):
-    _state["max_memory"] = limit
+    _state["max_memory"], _state["memory_hit"] = limit, None
 
 
 def format_size(n):
@@ -87,6 +86,7 @@ def _max_memory(ctx, param, value):
     except ValueError:
         raise click.BadParameter(f"{value!r}: expected a size, e.g. 500M or 8G") from None
     set_max_memory(limit)
+    ctx.call_on_close(lambda: set_max_memory(None))      # the limit is this command's (CliRunner runs several)
     return limit
 
 
@@ -151,6 +151,7 @@ def handling():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _state["signal"] = None
     previous = {s: signal.getsignal(s) for s in SIGNALS}
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
