@@ -2,7 +2,8 @@
 
 Exit codes: 0 every checked invariant holds (or a replayed trace still
 violates), 1 a violation was found (or a trace no longer reproduces), 2 bad
-usage or input (one line, no traceback), 3 a budget the user set ran out.
+usage or input (one line, no traceback), 3 a budget the user set ran out
+(time, states, memory) or a signal (SIGINT, SIGTERM) stopped the work.
 """
 from __future__ import annotations
 
@@ -410,7 +411,11 @@ def _auto_lemma_proof(spec, invariant, z3_timeout):
                          base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
                          reason=found.reason)
     if found.verdict == "violated":
-        result.verdict, result.steps = "refuted", search(spec, [invariant]).violations[invariant].steps
+        again = search(spec, [invariant])
+        if invariant in again.violations:
+            result.verdict, result.steps = "refuted", again.violations[invariant].steps
+        else:
+            result.reason = f"stopped by {again.budget_hit} while finding the counterexample"
     return result, used
 
 
