@@ -72,9 +72,11 @@ def write(directory, ident, arrays, counters):
         os.fsync(fh.fileno())
     os.replace(tmp, os.path.join(directory, MANIFEST))
     _fsync_dir(directory)
-    for old in os.listdir(directory):
+    for old in os.listdir(directory):           # older snapshots, and what a crash mid-write left behind
         if old.startswith("depth-") and old != name:
             shutil.rmtree(os.path.join(directory, old), ignore_errors=True)
+        elif old.startswith(f".{MANIFEST}.tmp-"):
+            os.remove(os.path.join(directory, old))
     return size
 
 

@@ -221,7 +221,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     (ck / "depth-99-deadbeef" / "visited.npy").write_bytes(b"\x93NUMPY")
     (ck / ".snapshot.json.tmp-1").write_text('{"vers')
 
-    resumed = _check(tmp_path, "--out", "res", "--resume", str(ck))
+    resumed = _check(tmp_path, "--out", "res", "--resume", str(ck), "--checkpoint-every", "0")
     assert resumed.returncode == 1, resumed.stderr
     assert "Traceback" not in resumed.stderr and re.search(r"snapshot \d+ s ago", resumed.stderr)
     got = json.loads(resumed.stdout)
@@ -231,6 +231,8 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     for inv in want["trace_files"]:
         assert (tmp_path / "res" / "kip-279" / f"{inv}.itf.json").read_bytes() == \
             (tmp_path / "ref" / "kip-279" / f"{inv}.itf.json").read_bytes(), inv
+    left = sorted(p.name for p in ck.iterdir())              # the crash's leftovers are cleared by new snapshots
+    assert len(left) == 2 and left[1] == "snapshot.json" and left[0].startswith("depth-") and "deadbeef" not in left[0]
 
 
 @pytest.mark.parametrize("change, words", [
