@@ -163,6 +163,7 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
           max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, no_progress,
           **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
+    stop.polled()
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
     if (checkpoint or resume) and engine != "local":
@@ -345,6 +346,7 @@ def replay(trace_path):
 @stop.memory_option
 def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
+    stop.polled()
     from isrcheck.checker.symbolic import prove as k_induction, render_states
     if auto_lemmas and lemmas:
         raise UserError("--auto-lemmas finds the lemmas itself: leave out --lemma")
@@ -443,6 +445,7 @@ def parse_budget(text):
 @click.option("--no-progress", is_flag=True)
 def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no_progress, **kw):
     """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
+    stop.polled()
     from isrcheck.checker.fuzz import DEFAULT_MAX_STEPS, fuzz as run_fuzz
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
@@ -468,11 +471,14 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
 def minimize(trace_path, output):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
+    stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
     trace, spec = _load_trace(trace_path)
     result = replay_trace(spec, trace)
     if not result.ok:
         raise UserError(f"{trace_path}: does not reproduce on the current model ({result.message})")
+    _err().print(f"minimize: {len(trace.steps)} states, dropping every step {trace.invariant} does not need",
+                 markup=False)
     steps = ddmin(spec, trace)
     out = output or trace_path.replace(".itf.json", "") + ".min.itf.json"
     save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)

@@ -684,6 +684,7 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
 
     Exit 0 when every expectation is met, 1 otherwise, 2 on bad input, 3 when stopped (a signal, --max-memory).
     """
+    stop.polled()
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
     err = Console(stderr=True, highlight=False)
     if output is not None and os.path.isdir(output):

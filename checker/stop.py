@@ -1,8 +1,9 @@
 """One stop request for every engine: SIGINT, SIGTERM, or the process outgrowing ``--max-memory``.
 
-The command line installs the handlers (:func:`handling`); a signal only records
-the request, it raises nothing, so no engine is interrupted half-way through an
-update. Engines poll :func:`reason` where they check their other budgets (per
+The command line installs the handlers (:func:`handling`); in a command whose
+work polls (it calls :func:`polled`) a signal only records the request, it raises
+nothing, so no engine is interrupted half-way through an update; elsewhere it
+raises KeyboardInterrupt at once. Engines poll :func:`reason` where they check their other budgets (per
 chunk, per SAT slice, per fuzz step) and stop like at any budget: a partial
 result with ``budget_hit`` set to the reason, and every violation found so far.
 Work that blocks in native code (a z3 check, a Spark job) registers a
@@ -21,7 +22,7 @@ import click
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-_state = {"signal": None, "max_memory": None, "memory_hit": None, "handling": False}
+_state = {"signal": None, "max_memory": None, "memory_hit": None, "handling": False, "polled": False}
 _wakers = []
 _lock = threading.Lock()
 
@@ -134,8 +135,15 @@ def _request(signum):
             pass
 
 
+def polled():
+    """Say that this command's work polls :func:`reason`; until then a signal interrupts at once."""
+    _state["polled"] = True
+
+
 def _handler(signum, frame):
     _request(signum)
+    if not _state["polled"]:        # show, replay, list...: nothing polls, so stop right here
+        raise KeyboardInterrupt
 
 
 def reinstall():
@@ -151,7 +159,7 @@ def handling():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    _state["signal"] = None
+    _state["signal"], _state["polled"] = None, False
     previous = {s: signal.getsignal(s) for s in SIGNALS}
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
