@@ -544,8 +544,8 @@ def as_sarif(report):
             "tool": {"driver": {"name": "isrcheck", "version": __version__, "semanticVersion": __version__,
                                 "informationUri": "https://github.com/isrcheck/isrcheck", "rules": rules}},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + os.getcwd().replace(os.sep, "/") + "/"}},
-            "invocations": [{"executionSuccessful": True, "exitCode": EXIT_STOPPED if report.stopped
-                                                                       else EXIT_MET if report.ok else EXIT_UNMET}],
+            "invocations": [{"executionSuccessful": not report.stopped,
+                             "exitCode": EXIT_STOPPED if report.stopped else EXIT_MET if report.ok else EXIT_UNMET}],
             "results": results,
         }],
     }

@@ -139,6 +139,16 @@ def test_gate_stops_on_sigterm_instead_of_going_on(tmp_path):
     assert "gate passed" not in out and "gate FAILED" not in out
 
 
+def test_gate_sarif_says_the_run_was_stopped(tmp_path):
+    run = Run(["gate", "--out", str(tmp_path / "gate-out"), "--counterexamples", str(ROOT / "counterexamples"),
+               "--format", "sarif", "--output", "gate.sarif"], tmp_path)
+    run.wait_for(saying(r"gate: \[1/\d+\] \S+: searching"))
+    code, out, err = run.stop(signal.SIGINT)
+    assert_stopped(code, out, err, signal.SIGINT)
+    invocation = json.loads((tmp_path / "gate.sarif").read_text())["runs"][0]["invocations"][0]
+    assert invocation == {"executionSuccessful": False, "exitCode": 3}
+
+
 def test_minimize_stops_on_sigterm_and_saves_what_it_has(tmp_path):
     source = ROOT / "counterexamples" / "kip-101" / "no-committed-loss.itf.json"
     trace = tmp_path / "t.itf.json"
