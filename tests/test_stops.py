@@ -22,15 +22,18 @@ BIG = ["--spec", "kip-320", "--replicas", "3", "--set", "min_isr=2"]     # ~10^8
 
 
 class Run:
-    """An isrcheck process whose stderr is read as it comes."""
+    """An isrcheck process whose output is read as it comes (killed at the end of the test if still running)."""
+    started = []
 
     def __init__(self, args, cwd):
         self.p = subprocess.Popen(["isrcheck", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
-        self.err = []
-        self.reader = threading.Thread(target=lambda: self.err.extend(iter(self.p.stderr.readline, "")),
-                                       daemon=True)
-        self.reader.start()
+        Run.started.append(self.p)
+        self.out, self.err = [], []
+        self.readers = [threading.Thread(target=lambda f=f, into=into: into.extend(iter(f.readline, "")), daemon=True)
+                        for f, into in ((self.p.stdout, self.out), (self.p.stderr, self.err))]
+        for r in self.readers:
+            r.start()
 
     def wait_for(self, ready, timeout=90):
         """Until ``ready(stderr so far)`` is true; fails if the process ended first."""
@@ -42,10 +45,20 @@ class Run:
 
     def stop(self, sig, timeout=60):
         self.p.send_signal(sig)
-        out = self.p.stdout.read()
-        self.p.wait(timeout=timeout)
-        self.reader.join(timeout=5)
-        return self.p.returncode, out, "".join(self.err)
+        self.p.wait(timeout=timeout)          # a hang fails the test (and the fixture kills the process)
+        for r in self.readers:
+            r.join(timeout=10)
+        return self.p.returncode, "".join(self.out), "".join(self.err)
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_process():
+    yield
+    while Run.started:
+        p = Run.started.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def exists(path):
