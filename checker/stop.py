@@ -86,6 +86,8 @@ def _max_memory(ctx, param, value):
         limit = default_max_memory() if value is None else parse_size(value)
     except ValueError:
         raise click.BadParameter(f"{value!r}: expected a size, e.g. 500M or 8G") from None
+    if limit is not None and limit <= resident_bytes():
+        raise click.BadParameter(f"{value}: isrcheck itself already takes {format_size(resident_bytes())}")
     set_max_memory(limit)
     ctx.call_on_close(lambda: set_max_memory(None))      # the limit is this command's (CliRunner runs several)
     return limit

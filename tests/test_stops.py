@@ -200,10 +200,11 @@ def test_max_memory_stops_a_three_replica_search(tmp_path):
         assert replays(tmp_path / path, tmp_path), inv
 
 
-def test_max_memory_rejects_junk(tmp_path):
-    r = subprocess.run(["isrcheck", "gate", "--max-memory", "lots"], cwd=tmp_path, capture_output=True, text=True)
+@pytest.mark.parametrize("size", ["lots", "nan", "1e400", "0", "-5M", "10"])
+def test_max_memory_rejects_junk(tmp_path, size):
+    r = subprocess.run(["isrcheck", "gate", "--max-memory", size], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 2 and "--max-memory" in r.stderr and "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "gate-counterexamples").exists()
 
 
 MID = ["check", "--spec", "kip-279", "--max-epochs", "5", "--all", "--format", "json"]    # 2.8M states, 35 levels
