@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isrcheck.checker import checkpoint as checkpoint_mod, stop
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
 from isrcheck.checker.visited import VisitedSet
 
@@ -189,32 +190,52 @@ class Search:
         return winners, np.take(parent, winners), np.take(action_id, winners), unique[fresh], at[fresh]
 
     # --- the search ------------------------------------------------------------------------
-    def run(self, max_states=None, max_depth=None, time_limit=None, progress=None, on_states=None):
+    def run(self, max_states=None, max_depth=None, time_limit=None, progress=None, on_states=None,
+            on_violation=None, checkpoint=None, resume=False, checkpoint_every=60.0):
         """Search level by level until every invariant is violated or no new state is found.
 
         With no invariants it explores every reachable state (within the budgets).
         ``on_states(rows)`` is called with each batch of newly discovered states
         (column-major, one column per state), the initial state first: together they
-        are every state visited, each once.
+        are every state visited, each once. ``on_violation(violation)`` is called
+        as soon as an invariant's first violation is found, its steps filled in.
+        A stop request (:mod:`checker.stop`: a signal, the memory limit) or a
+        MemoryError ends the search like a budget, after the chunk in progress.
+        ``checkpoint`` (a directory) receives a snapshot at the end of a level when
+        ``checkpoint_every`` seconds have passed since the last one; with
+        ``resume`` the search continues from the snapshot there (max_states and
+        max_depth count from the start of the search, time_limit from now).
         """
         spec = self.spec
         start = time.perf_counter()
-        init = spec.initial_row()[:, None]
-        init_fp = self.fingerprint.full(init)
-        key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
-        visited = VisitedSet()
-        visited.add(key_fp, np.zeros(1, dtype=np.int64))
-        parents = [np.array([NO_PARENT], dtype=np.uint32)]
-        actions = [np.array([NO_ACTION], dtype=np.uint16)]
-        level_start = [0]
+        self.snapshot_time, self.snapshot_bytes = None, 0
         fired = np.zeros(len(spec.actions), dtype=bool)
         violations = {}
         pending = list(self.invariants)
-        self._check(init, 0, 1, pending, violations)
-        if on_states is not None:
-            on_states(init)
-        frontier, frontier_fps = init, init_fp
-        transitions, depth, budget_hit, complete = 0, 1, None, False
+        ident = checkpoint and self.identity()
+        if resume:
+            frontier, frontier_fps, visited, parents, actions, level_start, transitions, depth, elapsed = \
+                self._restore(checkpoint, ident, fired, violations, pending, on_violation)
+        else:
+            elapsed = 0.0
+            init = spec.initial_row()[:, None]
+            init_fp = self.fingerprint.full(init)
+            key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
+            visited = VisitedSet()
+            visited.add(key_fp, np.zeros(1, dtype=np.int64))
+            parents = [np.array([NO_PARENT], dtype=np.uint32)]
+            actions = [np.array([NO_ACTION], dtype=np.uint16)]
+            level_start = [0]
+            for name, _ in self._check(init, 0, 1, pending, violations):
+                violations[name].steps = [(None, spec.initial_row())]
+                if on_violation is not None:
+                    on_violation(violations[name])
+            if on_states is not None:
+                on_states(init)
+            frontier, frontier_fps = init, init_fp
+            transitions, depth = 0, 1
+        budget_hit, complete = None, False
+        last_snapshot = time.perf_counter()
 
         while frontier.shape[1] and (pending or not self.invariants):
             if max_depth is not None and depth >= max_depth:
@@ -232,50 +253,103 @@ class Search:
                     if found is None:
                         continue
                     rows, row_fps, win_parent, win_action = found
-                    self._check(rows, next_id + produced, depth + 1, pending, violations)
+                    hits = self._check(rows, next_id + produced, depth + 1, pending, violations)
                     if on_states is not None:
                         on_states(rows)
                     new.append((rows, row_fps, (level_start[-1] + cs + win_parent).astype(np.uint32),
                                 win_action.astype(np.uint16)))
-                except KeyboardInterrupt:       # stop cleanly: what was found so far is reported and saved
-                    budget_hit = "Ctrl-C"
+                except (KeyboardInterrupt, MemoryError) as e:   # stop cleanly: what was found so far is kept
+                    budget_hit = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else stop.out_of_memory()
                     if len(new) == kept:        # this chunk's states were not kept, so neither are its violations
                         pending += [inv for inv in self.invariants if inv.name in violations.keys() - before.keys()]
                         violations = before
                     break
+                for name, k in hits:
+                    v = violations[name]
+                    v.steps = self.trace(int(new[-1][2][k]), level_start, parents, actions, int(new[-1][3][k]))
+                    if on_violation is not None:
+                        on_violation(v)
                 produced += rows.shape[1]
                 if progress is not None:
                     progress(depth=depth, frontier=frontier.shape[1], distinct=next_id + produced,
-                             seconds=time.perf_counter() - start)
+                             seconds=elapsed + time.perf_counter() - start, snapshot=self.snapshot_time)
                 if max_states is not None and next_id + produced >= max_states:
                     budget_hit = f"max states {max_states}"
                     break
                 if time_limit is not None and time.perf_counter() - start > time_limit:
                     budget_hit = f"time limit {time_limit:g}s"
                     break
+                budget_hit = stop.reason()
+                if budget_hit:
+                    break
             produced = sum(part[0].shape[1] for part in new)
             if not produced:
                 complete = budget_hit is None
                 break
+            try:
+                frontier, frontier_fps, level_parents, level_actions = (
+                    np.concatenate(part, axis=-1) for part in zip(*new))
+            except MemoryError:             # the level cannot be kept: the levels before it are the result
+                budget_hit = stop.out_of_memory()
+                break
             level_start.append(next_id)
-            frontier, frontier_fps, level_parents, level_actions = (
-                np.concatenate(part, axis=-1) for part in zip(*new))
             parents.append(level_parents)
             actions.append(level_actions)
             if budget_hit:
                 break
             depth += 1
+            if checkpoint and time.perf_counter() - last_snapshot >= checkpoint_every:
+                try:
+                    self._snapshot(checkpoint, ident, frontier, frontier_fps, visited, parents, actions,
+                                   level_start, fired, violations, transitions, depth,
+                                   elapsed + time.perf_counter() - start)
+                except OSError as e:
+                    budget_hit = f"checkpoint write failed ({e.strerror or e})"
+                    break
+                last_snapshot = time.perf_counter()
 
-        for v in violations.values():
-            v.steps = self.trace(v.state_id, level_start, parents, actions)
         retained = visited.nbytes + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions)
         never = sorted({a.name for a in spec.actions} - {a.name for a in spec.actions if fired[a.id]})
         return SearchResult(
             invariants=[i.name for i in self.invariants], violations=violations,
             distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
-            seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=retained,
-            complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
-            fingerprint_bits=self.fingerprint.bits)
+            seconds=elapsed + time.perf_counter() - start, peak_memory_bytes=peak_memory(),
+            retained_bytes=retained, complete=complete, budget_hit=budget_hit,
+            never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits)
+
+    # --- checkpoints ------------------------------------------------------------------------
+    def identity(self):
+        return checkpoint_mod.identity(self.spec, [i.name for i in self.invariants], self.symmetry is not None)
+
+    def _snapshot(self, directory, ident, frontier, frontier_fps, visited, parents, actions, level_start, fired,
+                  violations, transitions, depth, seconds):
+        """Everything the search needs to go on from the start of level ``depth``: a consistent snapshot."""
+        arrays = {"visited": visited.fps, "parents": np.concatenate(parents), "actions": np.concatenate(actions),
+                  "frontier": frontier, "frontier_fps": frontier_fps, "fired": fired}
+        counters = {"depth": depth, "transitions": transitions, "level_start": level_start, "seconds": seconds,
+                    "violations": {n: [v.state_id, v.level] for n, v in violations.items()}}
+        self.snapshot_bytes = checkpoint_mod.write(directory, ident, arrays, counters)
+        self.snapshot_time = time.time()
+
+    def _restore(self, directory, ident, fired, violations, pending, on_violation):
+        arrays, c = checkpoint_mod.read(directory, ident)
+        visited = VisitedSet()
+        visited.fps = arrays["visited"]
+        level_start = [int(x) for x in c["level_start"]]
+        bounds = level_start[1:]
+        parents = np.split(arrays["parents"], bounds)
+        actions = np.split(arrays["actions"], bounds)
+        fired[:] = arrays["fired"]
+        for name, (state_id, level) in c["violations"].items():
+            inv = next(i for i in pending if i.name == name)
+            pending.remove(inv)
+            v = violations[name] = Violation(name, int(state_id), int(level))
+            v.steps = self.trace(v.state_id, level_start, parents, actions)
+            if on_violation is not None:
+                on_violation(v)
+        self.snapshot_time = c.get("written")
+        return (arrays["frontier"], arrays["frontier_fps"], visited, parents, actions, level_start,
+                int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
     def _successors(self, frontier, frontier_fps, cs, visited):
         """The new states reached from one chunk of the frontier, added to the visited set.
@@ -312,16 +386,22 @@ class Search:
         return (rows, row_fps, win_parent, win_action), int(sizes.sum()), fired
 
     def _check(self, rows, first_id, level, pending, violations):
-        """Check pending invariants on new rows; the first violating row of each becomes its counterexample."""
+        """Check pending invariants on new rows; the first violating row of each becomes its counterexample.
+
+        Returns [(invariant, column in rows)] for the violations found.
+        """
+        hits = []
         for inv in list(pending):
             bad = np.flatnonzero(~self.spec.holds_batch(inv, rows))
             if bad.size:
                 violations[inv.name] = Violation(inv.name, first_id + int(bad[0]), level)
                 pending.remove(inv)
+                hits.append((inv.name, int(bad[0])))
+        return hits
 
-    def trace(self, state_id, level_start, parents, actions):
-        """Replay the path to a state on the scalar backend: [(action or None, row)]."""
-        path = []
+    def trace(self, state_id, level_start, parents, actions, then=None):
+        """Replay the path to a state, then action ``then`` if given, on the scalar backend: [(action or None, row)]."""
+        path = [] if then is None else [then]
         level = int(np.searchsorted(level_start, state_id, side="right")) - 1
         sid = state_id
         while level > 0:

@@ -2,12 +2,14 @@
 
 Exit codes: 0 every checked invariant holds (or a replayed trace still
 violates), 1 a violation was found (or a trace no longer reproduces), 2 bad
-usage or input (one line, no traceback), 3 a budget the user set ran out.
+usage or input (one line, no traceback), 3 a budget the user set ran out
+(time, states, memory) or a signal (SIGINT, SIGTERM) stopped the work.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 
@@ -15,7 +17,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from isrcheck.checker import __version__, report, show as show_mod
+from isrcheck.checker import __version__, report, show as show_mod, stop
+from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
 from isrcheck.model.configuration import configurations
@@ -87,12 +90,14 @@ class Progress:
     def __init__(self, enabled):
         self.enabled = enabled
         self.console = _err()
-        self.last = time.monotonic()
+        self.last = float("-inf")             # the first line at once: the user sees the work has started
         self.live = self.console.is_terminal
 
-    def __call__(self, depth, frontier, distinct, seconds, **_):
+    def __call__(self, depth, frontier, distinct, seconds, snapshot=None, **_):
         rate = distinct / seconds if seconds > 0 else 0
-        self.line(f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · {rate:,.0f} states/s")
+        saved = "" if snapshot is None else f" · snapshot {time.time() - snapshot:,.0f} s ago"
+        self.line(f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · {rate:,.0f} states/s"
+                  + saved)
 
     def line(self, text):
         """Show one progress line (with the memory in use), unless one was shown a moment ago."""
@@ -176,33 +181,62 @@ def cli():
 @click.option("--max-states", type=click.IntRange(min=1, max=1 << 62), default=None, help="budget: distinct states")
 @click.option("--max-depth", type=click.IntRange(min=1, max=1 << 31), default=None, help="budget: BFS levels")
 @click.option("--time-limit", type=Seconds(), default=None, help="budget: seconds")
+@stop.memory_option
+@click.option("--checkpoint", "checkpoint", metavar="DIR", default=None,
+              help="local engine: snapshot the search to DIR at level boundaries (resume it with --resume DIR)")
+@click.option("--resume", "resume", metavar="DIR", default=None,
+              help="local engine: continue the search snapshotted in DIR (same spec, bounds and invariants), "
+                   "snapshotting there as it goes")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, master, partitions, out_dir, fmt,
-          max_states, max_depth, time_limit, chunk, no_progress, **kw):
+          max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, no_progress,
+          **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
+    stop.polled()
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
     check_out_dir(out_dir, spec.name, names)
+    if (checkpoint or resume) and engine != "local":
+        raise UserError("--checkpoint and --resume work with the local engine only")
+    if checkpoint and resume:
+        raise UserError("--resume DIR goes on snapshotting to DIR: leave out --checkpoint")
+    if checkpoint:
+        try:
+            os.makedirs(checkpoint, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"--checkpoint {checkpoint}: cannot create it ({e.strerror})") from None
+    if (checkpoint or resume) and not os.access(checkpoint or resume, os.W_OK | os.X_OK):
+        raise UserError(f"--{'checkpoint' if checkpoint else 'resume'} {checkpoint or resume}: not a writable "
+                        f"directory")
+    sink = TraceSink(spec, engine, out_dir, symmetry=symmetry)
     progress = Progress(not no_progress)
     try:
         if engine == "bmc":
             from isrcheck.checker.symbolic import bmc
-            result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress)
+            result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress,
+                         on_violation=sink)
         elif engine == "spark":
             from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
             if missing_dependencies():
                 raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
             result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
                                   max_states=max_states, max_depth=max_depth, time_limit=time_limit,
-                                  progress=progress)
+                                  progress=progress, on_violation=sink)
         else:
             from isrcheck.checker.bfs import search
-            result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
-                            max_depth=max_depth, time_limit=time_limit, progress=progress)
+            try:
+                result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
+                                max_depth=max_depth, time_limit=time_limit, progress=progress, on_violation=sink,
+                                checkpoint=checkpoint or resume, resume=resume is not None,
+                                checkpoint_every=checkpoint_every)
+            except CheckpointError as e:
+                raise UserError(str(e)) from None
     finally:
         progress.done()
-    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), symmetry=symmetry)
+    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)
 
 
 def observations(spec, names, every):
@@ -213,16 +247,33 @@ def observations(spec, names, every):
     return {n for n in names if every and spec.invariants[n].benign}
 
 
-def finish(spec, engine, result, out_dir, fmt, observed=(), **meta):
-    """Save a trace per violation, print the report, exit 1 / 3 / 0 (benign observations never fail)."""
-    trace_files = {}
-    for inv, v in result.violations.items():
-        trace = from_steps(spec, inv, engine, v.steps, **meta)
-        trace_files[inv] = save(trace, default_path(out_dir, spec.name, inv))
+class TraceSink:
+    """Writes a counterexample (atomically) as soon as an engine finds it, so a stop or a crash loses none."""
+
+    def __init__(self, spec, engine, out_dir, **meta):
+        self.spec, self.engine, self.out_dir, self.meta = spec, engine, out_dir, meta
+        self.files = {}
+
+    def __call__(self, violation):
+        trace = from_steps(self.spec, violation.invariant, self.engine, violation.steps, **self.meta)
+        self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name, violation.invariant))
+
+
+def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, **meta):
+    """Save the final traces, print the report, exit 1 / 3 / 0 (benign observations never fail).
+
+    A stop by a signal is exit 3 even when violations were found: the verdicts are partial.
+    """
+    sink = sink or TraceSink(spec, engine, out_dir, **meta)
+    for v in result.violations.values():      # again: an engine may have improved a trace since (fuzz minimizes)
+        sink(v)
+    trace_files = {inv: sink.files[inv] for inv in result.violations}
     if fmt == "json":
         click.echo(json.dumps(report.as_json(spec, engine, result, trace_files, observed), indent=1))
     else:
         report.print_text(_out(), spec, engine, result, trace_files, observed)
+    if stop.interrupted():
+        sys.exit(EXIT_BUDGET)
     if set(result.violations) - set(observed):
         sys.exit(EXIT_VIOLATED)
     if result.budget_hit:
@@ -345,8 +396,10 @@ def replay(trace_path):
 @click.option("--z3-timeout", type=Seconds(), default=None, help="seconds")
 @bound_options
 @click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where a refuting trace is written")
+@stop.memory_option
 def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
+    stop.polled()
     from isrcheck.checker.symbolic import prove as k_induction, render_states
     if auto_lemmas and lemmas:
         raise UserError("--auto-lemmas finds the lemmas itself: leave out --lemma")
@@ -363,6 +416,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if auto_lemmas:
         result, used = _auto_lemma_proof(spec, invariant, z3_timeout)
     else:
+        _err().print(f"prove: {invariant} by {k}-induction: the base case, then the induction step", markup=False)
         result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout)
         settings = " ".join(f"{key}={v}" for key, v in declared["settings"].items()) if declared else ""
         used = (f"{len(lemmas)} lemmas (the spec's for this invariant; {settings or 'no options'})" if declared
@@ -413,7 +467,11 @@ def _auto_lemma_proof(spec, invariant, z3_timeout):
                          base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
                          reason=found.reason)
     if found.verdict == "violated":
-        result.verdict, result.steps = "refuted", search(spec, [invariant]).violations[invariant].steps
+        again = search(spec, [invariant])
+        if invariant in again.violations:
+            result.verdict, result.steps = "refuted", again.violations[invariant].steps
+        else:
+            result.reason = f"stopped by {again.budget_hit} while finding the counterexample"
     return result, used
 
 
@@ -442,21 +500,24 @@ def parse_budget(text):
 @click.option("--no-progress", is_flag=True)
 def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no_progress, **kw):
     """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
+    stop.polled()
     from isrcheck.checker.fuzz import DEFAULT_MAX_STEPS, fuzz as run_fuzz
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
     seconds = parse_budget(budget)
     check_out_dir(out_dir, spec.name, names)
     progress = Progress(not no_progress)
+    sink = TraceSink(spec, "fuzz", out_dir, seed=seed)
 
     def report_progress(runs, transitions, distinct, seconds, **_):
         progress(depth=runs, frontier=transitions, distinct=distinct, seconds=seconds)
     try:
         result = run_fuzz(spec, names, seconds, seed=seed, max_steps=max_steps or DEFAULT_MAX_STEPS,
-                          derandomize=seed is not None, progress=report_progress)
+                          derandomize=seed is not None, progress=report_progress, on_violation=sink)
     finally:
         progress.done()
-    finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), seed=result.seed)
+    sink.meta["seed"] = result.seed
+    finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)
 
 
 @cli.command()
@@ -464,6 +525,7 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
 def minimize(trace_path, output):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
+    stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
     trace, spec = _load_trace(trace_path)
     out = trace_path.replace(".itf.json", "") + ".min.itf.json" if output is None else output
@@ -474,9 +536,15 @@ def minimize(trace_path, output):
     result = replay_trace(spec, trace)
     if not result.ok:
         raise UserError(f"{trace_path}: does not reproduce on the current model ({result.message})")
+    _err().print(f"minimize: {len(trace.steps)} states, dropping every step {trace.invariant} does not need",
+                 markup=False)
     steps = ddmin(spec, trace)
     save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
     _out().print(f"{len(trace.steps)} → {len(steps)} states: {show_mod.printable(out)}", markup=False)
+    if stop.interrupted():
+        _out().print(f"stopped by {stop.reason()}: the shortest trace found so far is saved (it still violates "
+                     f"{trace.invariant}); minimize it again to go on")
+        sys.exit(EXIT_BUDGET)
 
 
 from isrcheck.checker.gate import gate  # noqa: E402  (the gate command lives in its own module)
@@ -487,7 +555,8 @@ cli.add_command(gate)
 def main(argv=None):
     """Console entry point: user mistakes become one line on stderr and exit code 2."""
     try:
-        code = cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
+        with stop.handling():
+            code = cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
     except (UserError, TraceError) as e:
         _error(str(e))
         sys.exit(EXIT_USAGE)
@@ -497,12 +566,13 @@ def main(argv=None):
         else:
             _error(e.format_message())
         sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
-        _err().print("isrcheck: interrupted")
-        sys.exit(130)
-    except KeyboardInterrupt:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         _err().print("isrcheck: interrupted; traces already written are complete")
-        sys.exit(130)
+        sys.exit(EXIT_BUDGET)
+    except MemoryError:
+        _err().print("isrcheck: out of memory; traces already written are complete (--max-memory stops earlier, "
+                     "with a partial report)")
+        sys.exit(EXIT_BUDGET)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     sys.exit(code if isinstance(code, int) else EXIT_HOLDS)     # without standalone_mode, ctx.exit(n) returns n

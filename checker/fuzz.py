@@ -110,6 +110,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isrcheck.checker import stop
 from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
 from isrcheck.checker.fingerprint import Fingerprint
 
@@ -311,8 +312,9 @@ def _replica_params(spec):
 
 class _Fuzzer:
     def __init__(self, spec, invariants, budget_s, seed, max_steps, derandomize, progress,
-                 max_examples, shrink_budget_s, backend, clock=time.monotonic):
+                 max_examples, shrink_budget_s, backend, clock=time.monotonic, on_violation=None):
         self.spec = spec
+        self.on_violation = on_violation
         self.names = list(invariants)
         self.budget_s = budget_s
         self.max_steps = max_steps
@@ -360,6 +362,8 @@ class _Fuzzer:
     # --- one Hypothesis test case: one execution ------------------------------------------------
     def _budget(self):
         now = self.clock()
+        if stop.reason():
+            raise _OutOfBudget
         if self.shrink_deadline is not None:
             if now > self.shrink_deadline:
                 raise _OutOfBudget
@@ -468,6 +472,8 @@ class _Fuzzer:
                 if rec is None:
                     rec = self.found[n] = {"time": now - self.start, "cpu": time.process_time() - self.cpu_start,
                                            "first": list(path), "best": list(path), "pool": {}}
+                    if self.on_violation is not None:     # saved now, replaced by the minimized one at the end
+                        self.on_violation(self._violation(n, path))
                 elif len(path) < len(rec["best"]):
                     rec["best"] = list(path)
                     rec["shrunk"] = now - self.start
@@ -475,6 +481,12 @@ class _Fuzzer:
             if self.shrink_deadline is None:
                 self.shrink_deadline = now + self.shrink_budget_s
             raise self.failure_class[broken[0]](f"{broken[0]} violated after {len(path)} steps")
+
+    def _violation(self, name, path):
+        """A run's violation as found (not minimized), replayed on the spec."""
+        from isrcheck.checker.minimize import minimize
+        steps = minimize(self.spec, [self.spec.actions[i] for i in path], name, reduce=False)
+        return Violation(name, -1, len(steps), list(steps))
 
     POOL = 6
 
@@ -550,7 +562,7 @@ class _Fuzzer:
 
     def run(self, minimize_steps=True):
         k = 0
-        while self.pending and self.clock() < self.deadline and \
+        while self.pending and self.clock() < self.deadline and not stop.reason() and \
                 (self.max_examples is None or self.search_runs < self.max_examples):
             before = self.search_runs
             self.session(k)
@@ -558,7 +570,7 @@ class _Fuzzer:
             k += 1
             if self.search_runs == before and not self.found:
                 break                          # nothing ran (should not happen): do not spin
-        return self.result(minimize_steps)
+        return self.result(minimize_steps and not stop.reason())     # a stop keeps the traces unminimized
 
     def result(self, minimize_steps):
         from isrcheck.checker.minimize import minimize
@@ -588,7 +600,9 @@ class _Fuzzer:
                         "minimize_seconds": round(self.clock() - t0, 3)}
         budget_hit = None
         if self.pending:
-            if self.max_examples is not None and self.search_runs >= self.max_examples:
+            if stop.reason():
+                budget_hit = stop.reason()
+            elif self.max_examples is not None and self.search_runs >= self.max_examples:
                 budget_hit = f"max examples {self.max_examples}"
             else:
                 budget_hit = f"time limit {self.budget_s:g}s"
@@ -602,11 +616,14 @@ class _Fuzzer:
 
 def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
          progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True, clock=time.monotonic):
+         minimize_steps=True, clock=time.monotonic, on_violation=None):
     """Fuzz ``spec`` for the named invariants for about ``budget_s`` seconds; see the module doc.
 
     ``progress``, when given, is called about once a second with keyword
-    arguments ``runs``, ``transitions``, ``distinct``, ``seconds``, ``found``.
+    arguments ``runs``, ``transitions``, ``distinct``, ``seconds``, ``found``;
+    ``on_violation(violation)`` as soon as an invariant is first broken (not yet
+    minimized). A stop request (:mod:`checker.stop`) ends the run like the budget,
+    and the traces found are then kept unminimized.
     """
     unknown = [n for n in invariants if n not in spec.invariants]
     if unknown:
@@ -614,5 +631,5 @@ def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, der
     if budget_s <= 0 or max_steps < 1:
         raise ValueError("fuzz needs a positive time budget and max_steps >= 1")
     fz = _Fuzzer(spec, invariants, budget_s, seed, max_steps, derandomize, progress, max_examples,
-                 shrink_budget_s, backend, clock)
+                 shrink_budget_s, backend, clock, on_violation)
     return fz.run(minimize_steps)

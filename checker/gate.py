@@ -44,7 +44,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from isrcheck.checker import __version__, show as show_mod
+from isrcheck.checker import __version__, show as show_mod, stop
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import TraceError, conform, default_path, from_steps, load, replay, save
 from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
@@ -53,7 +53,7 @@ from isrcheck.model.present import step_label
 from isrcheck.model.spec import BoundsError
 from isrcheck.specs import SPECS
 
-EXIT_MET, EXIT_UNMET, EXIT_USAGE = 0, 1, 2
+EXIT_MET, EXIT_UNMET, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
 BOUNDS = ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")   # named in progress lines
 ENGINE_PACKAGES = {"model": "isrcheck.model", "checker": "isrcheck.checker"}   # repo folder -> package; a change in either can change every spec
 
@@ -168,16 +168,19 @@ class GateReport:
     skipped: list = field(default_factory=list)        # specs --changed-since left out
     traces: dict = field(default_factory=dict)         # (spec, configuration, invariant) -> Trace under --out
     sources: dict = field(default_factory=dict)        # spec -> (source file, line) of its class
+    stopped: str | None = None           # why the gate stopped early (a signal, the memory limit), and where
 
     @property
     def ok(self):
-        return all(r.ok for r in self.rows)
+        return not self.stopped and all(r.ok for r in self.rows)
 
     @property
     def unmet(self):
         return [r for r in self.rows if not r.ok]
 
     def headline(self):
+        if self.stopped:
+            return f"stopped by {self.stopped}: no verdict (rows below are as far as it got)"
         n = len(self.rows)
         if not self.rows:
             return "no spec to check" + (f" (no spec is affected by the changes since {self.changed_since})"
@@ -409,7 +412,12 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
         what = f"[{k}/{len(specs)}] {label(name, conf)}"
         say(f"{what}: searching {len(expected)} invariants at "
             + " ".join(f"{b}={spec.bounds[b]}" for b in BOUNDS if b in spec.bounds))
-        result = search(spec, list(expected))
+
+        def unexpected(v, name=name, conf=conf, spec=spec, expected=expected):
+            """A violation of an invariant that must hold is written as soon as found: a stop keeps it."""
+            if expected[v.invariant] != "violated":
+                save(from_steps(spec, v.invariant, "local", v.steps, gate=True), trace_path(out, name, conf, v.invariant))
+        result = search(spec, list(expected), on_violation=unexpected)
         report.never_fired[name, conf] = list(result.never_fired)
         for inv, verdict in expected.items():
             row = Row(name, inv, verdict, result.verdicts[inv], result.distinct_states, result.depth,
@@ -430,6 +438,13 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
                 os.remove(target)          # from an earlier run: it would mislead whoever reads --out
             report.rows.append(row)
         unmet = [r.invariant for r in report.rows if (r.spec, r.configuration) == (name, conf) and not r.ok]
+        if result.budget_hit:               # the gate sets no budget: a stop request ends the whole gate
+            left = len(specs) - k
+            report.stopped = (f"{result.budget_hit} while searching {label(name, conf)}"
+                              + (f"; {left} more searches not run" if left else ""))
+            say(f"{what}: stopped by {result.budget_hit} after {result.distinct_states:,} "
+                f"states, depth {result.depth} fully explored")
+            break
         say(f"{what}: {result.distinct_states:,} states, depth {result.depth}, "
             f"{result.seconds:.1f} s — " + (f"UNMET: {', '.join(unmet)}" if unmet else "as expected"))
     report.seconds = time.perf_counter() - start
@@ -477,6 +492,9 @@ def print_table(console, report):
         if r.counterexample:
             console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show "
                           f"{show_mod.markup_safe(r.counterexample)}[/]", soft_wrap=True)
+    if report.stopped:
+        console.print(f"[yellow]gate stopped:[/] {report.headline()} in {report.seconds:.1f} s", soft_wrap=True)
+        return
     colour = "green" if report.ok else "bold red"
     console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {report.headline()} "
                   f"in {report.seconds:.1f} s")
@@ -484,7 +502,8 @@ def print_table(console, report):
 
 def as_json(report):
     return {
-        "tool": "isrcheck", "version": __version__, "ok": report.ok, "seconds": round(report.seconds, 3),
+        "tool": "isrcheck", "version": __version__, "ok": report.ok,
+        "stopped": report.stopped, "seconds": round(report.seconds, 3),
         "summary": report.headline(),
         "changed_since": report.changed_since, "changed_files": report.changed_files,
         "specs": {name: {"bounds": dict(spec.bounds), "never_fired": report.never_fired.get((name, conf), []),
@@ -584,7 +603,8 @@ def as_sarif(report):
             "tool": {"driver": {"name": "isrcheck", "version": __version__, "semanticVersion": __version__,
                                 "informationUri": "https://github.com/isrcheck/isrcheck", "rules": rules}},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + os.getcwd().replace(os.sep, "/") + "/"}},
-            "invocations": [{"executionSuccessful": True, "exitCode": EXIT_MET if report.ok else EXIT_UNMET}],
+            "invocations": [{"executionSuccessful": not report.stopped,
+                             "exitCode": EXIT_STOPPED if report.stopped else EXIT_MET if report.ok else EXIT_UNMET}],
             "results": results,
         }],
     }
@@ -719,13 +739,15 @@ def _write(path, text):
 @click.option("--update-traces", is_flag=True,
               help="on purpose: (re)write the saved counterexample of every expected violation the search finds "
                    "(every configuration of the specs checked) into --counterexamples, then check them")
+@stop.memory_option
 @click.pass_context
 def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progress, update_traces):
     """CI gate: check every spec (or those named), at each of its configurations, against its expected
     verdicts and saved counterexamples.
 
-    Exit 0 when every expectation is met, 1 otherwise, 2 on bad input.
+    Exit 0 when every expectation is met, 1 otherwise, 2 on bad input, 3 when stopped (a signal, --max-memory).
     """
+    stop.polled()
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
     err = Console(stderr=True, highlight=False)
     if os.path.lexists(cx_dir) and not os.path.isdir(cx_dir):
@@ -767,4 +789,4 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
                 fh.write(as_markdown(report))
         except OSError as e:
             err.print(f"gate: warning: cannot append the summary to {summary} ({e.strerror})", markup=False)
-    ctx.exit(EXIT_MET if report.ok else EXIT_UNMET)
+    ctx.exit(EXIT_STOPPED if report.stopped else EXIT_MET if report.ok else EXIT_UNMET)

@@ -46,7 +46,8 @@ the scalar interface of a Spec (``initial_row()``, ``step(row, inst)``,
 ``holds(row, inv)``). The result is always replayed on the spec's scalar
 backend; if that replay disagrees, the search is redone there.
 ``reduce=False`` only validates and cuts the input (no search).
-``time_limit`` (seconds) stops the search early with the best trace so far.
+``time_limit`` (seconds), or a stop request (:mod:`checker.stop`: a signal),
+stops the search early with the best trace so far.
 
 Raises ``ValueError`` when the input does not violate ``invariant`` (a step
 not enabled, or the invariant never fails), names an action the spec does not
@@ -57,6 +58,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
+from isrcheck.checker import stop
 
 
 class Minimized(list):
@@ -201,7 +204,7 @@ def _search(spec, backend, inv, ids, deadline):
         return got is not None and (len(got) < len(c) or (len(got) == len(c) and got < c))
 
     def out_of_time():
-        return deadline is not None and time.monotonic() > deadline
+        return (deadline is not None and time.monotonic() > deadline) or stop.reason() is not None
 
     def without(c, eff, drop):
         """Run c without the steps at positions ``drop``."""

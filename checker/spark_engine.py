@@ -99,6 +99,7 @@ import uuid
 
 import numpy as np
 
+from isrcheck.checker import stop as stopping
 from isrcheck.checker.bfs import Search, SearchResult, Violation, search as bfs_search
 from isrcheck.checker.fingerprint import Symmetry
 
@@ -501,7 +502,7 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 # the search
 # ---------------------------------------------------------------------------------------------
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, max_states=None,
-                 max_depth=None, time_limit=None, progress=None, workdir=None, *, chunk=None,
+                 max_depth=None, time_limit=None, progress=None, workdir=None, on_violation=None, *, chunk=None,
                  checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, _fault=None):
     """Exhaustive search of the named invariants on Spark; the same SearchResult as checker.bfs.search.
 
@@ -511,7 +512,10 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     default parallelism. ``workdir`` receives the per-level Parquet files and the
     checkpoints (a temporary directory, removed at the end, when not given).
     ``progress`` is called after each level with depth, frontier, distinct and
-    seconds like the local engine's, plus level_seconds when it accepts it.
+    seconds like the local engine's, plus level_seconds when it accepts it;
+    ``on_violation(violation)`` as soon as the level holding a violation is done.
+    A stop request (:mod:`checker.stop`) cancels the running job and ends the
+    search like the time limit.
     ``chunk`` is the local engine's chunk whose max_states cut is reproduced
     (its default when None) and the map tasks' expansion batch.
     ``batch_states``: levels are chained into one job while the predicted number
@@ -527,6 +531,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     chunk = chunk or local_chunk()
     search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
     sc, created = spark_context(master, partitions, conf)
+    if created:
+        stopping.reinstall()          # SparkContext took SIGINT for itself
     own_workdir = workdir is None
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
     level_rdd = None
@@ -592,7 +598,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 since_checkpoint = 0
             finished = _run_job(sc, rdd, start, time_limit)
             if not finished:
-                budget_hit = f"time limit {time_limit:g}s"
+                budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
                 stop = True
             first = depth
             for level in range(first, first + n_levels):
@@ -634,6 +640,11 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                     break
                 level_start.append(next_id)
                 level_sizes.append(cut)
+                for v in violations.values():
+                    if v.level == level + 1:
+                        v.steps = _trace(search, workdir, v, level_start)
+                        if on_violation is not None:
+                            on_violation(v)
                 if report is not None:
                     now = time.perf_counter()
                     report(depth=level, frontier=n_frontier, distinct=next_id + cut, seconds=now - start,
@@ -649,9 +660,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             else:
                 old, level_rdd = level_rdd, rdd
                 old.unpersist(blocking=False)
-                if time_limit is not None and time.perf_counter() - start > time_limit:
+                if stopping.reason() or (time_limit is not None and time.perf_counter() - start > time_limit):
                     # as the local engine: the level during which the time ran out is kept, not counted
-                    budget_hit = f"time limit {time_limit:g}s"
+                    budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
                     depth -= 1
                     stop = True
                 elif not finished:
@@ -662,7 +673,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             if stop:
                 break
         for v in violations.values():
-            v.steps = _trace(search, workdir, v, level_start)
+            if not v.steps:
+                v.steps = _trace(search, workdir, v, level_start)
     finally:
         if level_rdd is not None:
             level_rdd.unpersist(blocking=False)
@@ -713,34 +725,38 @@ def _progress_reporter(progress):
 def _run_job(sc, rdd, start, time_limit):
     """Compute and cache the chained levels (a JVM-side count: no Python pass over the records).
 
-    False if the job was cancelled at the time limit.
+    False if the job was cancelled: at the time limit, or by a stop request (checker.stop), which
+    cancels every job of the context (the process is stopping).
     """
-    if time_limit is None:
-        rdd._jrdd.count()
-        return True
-    group = f"isrcheck-{uuid.uuid4().hex}"
+    group = None if time_limit is None else f"isrcheck-{uuid.uuid4().hex}"
     cancelled = threading.Event()
 
     def cancel():
         cancelled.set()
-        sc.cancelJobGroup(group)
+        if group is None:
+            sc.cancelAllJobs()
+        else:
+            sc.cancelJobGroup(group)
 
-    timer = threading.Timer(max(time_limit - (time.perf_counter() - start), 0.0), cancel)
-    saved = {k: sc.getLocalProperty(k) for k in ("spark.jobGroup.id", "spark.job.description",
-                                                 "spark.job.interruptOnCancel")}
-    sc.setJobGroup(group, "isrcheck levels", interruptOnCancel=False)
-    timer.start()
+    if group is not None:
+        timer = threading.Timer(max(time_limit - (time.perf_counter() - start), 0.0), cancel)
+        saved = {k: sc.getLocalProperty(k) for k in ("spark.jobGroup.id", "spark.job.description",
+                                                     "spark.job.interruptOnCancel")}
+        sc.setJobGroup(group, "isrcheck levels", interruptOnCancel=False)
+        timer.start()
     try:
-        rdd._jrdd.count()
+        with stopping.on_stop(cancel):
+            rdd._jrdd.count()
         return True
     except Exception:
         if cancelled.is_set():
             return False
         raise
     finally:
-        timer.cancel()
-        for k, v in saved.items():
-            sc.setLocalProperty(k, v)
+        if group is not None:
+            timer.cancel()
+            for k, v in saved.items():
+                sc.setLocalProperty(k, v)
 
 
 def _trace(search, workdir, violation, level_start):

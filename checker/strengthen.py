@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pysat.solvers import Solver as SatSolver
 
+from isrcheck.checker import stop
 from isrcheck.checker.bfs import Search
 from isrcheck.checker.symbolic import CnfUnrolling, Z3Unknown, _sat_check
 
@@ -144,7 +145,9 @@ def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=Non
     rows, complete = reachable_states(spec, progress=search_progress, **budgets)
     result.reachable_states, result.search_seconds = rows.shape[1], time.perf_counter() - start
     if not complete:
-        return finish(reason="the exhaustive search did not finish: its states are not all the reachable ones")
+        why = stop.reason()
+        return finish(reason=f"stopped by {why} during the exhaustive search ({rows.shape[1]:,} states)" if why else
+                      "the exhaustive search did not finish: its states are not all the reachable ones")
     lay = spec.layout
     if ((rows < lay.lo[:, None]) | (rows > lay.hi[:, None])).any():
         raise RuntimeError("internal error: a reachable state is outside its fields' bounds")

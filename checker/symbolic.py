@@ -71,6 +71,7 @@ import numpy as np
 import z3
 from pysat.solvers import Solver as SatSolver
 
+from isrcheck.checker import stop
 from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
 from isrcheck.model.view import z3_variables
 
@@ -80,6 +81,10 @@ class Z3Unknown(Exception):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
+
+
+class Stopped(Z3Unknown):
+    """A stop request (checker.stop: a signal, the memory limit) ended the solving; the reason is its name."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -576,7 +581,11 @@ def _solve(solver, deadline, assumptions=()):
         if remaining <= 0:
             raise Z3Unknown("time limit reached")
         solver.set("timeout", max(1, int(remaining * 1000)))
-    answer = solver.check(*assumptions)
+    solver.set("ctrl_c", False)            # z3 would take SIGINT for itself; checker.stop wakes it instead
+    with stop.on_stop(solver.ctx.interrupt):
+        answer = solver.check(*assumptions)
+    if stop.reason():
+        raise Stopped(stop.reason())
     if answer == z3.unknown:
         reason = solver.reason_unknown()
         if reason in ("timeout", "canceled") or (deadline is not None and time.perf_counter() >= deadline):
@@ -620,7 +629,7 @@ class BmcResult(SearchResult):
         return self.z3_unknown is not None
 
 
-def bmc(spec, invariants, depth, timeout_s=None, progress=None):
+def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=None):
     """Bounded model checking of the named invariants on paths of up to ``depth`` states.
 
     Levels are checked in order 1, 2, ..., depth (level d: paths of d states from
@@ -631,7 +640,9 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None):
     for a path whose last state violates a pending invariant. ``timeout_s``
     bounds the whole run; when it runs out the result has ``z3_unknown`` and
     ``budget_hit`` set and ``depth`` is the last level fully checked.
-    ``progress(depth=, frontier=0, distinct=0, seconds=)`` is called after each level.
+    ``progress(depth=, frontier=0, distinct=0, seconds=)`` is called after each level,
+    ``on_violation(violation)`` for each violation as soon as its level is checked.
+    A stop request (:mod:`checker.stop`) ends the run like the time limit.
     """
     if depth < 1:
         raise ValueError("bmc depth must be at least 1")
@@ -641,7 +652,7 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None):
     pending = list(invs)
     violations = {}
     u = CnfUnrolling(spec, invs)
-    done, unknown, level_seconds = 0, None, []
+    done, unknown, budget, level_seconds = 0, None, None, []
     with SatSolver(name="cadical195") as solver:
         solver.append_formula(u.initial())
         try:
@@ -652,21 +663,27 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None):
                 clauses, holds = u.holds(last)
                 solver.append_formula(clauses)
                 _check_level(u, solver, holds, level, pending, violations, deadline)
+                for v in violations.values():
+                    if on_violation is not None and v.level == level:
+                        on_violation(v)
                 done = level
                 level_seconds.append(time.perf_counter() - start)
                 if progress is not None:
                     progress(depth=level, frontier=0, distinct=0, seconds=time.perf_counter() - start)
                 if not pending:
                     break
+        except Stopped as e:              # stop cleanly: the violations found so far are reported and saved
+            unknown = budget = e.reason
         except Z3Unknown as e:
             unknown = e.reason
-        except KeyboardInterrupt:         # stop cleanly: the violations found so far are reported and saved
-            unknown = "Ctrl-C"
-    budget = None      # a noun phrase: the CLI prints "stopped: <budget_hit> reached"
+        except KeyboardInterrupt:         # Ctrl-C where no stop handler is installed (a library caller)
+            unknown = budget = "Ctrl-C"
+        except MemoryError:
+            unknown = budget = stop.out_of_memory()
     if unknown is not None:
-        budget = "Ctrl-C" if unknown == "Ctrl-C" else f"z3 time limit {timeout_s:g}s"
+        budget = budget or f"z3 time limit {timeout_s:g}s"
     elif pending:
-        budget = f"bmc depth {depth}"
+        budget = f"bmc depth {depth}"     # a noun phrase: the CLI prints "stopped by <budget_hit>"
     return BmcResult(
         invariants=[i.name for i in invs], violations=violations, distinct_states=0, transitions=0,
         depth=done, seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=0,
@@ -685,8 +702,11 @@ def _sat_check(solver, assumptions, deadline):
     while True:
         if deadline is not None and time.perf_counter() >= deadline:
             raise Z3Unknown("time limit reached")
+        if stop.reason():
+            raise Stopped(stop.reason())
         solver.conf_budget(1000)
-        answer = solver.solve_limited(assumptions=assumptions)
+        # expect_interrupt: pysolvers would otherwise take SIGINT and raise its own error mid-solve
+        answer = solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
         if answer is not None:
             return answer
 

@@ -570,7 +570,7 @@ class CollectingSearch(Search):
 
     def _check(self, rows, first_id, level, pending, violations):
         self.rows.append(np.array(rows, copy=True))
-        super()._check(rows, first_id, level, pending, violations)
+        return super()._check(rows, first_id, level, pending, violations)
 
 
 def to_naive(spec, row):
