@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from isrcheck.checker import __version__, report, show as show_mod
-from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
+from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, load, replay as replay_trace,
+                                    replay_lasso, save, spec_for)
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.specs import SPECS
@@ -129,7 +130,9 @@ def cli():
 @cli.command()
 @click.option("--spec", "spec_name", required=True, help="protocol version (see `isrcheck list`)")
 @click.option("--invariant", "invariants", multiple=True, help="invariant to check (repeatable)")
-@click.option("--all", "every", is_flag=True, help="check every invariant of the spec")
+@click.option("--all", "every", is_flag=True, help="check every invariant and liveness property of the spec")
+@click.option("--property", "properties", multiple=True,
+              help="liveness property to check (repeatable; local engine): P leads to Q under its fairness")
 @bound_options
 @click.option("--symmetry", is_flag=True, help="replica-symmetry reduction")
 @click.option("--engine", type=click.Choice(["local", "bmc", "spark"]), default="local", show_default=True,
@@ -146,12 +149,28 @@ def cli():
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, help="budget: seconds")
 @click.option("--chunk", type=click.IntRange(min=1), default=1 << 18, hidden=True)
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
-def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, master, partitions, out_dir, fmt,
-          max_states, max_depth, time_limit, chunk, no_progress, **kw):
+def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions,
+          out_dir, fmt, max_states, max_depth, time_limit, chunk, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     spec = make_spec(spec_name, collect_bounds(kw))
-    names = pick_invariants(spec, invariants, every)
+    props = pick_properties(spec, properties, every)
+    names = pick_invariants(spec, invariants, every) if invariants or every or not props else []
     progress = Progress(not no_progress)
+    live = None
+    if props:
+        if engine != "local" or symmetry:
+            raise UserError("liveness properties are checked by the local engine, without --symmetry")
+        from isrcheck.checker.liveness import check as check_liveness
+        try:
+            live = check_liveness(spec, props, chunk=chunk, max_states=max_states, max_depth=max_depth,
+                                  time_limit=time_limit, progress=progress)
+        finally:
+            progress.done()
+        if not names:
+            code, obj = finish_liveness(spec, live, out_dir, fmt)
+            if fmt == "json":
+                click.echo(json.dumps(obj, indent=1))
+            sys.exit(code)
     try:
         if engine == "bmc":
             from isrcheck.checker.symbolic import bmc
@@ -169,7 +188,36 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
                             max_depth=max_depth, time_limit=time_limit, progress=progress)
     finally:
         progress.done()
-    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), symmetry=symmetry)
+    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), symmetry=symmetry,
+           liveness=live)
+
+
+def pick_properties(spec, names, every):
+    """The liveness properties to check; with ``--all``, every one."""
+    if every:
+        return list(spec.properties)
+    for n in names:
+        if n not in spec.properties:
+            raise UserError(f"spec {spec.name} has no liveness property {n!r} "
+                            f"(it has: {', '.join(spec.properties) or 'none'})")
+    return list(dict.fromkeys(names))
+
+
+def finish_liveness(spec, results, out_dir, fmt):
+    """Save a lasso per violated property and print the verdicts (text); (exit code: 1 violated, 3 unknown, else 0;
+    the ``--format json`` object)."""
+    files = {}
+    for name, r in results.items():
+        if r.lasso is not None:
+            prop = spec.properties[name]
+            trace = from_steps(spec, name, "local", r.lasso.steps, loop=r.lasso.loop, trigger=r.lasso.trigger,
+                               fairness=[f"{f.kind}({f.action})" for f in prop.fairness])
+            files[name] = save(trace, default_path(out_dir, spec.name, name))
+    if fmt == "text":
+        report.print_liveness(_out(), spec, results, files)
+    verdicts = {r.verdict for r in results.values()}
+    code = EXIT_VIOLATED if "violated" in verdicts else EXIT_BUDGET if "unknown" in verdicts else EXIT_HOLDS
+    return code, report.liveness_json(spec, results, files)
 
 
 def observations(spec, names, every):
@@ -180,18 +228,24 @@ def observations(spec, names, every):
     return {n for n in names if every and spec.invariants[n].benign}
 
 
-def finish(spec, engine, result, out_dir, fmt, observed=(), **meta):
-    """Save a trace per violation, print the report, exit 1 / 3 / 0 (benign observations never fail)."""
+def finish(spec, engine, result, out_dir, fmt, observed=(), liveness=None, **meta):
+    """Save a trace per violation, print the report, exit 1 / 3 / 0 (benign observations never fail).
+
+    ``liveness`` holds results of properties checked too (their report follows, and counts in the exit code).
+    """
     trace_files = {}
     for inv, v in result.violations.items():
         trace = from_steps(spec, inv, engine, v.steps, **meta)
         trace_files[inv] = save(trace, default_path(out_dir, spec.name, inv))
-    if fmt == "json":
-        click.echo(json.dumps(report.as_json(spec, engine, result, trace_files, observed), indent=1))
-    else:
+    if fmt == "text":
         report.print_text(_out(), spec, engine, result, trace_files, observed)
-    if set(result.violations) - set(observed):
+    live, live_json = finish_liveness(spec, liveness, out_dir, fmt) if liveness else (EXIT_HOLDS, {})
+    if fmt == "json":
+        click.echo(json.dumps({**report.as_json(spec, engine, result, trace_files, observed), **live_json}, indent=1))
+    if set(result.violations) - set(observed) or live == EXIT_VIOLATED:
         sys.exit(EXIT_VIOLATED)
+    if live == EXIT_BUDGET:
+        sys.exit(EXIT_BUDGET)
     if result.budget_hit:
         sys.exit(EXIT_BUDGET)
     sys.exit(EXIT_HOLDS)
@@ -249,6 +303,12 @@ def show(trace_path, fmt):
         return
     console = _out()
     meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
+    if is_lasso(trace):
+        console.print(f"[bold]{trace.spec}[/] · {meta} · property [bold]{trace.invariant}[/] · engine {trace.engine}"
+                      f" · {len(trace.steps)} states")
+        show_mod.render(console, spec, trace)
+        console.print(show_mod.lasso_summary(spec, trace), soft_wrap=True)
+        return
     console.print(f"[bold]{trace.spec}[/] · {meta} · invariant [bold]{trace.invariant}[/] · engine {trace.engine}"
                   f" · {len(trace.steps)} states")
     notes = {}
@@ -271,7 +331,7 @@ def show(trace_path, fmt):
 def replay(trace_path):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
     trace, spec = _load_trace(trace_path)
-    result = replay_trace(spec, trace)
+    result = (replay_lasso if is_lasso(trace) else replay_trace)(spec, trace)
     console = _out()
     if result.ok:
         console.print(f"[green]reproduces:[/] {result.message}")
@@ -414,6 +474,8 @@ def minimize(trace_path, output):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     from isrcheck.checker.minimize import minimize as ddmin
     trace, spec = _load_trace(trace_path)
+    if is_lasso(trace):
+        raise UserError(f"{trace_path}: a liveness lasso; minimize works on invariant traces")
     result = replay_trace(spec, trace)
     if not result.ok:
         raise UserError(f"{trace_path}: does not reproduce on the current model ({result.message})")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
 from isrcheck.model.layout import Field
-from isrcheck.model.spec import Spec, action, invariant
+from isrcheck.model.spec import Spec, action, invariant, leads_to, weak
 
 
 class KafkaReplication(Spec):
@@ -805,3 +805,66 @@ class KafkaReplication(Spec):
                     below = self.acting_leader(s, l) & s.q_isr[i] & (o < s.hw[l])
                     ok.append(~below | ((s.leo[i] > o) & (s.log_record[i][o] == s.log_record[l][o])))
         return all_of(ok)
+
+    # ------------------------------------------------------------------------------------
+    # liveness properties (checker/liveness.py): P leads to Q under the fairness each declares
+    # ------------------------------------------------------------------------------------
+    def acting_leader_stuck(self, s, l):
+        """l is the acting leader with records above its HW while every member of its ISR is up."""
+        return (self.acting_leader(s, l) & (s.hw[l] < s.leo[l])
+                & all_of(~s.isr[l][i] | s.up[i] for i in self.REPLICAS))
+
+    def follower_out_of_isr(self, s, l, f):
+        """Live follower f of the acting leader l is outside l's ISR."""
+        return self.acting_leader(s, l) & s.up[f] & ~s.isr[l][f]
+
+    @leads_to("eventually-leader", fairness=[weak("elect_leader"), weak("apply_leader_and_isr")])
+    def eventually_leader(self, s):
+        """Once every broker stays up, some replica becomes the acting leader.
+
+        Fairness: the controller eventually elects a live ISR member it keeps being able to elect, and a live
+        broker eventually applies a LeaderAndIsr it keeps being able to apply (each instance weakly fair).
+        A broker going down ends the obligation (the assumption broke). Triggers are states where the
+        controller can still start a leader epoch (q_epoch < max_epochs): at the last epoch an offline
+        partition stays offline only because the bound forbids the next election.
+        """
+        all_up = all_of(s.up[r] for r in self.REPLICAS)
+        led = any_of(self.acting_leader(s, l) for l in self.REPLICAS)
+        return all_up & ~led & (s.q_epoch < self.E), led | ~all_up
+
+    @leads_to("hw-advances", fairness=[weak("fetch"), weak("apply_leader_and_isr"), weak("truncate_by_epoch", optional=True)])
+    def hw_advances(self, s):
+        """A record appended by the acting leader while its ISR members stay up is eventually below the HW.
+
+        Fairness: a live follower eventually fetches from the leader it believes in, finishes truncating, and
+        applies a LeaderAndIsr that reaches it (each instance weakly fair); producers, ISR changes, elections
+        and crashes need no fairness. The obligation ends when the leader stops acting or an ISR member goes down.
+        """
+        return (any_of(self.acting_leader_stuck(s, l) for l in self.REPLICAS),
+                all_of(~self.acting_leader_stuck(s, l) for l in self.REPLICAS))
+
+    @leads_to("isr-regrows", fairness=[weak("fetch"), weak("apply_leader_and_isr"), weak("truncate_by_epoch", optional=True)])
+    def isr_regrows(self, s):
+        """A live follower that keeps fetching is eventually back in the acting leader's ISR.
+
+        Fairness as for hw-advances. The obligation ends when the leader stops acting or the follower stops;
+        a follower out of the ISR in some state, the goal is a state where no live follower of an acting
+        leader is outside its ISR.
+        """
+        out = [self.follower_out_of_isr(s, l, f) for l in self.REPLICAS for f in self.REPLICAS if f != l]
+        return any_of(out), ~any_of(out)
+
+    @leads_to("truncation-terminates", fairness=[weak("truncate_by_epoch", optional=True),
+                                                 weak("apply_leader_and_isr"), weak("elect_leader"),
+                                                 weak("restart")])
+    def truncation_terminates(self, s):
+        """A live follower in the truncation phase (0.11+, OffsetsForLeaderEpoch) eventually fetches again.
+
+        Fairness: a live follower eventually sends OffsetsForLeaderEpoch to the leader it believes in, a live
+        broker eventually applies a LeaderAndIsr that reaches it, and the controller eventually elects a live
+        ISR member it keeps being able to elect, and a stopped broker eventually restarts (each instance weakly
+        fair): a follower whose leader died waits for the next leader, or for the last ISR member to come back
+        (unclean election off). Stopping ends the obligation.
+        """
+        truncating = [s.up[f] & s.truncating[f] for f in self.REPLICAS]
+        return any_of(truncating), ~any_of(truncating)

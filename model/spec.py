@@ -68,6 +68,50 @@ def invariant(name, benign=False):
     return deco
 
 
+class Fairness(tuple):
+    """``weak(name)`` / ``strong(name)``: the fairness a liveness property assumes of every instance of an action."""
+
+    __slots__ = ()
+
+    def __new__(cls, kind, action_name, optional=False):
+        return super().__new__(cls, (kind, action_name, optional))
+
+    kind = property(lambda self: self[0])
+    action = property(lambda self: self[1])
+    optional = property(lambda self: self[2])      # a version that lacks the action assumes nothing of it
+
+    def __repr__(self):
+        return f"{self.kind}({self.action!r})"
+
+
+def weak(action_name, optional=False):
+    """Weak fairness of each instance of an action: one that stays enabled is eventually taken (TLA+'s WF).
+
+    ``optional=True``: a protocol version that declares no such action assumes nothing (else a DeclarationError).
+    """
+    return Fairness("weak", action_name, optional)
+
+
+def strong(action_name, optional=False):
+    """Strong fairness of each instance of an action: one enabled again and again is eventually taken (TLA+'s SF)."""
+    return Fairness("strong", action_name, optional)
+
+
+def leads_to(name, fairness=()):
+    """Declare a liveness property P ~> Q (whenever P holds, Q holds then or later) under a kebab-case name.
+
+    The method returns the pair (P, Q) as expressions of the state, like an
+    invariant's body, so every backend evaluates them. ``fairness`` lists
+    ``weak("action")`` / ``strong("action")``: each applies to every instance
+    of that action (each parameter combination on its own, as TLA+'s
+    ``\\A p: WF_vars(A(p))``). Without fairness any state may stutter forever.
+    """
+    def deco(fn):
+        fn.__isrcheck_leads_to__ = (name, tuple(fairness))
+        return fn
+    return deco
+
+
 @dataclass
 class ActionInstance:
     id: int
@@ -91,6 +135,26 @@ class Invariant:
     benign: bool = False
 
 
+@dataclass
+class LeadsTo:
+    """A declared liveness property: ``trigger`` (P) leads to ``goal`` (Q) under ``fairness``."""
+    name: str
+    fn: object = dc_field(repr=False)
+    fairness: tuple = ()
+    meaning: str = ""
+    detail: str = ""
+
+    @property
+    def trigger(self):
+        """P as an invariant-like predicate (so every backend's invariant evaluation runs it)."""
+        return Invariant(f"{self.name}:trigger", lambda spec, s: self.fn(spec, s)[0])
+
+    @property
+    def goal(self):
+        """Q as an invariant-like predicate."""
+        return Invariant(f"{self.name}:goal", lambda spec, s: self.fn(spec, s)[1])
+
+
 def _doc_parts(fn):
     doc = (fn.__doc__ or "").strip()
     first, _, rest = doc.partition("\n")
@@ -111,6 +175,10 @@ class Spec:
     expected: dict = {}
     #: invariant name -> why it is expected so (ticket, KIP)
     expected_why: dict = {}
+    #: liveness property name -> "holds" | "violated" at the default bounds
+    expected_liveness: dict = {}
+    #: liveness property name -> why it is expected so, with the fairness it assumes
+    expected_liveness_why: dict = {}
 
     def __init__(self, **bounds):
         unknown = set(bounds) - set(self.defaults)
@@ -126,6 +194,7 @@ class Spec:
         self.layout = Layout(self.fields())
         self.invariants = self._collect_invariants()
         self.actions = self._instantiate_actions()
+        self.properties = self._collect_properties()
 
     # --- to be provided by subclasses -------------------------------------------------
     def configure(self, **bounds):
@@ -167,6 +236,35 @@ class Spec:
                 raise DeclarationError(f"invariant {inv.name}: must return a boolean expression")
             self._check_cell_range(arithmetic, True, f"invariant {inv.name}")
         return invs
+
+    def _collect_properties(self):
+        """The declared liveness properties, each checked like an invariant on z3 (P and Q boolean, fairness known)."""
+        props, names = {}, {attr for attr, _ in self._members("__isrcheck_action__")}
+        for _, fn in self._members("__isrcheck_leads_to__"):
+            name, fairness = fn.__isrcheck_leads_to__
+            meaning, detail = _doc_parts(fn)
+            for f in fairness:
+                if not isinstance(f, Fairness):
+                    raise DeclarationError(f"property {name}: fairness must be weak(\"action\") or strong(\"action\"), "
+                                           f"got {f!r}")
+                if f.action not in names and not f.optional:
+                    raise DeclarationError(f"property {name}: fairness names {f.action!r}, which is no action "
+                                           f"of {self.name} (it has: {', '.join(sorted(names))})")
+            if name in self.invariants:
+                raise DeclarationError(f"property {name}: an invariant has that name")
+            with track_arithmetic() as arithmetic:
+                try:
+                    value = fn(self, View(self.layout, z3_reader(z3_variables(self.layout))))
+                except DeclarationError as e:
+                    raise DeclarationError(f"property {name}: {e}") from None
+                except z3.Z3Exception as e:
+                    raise DeclarationError(f"property {name}: ill-typed expression ({e})") from None
+            if not (isinstance(value, tuple) and len(value) == 2 and all(
+                    (isinstance(v, Sym) and v.is_bool) or isinstance(v, (bool, np.bool_)) for v in value)):
+                raise DeclarationError(f"property {name}: must return a pair (P, Q) of boolean expressions")
+            self._check_cell_range(arithmetic, True, f"property {name}")
+            props[name] = LeadsTo(name, fn, fairness, meaning, detail)
+        return props
 
     def _instantiate_actions(self):
         variables = z3_variables(self.layout)
