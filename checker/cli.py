@@ -153,12 +153,13 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
           out_dir, fmt, max_states, max_depth, time_limit, chunk, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     spec = make_spec(spec_name, collect_bounds(kw))
-    props = pick_properties(spec, properties, every)
+    live_engine = engine == "local" and not symmetry
+    props = pick_properties(spec, properties, every and live_engine)
     names = pick_invariants(spec, invariants, every) if invariants or every or not props else []
     progress = Progress(not no_progress)
     live = None
     if props:
-        if engine != "local" or symmetry:
+        if not live_engine:
             raise UserError("liveness properties are checked by the local engine, without --symmetry")
         from isrcheck.checker.liveness import check as check_liveness
         try:
@@ -188,6 +189,9 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                             max_depth=max_depth, time_limit=time_limit, progress=progress)
     finally:
         progress.done()
+    if every and not live_engine and spec.properties:
+        _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry "
+                     "checks them", markup=False)
     finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), symmetry=symmetry,
            liveness=live)
 
