@@ -16,7 +16,7 @@ A only stutters has an A self-loop in every component holding it), for strong
 fairness it can differ.
 
 The check runs on the exhaustive engine's reachable states (checker/bfs.py,
-which keeps 14 bytes per state), stored here as rows; the edges of the subgraph
+which keeps 14 bytes per state), stored here as bit-packed rows; the edges of the subgraph
 where Q fails are regenerated from those rows with the numpy batch backend and
 the engine's fingerprints, and kept only while the components are computed:
 strongly connected components (scipy's, linear time in C), the fairness of each
@@ -63,29 +63,82 @@ class LivenessResult:
         return self.retained_bytes / max(self.distinct_states, 1)
 
 
+class PackedRows:
+    """State rows bit-packed into 64-bit words: each cell takes the bits its range needs (kip-320: 16 bytes, not 66)."""
+
+    def __init__(self, layout):
+        self.lo = layout.lo.astype(np.int64)
+        bits = [max(1, int(hi - lo).bit_length()) for lo, hi in zip(layout.lo, layout.hi)]
+        self.word, self.shift, self.mask = [], [], [np.uint64((1 << b) - 1) for b in bits]
+        word, used = 0, 0
+        for b in bits:
+            if used + b > 64:
+                word, used = word + 1, 0
+            self.word.append(word)
+            self.shift.append(np.uint64(used))
+            used += b
+        self.words = word + 1
+        self.parts = []
+        self.data = np.empty((self.words, 0), dtype=np.uint64)
+
+    def append(self, batch):
+        packed = np.zeros((self.words, batch.shape[1]), dtype=np.uint64)
+        for c in range(batch.shape[0]):
+            packed[self.word[c]] |= (batch[c].astype(np.int64) - self.lo[c]).astype(np.uint64) << self.shift[c]
+        self.parts.append(packed)
+
+    def seal(self):
+        """Join the appended batches (once, after the search)."""
+        self.data = np.concatenate([self.data] + self.parts, axis=1)
+        self.parts = []
+
+    def take(self, ids):
+        """The rows of states ``ids``, column-major int8."""
+        packed = np.take(self.data, ids, axis=1)
+        out = np.empty((len(self.lo), packed.shape[1]), dtype=np.int8)
+        for c in range(len(self.lo)):
+            out[c] = ((packed[self.word[c]] >> self.shift[c]) & self.mask[c]).astype(np.int64) + self.lo[c]
+        return out
+
+    @property
+    def size(self):
+        return self.data.shape[1]
+
+    @property
+    def nbytes(self):
+        return self.data.nbytes
+
+
 class StateGraph:
-    """Every reachable state as a row (in the engine's BFS numbering), and ids by fingerprint."""
+    """Every reachable state, bit-packed, in the engine's BFS numbering; ids by fingerprint."""
 
     def __init__(self, spec, chunk=1 << 18, progress=None, **budgets):
         self.spec = spec
         self.search = Search(spec, [], chunk=chunk)
-        batches = []
-        self.result = self.search.run(on_states=batches.append, progress=progress, **budgets)
-        self.rows = np.concatenate(batches, axis=1)
-        del batches
-        fps = np.concatenate([self.search.fingerprint.full(self.rows[:, i:i + chunk])
-                              for i in range(0, self.size, chunk)])
+        self.states = PackedRows(spec.layout)
+        fps = []
+
+        def keep(rows):
+            self.states.append(rows)
+            fps.append(self.search.fingerprint.full(rows))
+        self.result = self.search.run(on_states=keep, progress=progress, **budgets)
+        self.states.seal()
+        fps = np.concatenate(fps)
         self.order = np.argsort(fps).astype(np.uint32)
         self.sorted_fps = fps[self.order]
 
     @property
     def size(self):
-        return self.rows.shape[1]
+        return self.states.size
+
+    def rows(self, start, stop):
+        """The rows of states start..stop-1, column-major."""
+        return self.states.take(np.arange(start, min(stop, self.size)))
 
     @property
     def nbytes(self):
         level_start, parents, actions = self.search.tree
-        return (self.rows.nbytes + self.order.nbytes + self.sorted_fps.nbytes
+        return (self.states.nbytes + self.order.nbytes + self.sorted_fps.nbytes
                 + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions))
 
     def ids(self, fps):
@@ -111,7 +164,7 @@ class Subgraph:
         src, dst, act = [], [], []
         for cs in range(0, nodes.size, chunk):
             ids = nodes[cs:cs + chunk]
-            batch = np.ascontiguousarray(np.take(graph.rows, ids, axis=1))
+            batch = graph.states.take(ids)
             fps = fp.full(batch)
             for inst in spec.actions:
                 rows = np.flatnonzero(spec.guard_batch(inst, batch))
@@ -233,7 +286,7 @@ def check_leads_to(spec, prop, graph):
     p_holds = np.zeros(graph.size, dtype=bool)
     step = 1 << 18
     for cs in range(0, graph.size, step):
-        batch = np.ascontiguousarray(graph.rows[:, cs:cs + step])
+        batch = graph.rows(cs, cs + step)
         q_fails[cs:cs + step] = ~spec.holds_batch(prop.goal, batch)
         p_holds[cs:cs + step] = spec.holds_batch(prop.trigger, batch)
     fairness = fairness_instances(spec, prop)
@@ -253,7 +306,7 @@ def check_leads_to(spec, prop, graph):
     for aid, node in to_fair + cycle:
         inst = spec.actions[aid]
         row = spec.step(row, inst)
-        if row is None or not np.array_equal(row, graph.rows[:, sub.nodes[node]]):
+        if row is None or not np.array_equal(row, graph.states.take([sub.nodes[node]])[:, 0]):
             raise RuntimeError(f"internal error: {inst.label} does not reach the stored state on replay")
         steps.append((inst, row))
     lasso = Lasso(steps, loop=len(prefix) - 1 + len(to_fair), trigger=len(prefix) - 1)

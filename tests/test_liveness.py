@@ -146,11 +146,11 @@ def brute_force(spec, prop, ids, edges):
 
 
 def engine_fair_states(spec, prop, graph):
-    q_fails = ~spec.holds_batch(prop.goal, graph.rows)
+    q_fails = ~spec.holds_batch(prop.goal, graph.rows(0, graph.size))
     fairness = liveness.fairness_instances(spec, prop)
     sub = liveness.Subgraph(graph, np.flatnonzero(q_fails), [aid for _, aid in fairness])
     label = sub.fair_components(fairness)
-    return {tuple(graph.rows[:, g]) for g in sub.nodes[label >= 0]}
+    return {tuple(row) for row in graph.states.take(sub.nodes[label >= 0]).T}
 
 
 def assert_lasso_replays(spec, name, lasso):
