@@ -91,7 +91,7 @@ def liveness_json(spec, results, trace_files):
     """The liveness part of ``--format json``: ``properties``, one object per property checked."""
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
             "properties": {name: {
-                "verdict": r.verdict, "expected": spec.expected_liveness.get(name),
+                "verdict": r.verdict, "expected": type(spec).liveness_expected()[0].get(name),
                 "fairness": [f"{f.kind}({f.action})" for f in spec.properties[name].fairness],
                 "distinct_states": r.distinct_states, "edges": r.edges, "fair_states": r.fair_states,
                 "seconds": round(r.seconds, 3), "bytes_per_state": round(r.bytes_per_state, 2),
@@ -108,7 +108,7 @@ def print_liveness(console: Console, spec, results, trace_files):
         table.add_column(column)
     styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
     for name, r in results.items():
-        expected = spec.expected_liveness.get(name, "")
+        expected = type(spec).liveness_expected()[0].get(name, "")
         mark = "" if not expected or expected == r.verdict or r.verdict == "unknown" else " [bold yellow](unexpected)[/]"
         fairness = ", ".join(f"{f.kind}({f.action})" for f in spec.properties[name].fairness) or "none"
         lasso = ""

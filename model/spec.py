@@ -175,7 +175,7 @@ class Spec:
     expected: dict = {}
     #: invariant name -> why it is expected so (ticket, KIP)
     expected_why: dict = {}
-    #: liveness property name -> "holds" | "violated" at the default bounds
+    #: liveness property name -> "holds" | "violated" at the default bounds; not inherited (see liveness_expected)
     expected_liveness: dict = {}
     #: liveness property name -> why it is expected so, with the fairness it assumes
     expected_liveness_why: dict = {}
@@ -195,6 +195,15 @@ class Spec:
         self.invariants = self._collect_invariants()
         self.actions = self._instantiate_actions()
         self.properties = self._collect_properties()
+
+    @classmethod
+    def liveness_expected(cls):
+        """(expected, why) of the liveness properties as this class itself states them.
+
+        Not inherited: a version that changes the protocol triages its liveness verdicts anew (a
+        subclass inherits the properties, and states none of their verdicts until it does).
+        """
+        return cls.__dict__.get("expected_liveness", {}), cls.__dict__.get("expected_liveness_why", {})
 
     # --- to be provided by subclasses -------------------------------------------------
     def configure(self, **bounds):
