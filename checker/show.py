@@ -103,7 +103,7 @@ def lasso_summary(spec, trace):
     else:
         repeat = f"from step {loop} on, nothing happens any more: the state stutters forever"
     fairness = ", ".join(f"{f.kind}({f.action})" for f in prop.fairness) or "no fairness"
-    return (f"[bold red]{prop.name} violated:[/] {escape(prop.meaning)}\nthe trigger holds at step {trigger}, "
+    return (f"[bold red]{prop.name} violated:[/] {escape(prop.meaning)}\nthe trigger holds at step {trigger}; "
             f"{escape(repeat)}\nthe goal never holds from step {trigger} on, and the loop is fair "
             f"({escape(fairness)}, each per action instance)"
             + (f"\n[dim]{escape(prop.detail)}[/]" if prop.detail else ""))
