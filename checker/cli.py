@@ -267,6 +267,10 @@ def list_specs(fmt):
             "default_bounds": dict(spec.bounds), "expected": dict(cls.expected),
             "expected_why": dict(cls.expected_why),
             "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in spec.invariants.items()},
+            "properties": {n: {"meaning": p.meaning, "fairness": [f"{f.kind}({f.action})" for f in p.fairness],
+                               "expected": cls.liveness_expected()[0].get(n),
+                               "expected_why": cls.liveness_expected()[1].get(n)}
+                           for n, p in spec.properties.items()},
         })
     if fmt == "json":
         click.echo(json.dumps(entries, indent=1))
@@ -285,6 +289,10 @@ def list_specs(fmt):
             why = e["expected_why"].get(inv)
             expected = e["expected"].get(inv, "-")
             table.add_row(inv, f"{expected}" + (f" — {why}" if why else ""), info["meaning"])
+        for prop, info in e["properties"].items():
+            expected = info["expected"] or "-"
+            table.add_row(f"{prop} (liveness)", expected + (f" — {info['expected_why']}" if info["expected_why"] else ""),
+                          f"{info['meaning']} Fairness: {', '.join(info['fairness'])}.")
         console.print(table)
 
 
