@@ -29,6 +29,7 @@ import json
 import networkx as nx
 
 from isrcheck.checker.explain import _normalize, _replicas, _S, explain
+from isrcheck.checker.trace import is_lasso
 
 
 def _clean(text):
@@ -106,7 +107,17 @@ def to_mermaid(spec, trace, invariant=None):
         for line in marks.get(i, []):
             where = _note_over(line, params, R)
             out.append(f"    Note over {where}: {_clean(line.kind.upper())}: {_clean(line.text)}")
+    if is_lasso(trace):
+        out.append(f"    Note over Controller,r{R - 1}: {_clean(_loop_words(trace))}")
     return "\n".join(out) + "\n"
+
+
+def _loop_words(trace):
+    """How a lasso's loop repeats, in words."""
+    loop, last = trace.extra["loop"], len(trace.steps) - 1
+    if loop == last:
+        return f"from step {loop} on, the state stutters forever"
+    return f"from step {loop} on, steps {loop + 1} to {last} repeat forever"
 
 
 def _note_over(line, params, R):
@@ -156,6 +167,8 @@ def to_graph(spec, trace, invariant=None):
             label = f"{i}: {name}({', '.join(f'{k}={v}' for k, v in params.items())})"
             g.add_edge(prev, node, label=label, step=i)
         prev = node
+    if is_lasso(trace) and trace.extra["loop"] == len(steps) - 1:
+        g.add_edge(prev, prev, label=_loop_words(trace), step=len(steps))
     return g
 
 

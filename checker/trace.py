@@ -127,7 +127,7 @@ def spec_for(trace, path="trace"):
 
 def is_lasso(trace):
     """A liveness counterexample: a prefix, then states[loop:] repeating forever (the last state equals states[loop])."""
-    return "loop" in trace.extra
+    return "loop" in getattr(trace, "extra", {})
 
 
 @dataclass

@@ -426,3 +426,19 @@ def test_liveness_expectations_are_stated_not_inherited():
         assert set(expected) <= set(cls().properties) and set(expected.values()) <= {"holds", "violated"}, cls.name
         assert set(why) <= set(expected), cls.name
     assert SPECS["kafka-7128"].liveness_expected() == ({}, {})        # a Kip320 subclass, not triaged yet
+
+
+def test_saved_lassos_render_their_loop_in_mermaid_and_dot():
+    from isrcheck.checker import export
+    from isrcheck.checker.trace import load, spec_for
+    root = os.path.join(os.path.dirname(__file__), "..", "counterexamples")
+    for path in [os.path.join(root, "kafka-1120", f"{p}.itf.json") for p in SPECS["kafka-1120"].liveness_expected()[0]]:
+        trace = load(path)
+        spec = spec_for(trace, path)
+        loop, last = trace.extra["loop"], len(trace.steps) - 1
+        words = (f"from step {loop} on, the state stutters forever" if loop == last
+                 else f"from step {loop} on, steps {loop + 1} to {last} repeat forever")
+        assert words in export.to_mermaid(spec, trace)
+        dot = export.to_dot(spec, trace)
+        assert (words in dot) == (loop == last)            # a real cycle closes on its start state's node
+        assert dot.count(" -> ") == last + (loop == last)
