@@ -16,9 +16,9 @@ A only stutters has an A self-loop in every component holding it), for strong
 fairness it can differ.
 
 The check runs on the exhaustive engine's reachable states (checker/bfs.py,
-which keeps 14 bytes per state), stored here as bit-packed rows; the edges of the subgraph
-where Q fails are regenerated from those rows with the numpy batch backend and
-the engine's fingerprints, and kept only while the components are computed:
+which keeps 14 bytes per state), stored here as bit-packed rows; the edges of
+the subgraph where Q fails are regenerated from those rows with the numpy batch
+backend and the engine's fingerprints, and kept only while a property is checked:
 strongly connected components (scipy's, linear time in C), the fairness of each
 checked from per-component counts, and components that break a strong fairness
 condition refined by dropping the states where that action is enabled
@@ -281,7 +281,7 @@ def fairness_instances(spec, prop):
 
 
 def check_leads_to(spec, prop, graph):
-    """Check one property on an explored StateGraph: (verdict, lasso or None, edges, fair states, bytes kept)."""
+    """Check one property on an explored StateGraph: (lasso or None, edges where Q fails, fair states, bytes kept)."""
     q_fails = np.zeros(graph.size, dtype=bool)
     p_holds = np.zeros(graph.size, dtype=bool)
     step = 1 << 18
@@ -316,8 +316,8 @@ def check_leads_to(spec, prop, graph):
 def _fair_cycle(sub, fairness, component, entry):
     """A cycle from ``entry`` through a fair component that meets every fairness condition: [(action id, node)].
 
-    Empty when stuttering at ``entry`` is fair (every weakly fair instance is disabled there, and every
-    strongly fair one in the whole component).
+    Empty when every weakly fair instance is disabled at ``entry`` and every strongly fair one in the whole
+    component: stuttering at ``entry`` is then fair.
     """
     inside = component[sub.src] & component[sub.dst]
     path, at = [], entry
