@@ -308,6 +308,9 @@ class Search:
                     break
                 last_snapshot = time.perf_counter()
 
+        self.tree = (level_start, parents, actions)     # for traces to any state numbered (checker/liveness.py)
+        for v in violations.values():
+            v.steps = self.trace(v.state_id, *self.tree)
         retained = visited.nbytes + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions)
         never = sorted({a.name for a in spec.actions} - {a.name for a in spec.actions if fired[a.id]})
         return SearchResult(

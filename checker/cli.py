@@ -20,7 +20,8 @@ from rich.table import Table
 from isrcheck.checker import __version__, report, show as show_mod, stop
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
-from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay as replay_trace, save, spec_for
+from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, load, replay as replay_trace,
+                                    replay_lasso, save, spec_for)
 from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
@@ -166,7 +167,9 @@ def cli():
 @cli.command()
 @click.option("--spec", "spec_name", required=True, help="protocol version (see `isrcheck list`)")
 @click.option("--invariant", "invariants", multiple=True, help="invariant to check (repeatable)")
-@click.option("--all", "every", is_flag=True, help="check every invariant of the spec")
+@click.option("--all", "every", is_flag=True, help="check every invariant and liveness property of the spec")
+@click.option("--property", "properties", multiple=True,
+              help="liveness property to check (repeatable; local engine): P leads to Q under its fairness")
 @bound_options
 @click.option("--symmetry", is_flag=True, help="replica-symmetry reduction")
 @click.option("--engine", type=click.Choice(["local", "bmc", "spark"]), default="local", show_default=True,
@@ -191,14 +194,16 @@ def cli():
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
-def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, master, partitions, out_dir, fmt,
-          max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, no_progress,
+def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions,
+          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, no_progress,
           **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
     spec = make_spec(spec_name, collect_bounds(kw))
-    names = pick_invariants(spec, invariants, every)
-    check_out_dir(out_dir, spec.name, names)
+    live_engine = engine == "local" and not symmetry
+    props = pick_properties(spec, properties, every and live_engine)
+    names = pick_invariants(spec, invariants, every) if invariants or every or not props else []
+    check_out_dir(out_dir, spec.name, names + props)
     if (checkpoint or resume) and engine != "local":
         raise UserError("--checkpoint and --resume work with the local engine only")
     if checkpoint and resume:
@@ -213,6 +218,21 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
                         f"directory")
     sink = TraceSink(spec, engine, out_dir, symmetry=symmetry)
     progress = Progress(not no_progress)
+    live = None
+    if props:
+        if not live_engine:
+            raise UserError("liveness properties are checked by the local engine, without --symmetry")
+        from isrcheck.checker.liveness import check as check_liveness
+        try:
+            live = check_liveness(spec, props, chunk=chunk, max_states=max_states, max_depth=max_depth,
+                                  time_limit=time_limit, progress=progress)
+        finally:
+            progress.done()
+        if not names:
+            code, obj = finish_liveness(spec, live, out_dir, fmt)
+            if fmt == "json":
+                click.echo(json.dumps(obj, indent=1))
+            sys.exit(code)
     try:
         if engine == "bmc":
             from isrcheck.checker.symbolic import bmc
@@ -236,7 +256,38 @@ def check(spec_name, invariants, every, symmetry, engine, depth, z3_timeout, mas
                 raise UserError(str(e)) from None
     finally:
         progress.done()
-    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)
+    if every and not live_engine and spec.properties:
+        _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry "
+                     "checks them", markup=False)
+    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live)
+
+
+def pick_properties(spec, names, every):
+    """The liveness properties to check; with ``--all``, every one."""
+    if every:
+        return list(spec.properties)
+    for n in names:
+        if n not in spec.properties:
+            raise UserError(f"spec {spec.name} has no liveness property {n!r} "
+                            f"(it has: {', '.join(spec.properties) or 'none'})")
+    return list(dict.fromkeys(names))
+
+
+def finish_liveness(spec, results, out_dir, fmt):
+    """Save a lasso per violated property and print the verdicts (text); (exit code: 1 violated, 3 unknown, else 0;
+    the ``--format json`` object)."""
+    files = {}
+    for name, r in results.items():
+        if r.lasso is not None:
+            prop = spec.properties[name]
+            trace = from_steps(spec, name, "local", r.lasso.steps, loop=r.lasso.loop, trigger=r.lasso.trigger,
+                               fairness=[f"{f.kind}({f.action})" for f in prop.fairness])
+            files[name] = save(trace, default_path(out_dir, spec.name, name))
+    if fmt == "text":
+        report.print_liveness(_out(), spec, results, files)
+    verdicts = {r.verdict for r in results.values()}
+    code = EXIT_VIOLATED if "violated" in verdicts else EXIT_BUDGET if "unknown" in verdicts else EXIT_HOLDS
+    return code, report.liveness_json(spec, results, files)
 
 
 def observations(spec, names, every):
@@ -259,23 +310,27 @@ class TraceSink:
         self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name, violation.invariant))
 
 
-def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, **meta):
+def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=None, **meta):
     """Save the final traces, print the report, exit 1 / 3 / 0 (benign observations never fail).
 
     A stop by a signal is exit 3 even when violations were found: the verdicts are partial.
+    ``liveness`` holds results of properties checked too (their report follows, and counts in the exit code).
     """
     sink = sink or TraceSink(spec, engine, out_dir, **meta)
     for v in result.violations.values():      # again: an engine may have improved a trace since (fuzz minimizes)
         sink(v)
     trace_files = {inv: sink.files[inv] for inv in result.violations}
-    if fmt == "json":
-        click.echo(json.dumps(report.as_json(spec, engine, result, trace_files, observed), indent=1))
-    else:
+    if fmt == "text":
         report.print_text(_out(), spec, engine, result, trace_files, observed)
+    live, live_json = finish_liveness(spec, liveness, out_dir, fmt) if liveness else (EXIT_HOLDS, {})
+    if fmt == "json":
+        click.echo(json.dumps({**report.as_json(spec, engine, result, trace_files, observed), **live_json}, indent=1))
     if stop.interrupted():
         sys.exit(EXIT_BUDGET)
-    if set(result.violations) - set(observed):
+    if set(result.violations) - set(observed) or live == EXIT_VIOLATED:
         sys.exit(EXIT_VIOLATED)
+    if live == EXIT_BUDGET:
+        sys.exit(EXIT_BUDGET)
     if result.budget_hit:
         sys.exit(EXIT_BUDGET)
     sys.exit(EXIT_HOLDS)
@@ -302,6 +357,10 @@ def list_specs(names, fmt):
                                for n, c in configurations(cls).items()],
             "not_modelled": dict(cls.not_modelled),
             "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in cls.declared_invariants().items()},
+            "properties": {n: {"meaning": meaning, "fairness": [str(f) for f in fairness],
+                               "expected": cls.liveness_expected()[0].get(n),
+                               "expected_why": cls.liveness_expected()[1].get(n)}
+                           for n, (meaning, fairness) in cls.declared_properties().items()},
         })
     if fmt == "json":
         click.echo(json.dumps(entries, indent=1))
@@ -320,6 +379,10 @@ def list_specs(names, fmt):
             why = e["expected_why"].get(inv)
             expected = e["expected"].get(inv, "-")
             table.add_row(inv, f"{expected}" + (f" — {why}" if why else ""), info["meaning"])
+        for prop, info in e["properties"].items():
+            expected = info["expected"] or "-"
+            table.add_row(f"{prop} (liveness)", expected + (f" — {info['expected_why']}" if info["expected_why"] else ""),
+                          f"{info['meaning']} Fairness: {', '.join(info['fairness'])}.")
         console.print(table)
         for c in e["configurations"][1:]:
             console.print(f"[dim]configuration[/] [bold]{c['name']}[/]: "
@@ -351,6 +414,13 @@ def show(trace_path, fmt):
         return
     console = _out()
     meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
+    if is_lasso(trace):
+        header = (f"{trace.spec} · {meta} · property {trace.invariant} · engine {trace.engine}"
+                  f" · {len(trace.steps)} states")
+        console.print(show_mod.printable(header), style="bold", markup=False)
+        show_mod.render(console, spec, trace)
+        console.print(show_mod.lasso_summary(spec, trace), soft_wrap=True)
+        return
     header = (f"{trace.spec} · {meta} · invariant {trace.invariant} · engine {trace.engine}"
               f" · {len(trace.steps)} states")
     console.print(show_mod.printable(header), style="bold", markup=False)
@@ -373,7 +443,7 @@ def show(trace_path, fmt):
 def replay(trace_path):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
     trace, spec = _load_trace(trace_path)
-    result = replay_trace(spec, trace)
+    result = (replay_lasso if is_lasso(trace) else replay_trace)(spec, trace)
     console = _out()
     if result.ok:
         console.print(f"[green]reproduces:[/] {show_mod.markup_safe(result.message)}")
@@ -528,6 +598,8 @@ def minimize(trace_path, output):
     stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
     trace, spec = _load_trace(trace_path)
+    if is_lasso(trace):
+        raise UserError(f"{trace_path}: a liveness lasso; minimize works on invariant traces")
     out = trace_path.replace(".itf.json", "") + ".min.itf.json" if output is None else output
     try:
         usable_file(out, "--output")

@@ -26,6 +26,7 @@ import json
 
 import networkx as nx
 
+from isrcheck.checker.trace import is_lasso, loop_words
 from isrcheck.model.present import step_label
 
 
@@ -55,6 +56,9 @@ def to_mermaid(spec, trace, invariant=None):
             out.append(f"    {a}->>{b}: {i}. {_clean(text)}")
         for line in marks.get(i, []):
             out.append(f"    Note over {present.note_over(params)}: {_clean(line.kind.upper())}: {_clean(line.text)}")
+    if is_lasso(trace):
+        first = present.participants[0] if present.participants else "r0"
+        out.append(f"    Note over {first},r{R - 1}: {_clean(loop_words(trace))}")
     return "\n".join(out) + "\n"
 
 
@@ -80,6 +84,8 @@ def to_graph(spec, trace, invariant=None):
             label = f"{i}: {step_label(name, params)}"
             g.add_edge(prev, node, label=label, step=i)
         prev = node
+    if is_lasso(trace) and trace.extra["loop"] == len(steps) - 1:
+        g.add_edge(prev, prev, label=loop_words(trace), step=len(steps))
     return g
 
 

@@ -86,3 +86,40 @@ def _print_bmc_summary(console, result):
     elif pending:
         console.print(f"[yellow]no violation of {', '.join(pending)} up to depth {result.depth}: a bounded check, "
                       f"not a proof (isrcheck prove covers every depth)[/]")
+
+
+def liveness_json(spec, results, trace_files):
+    """The liveness part of ``--format json``: ``properties``, one object per property checked."""
+    return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
+            "properties": {name: {
+                "verdict": r.verdict, "expected": type(spec).liveness_expected()[0].get(name),
+                "fairness": [f"{f.kind}({f.action})" for f in spec.properties[name].fairness],
+                "distinct_states": r.distinct_states, "edges": r.edges, "fair_states": r.fair_states,
+                "seconds": round(r.seconds, 3), "bytes_per_state": round(r.bytes_per_state, 2),
+                "peak_memory_bytes": r.peak_memory_bytes, "budget_hit": r.budget_hit,
+                "trace_file": trace_files.get(name),
+                "loop": r.lasso.loop if r.lasso else None, "trace_length": len(r.lasso.steps) if r.lasso else None,
+            } for name, r in results.items()}}
+
+
+def print_liveness(console: Console, spec, results, trace_files):
+    """The verdict of each liveness property, with its fairness and lasso."""
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("property", "verdict", "expected", "fairness", "lasso"):
+        table.add_column(column)
+    styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+    for name, r in results.items():
+        expected = type(spec).liveness_expected()[0].get(name, "")
+        mark = "" if not expected or expected == r.verdict or r.verdict == "unknown" else " [bold yellow](unexpected)[/]"
+        fairness = ", ".join(f"{f.kind}({f.action})" for f in spec.properties[name].fairness) or "none"
+        lasso = ""
+        if name in trace_files:
+            lasso = f"{trace_files[name]} (loop from state {r.lasso.loop} of {len(r.lasso.steps)})"
+        table.add_row(name, f"[{styles[r.verdict]}]{r.verdict}[/]{mark}", expected, fairness, lasso)
+    console.print(table)
+    r = next(iter(results.values()))
+    console.print(f"liveness: {r.distinct_states:,} distinct states · {r.seconds:.2f} s · peak memory "
+                  f"{_bytes(r.peak_memory_bytes)} · {r.bytes_per_state:.1f} bytes retained per state")
+    if r.budget_hit:
+        console.print(f"[yellow]stopped by {r.budget_hit}: a property not violated among the states explored "
+                      f"is unknown[/]")

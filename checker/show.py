@@ -74,3 +74,20 @@ def render(console: Console, spec, trace, explanations=None):
         for sentence in (explanations or {}).get(i, []):
             console.print(f"  [bold magenta]▶ {markup_safe(sentence)}[/]")
         prev = state
+
+
+def lasso_summary(spec, trace):
+    """What a liveness lasso says, in words: where P held, which steps repeat forever, and under which fairness."""
+    prop = spec.properties[trace.invariant]
+    loop, trigger = trace.extra["loop"], trace.extra["trigger"]
+    cycle = [step_label(name, params) for name, params, _ in trace.steps[loop + 1:]]
+    if cycle:
+        repeat = (f"from step {loop} on, {'this step repeats' if len(cycle) == 1 else f'these {len(cycle)} steps repeat'}"
+                  f" forever: {', '.join(cycle)}")
+    else:
+        repeat = f"from step {loop} on, nothing happens any more: the state stutters forever"
+    fairness = ", ".join(f"{f.kind}({f.action})" for f in prop.fairness) or "no fairness"
+    return (f"[bold red]{prop.name} violated:[/] {escape(prop.meaning)}\nthe trigger holds at step {trigger}; "
+            f"{markup_safe(repeat)}\nthe goal never holds from step {trigger} on, and the loop is fair "
+            f"({escape(fairness)}, each per action instance)"
+            + (f"\n[dim]{escape(prop.detail)}[/]" if prop.detail else ""))

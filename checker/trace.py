@@ -161,7 +161,15 @@ def load(path):
     for k, v in bounds.items():
         if not _is_int(v):
             raise TraceError(f"{path}: '#meta.bounds' {k!r} is not an integer")
-    return Trace(meta["spec"], bounds, meta["invariant"], meta.get("engine", "?"), steps, meta.get("seed"))
+    extra = {}
+    if "loop" in meta:          # a lasso (checker/liveness.py): states[loop:] repeat forever
+        for key in ("loop", "trigger"):
+            if not isinstance(meta.get(key), int) or isinstance(meta[key], bool) or not 0 <= meta[key] < len(steps):
+                raise TraceError(f"{path}: '#meta.{key}' must be a state index (0..{len(steps) - 1})")
+        if meta["trigger"] > meta["loop"]:
+            raise TraceError(f"{path}: '#meta.trigger' comes after the loop's start")
+        extra = {"loop": meta["loop"], "trigger": meta["trigger"]}
+    return Trace(meta["spec"], bounds, meta["invariant"], meta.get("engine", "?"), steps, meta.get("seed"), extra)
 
 
 def _scalar(value, where):
@@ -256,10 +264,26 @@ def spec_for(trace, path="trace"):
         spec = cls(**trace.bounds)
     except (BoundsError, TypeError) as e:
         raise TraceError(f"{path}: {e}") from None
-    if trace.invariant not in spec.invariants:
+    if is_lasso(trace):
+        if trace.invariant not in spec.properties:
+            raise TraceError(f"{path}: spec {trace.spec} has no liveness property {trace.invariant!r}")
+    elif trace.invariant not in spec.invariants:
         raise TraceError(f"{path}: spec {trace.spec} has no invariant {trace.invariant!r}")
     conform(spec, trace, path)
     return spec
+
+
+def is_lasso(trace):
+    """A liveness counterexample: a prefix, then states[loop:] repeating forever (the last state equals states[loop])."""
+    return "loop" in getattr(trace, "extra", {})
+
+
+def loop_words(trace):
+    """How a lasso's loop repeats, in words."""
+    loop, last = trace.extra["loop"], len(trace.steps) - 1
+    if loop == last:
+        return f"from step {loop} on, the state stutters forever"
+    return f"from step {loop} on, steps {loop + 1} to {last} repeat forever"
 
 
 @dataclass
@@ -301,6 +325,49 @@ def replay(spec, trace):
     if spec.holds(row, inv):
         return ReplayResult(False, f"{trace.invariant} now holds at the last step", rows, len(rows) - 1)
     return ReplayResult(True, f"{trace.invariant} is violated at step {len(rows) - 1}, as recorded", rows)
+
+
+def replay_lasso(spec, trace):
+    """Re-run a lasso: every step as recorded, the cycle closing on its start state, the property's Q false from
+    the trigger state (where P holds) on, through the loop, and every fairness condition met on the loop."""
+    prop = spec.properties[trace.invariant]
+    loop, trigger = trace.extra["loop"], trace.extra["trigger"]
+    row = spec.initial_row()
+    rows, taken = [row], []
+    mismatch = _differences(spec, row, trace.steps[0][2])
+    if mismatch:
+        return ReplayResult(False, f"step 0: the initial state differs from the recorded one ({mismatch})", rows, 0)
+    for i, (name, params, state) in enumerate(trace.steps[1:], start=1):
+        inst = spec.action_named(name, params)
+        label = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+        if inst is None:
+            return ReplayResult(False, f"step {i}: no action {label} in spec {spec.name}", rows, i)
+        row = spec.step(row, inst)
+        if row is None:
+            return ReplayResult(False, f"step {i}: {label} is no longer enabled", rows, i)
+        mismatch = _differences(spec, row, state)
+        if mismatch:
+            return ReplayResult(False, f"step {i}: {label} now reaches a different state ({mismatch})", rows, i)
+        rows.append(row)
+        taken.append(inst)
+    if not (rows[-1] == rows[loop]).all():
+        return ReplayResult(False, f"the last state is not state {loop}: the cycle does not close", rows, len(rows) - 1)
+    if not spec.holds(rows[trigger], prop.trigger):
+        return ReplayResult(False, f"step {trigger}: the trigger of {prop.name} does not hold", rows, trigger)
+    for i in range(trigger, len(rows)):
+        if spec.holds(rows[i], prop.goal):
+            return ReplayResult(False, f"step {i}: the goal of {prop.name} holds", rows, i)
+    cycle, states = taken[loop:], rows[loop:-1] or rows[loop:]
+    for f in prop.fairness:
+        for inst in (a for a in spec.actions if a.name == f.action):
+            on = [spec.step(r, inst) is not None for r in states]
+            if any(a is inst for a in cycle) or not (all(on) if f.kind == "weak" else any(on)):
+                continue
+            return ReplayResult(False, f"the loop is not fair: {inst.label} is enabled "
+                                       f"{'throughout' if f.kind == 'weak' else 'on it'} and never taken "
+                                       f"({f.kind} fairness)", rows, loop)
+    return ReplayResult(True, f"{prop.name} is violated: from step {loop} on the loop repeats forever, fairly, "
+                              f"and the goal never holds after step {trigger}", rows)
 
 
 def _differences(spec, row, recorded):

@@ -102,11 +102,12 @@ def unaccounted(cls):
     """What the references cite that no configuration reproduces and ``not_modelled`` does not explain.
 
     A citation is accounted for by a configuration named after it, by the reason (``why``) of one of a
-    configuration's expectations naming it, by ``not_modelled``, or, for the KIP or ticket the spec is
+    configuration's expectations or of a liveness expectation naming it, by ``not_modelled``, or, for the KIP or ticket the spec is
     named after, by the spec itself (kip-320 and tla-kip320 are KIP-320 at their defaults).
     """
     own = [f"{word}-{number}" for word, number in re.findall(r"(KIP|KAFKA)-?(\d+)", cls.name.upper())]
     texts = [name.upper() for name in configurations(cls)] + own + list(cls.not_modelled)
     texts += [str(why) for conf in configurations(cls).values() for why in conf.why.values()]
+    texts += [str(why) for why in cls.liveness_expected()[1].values()]      # liveness expectations count too
     text = "\n".join(texts).upper()
     return [c for c in cited(cls) if not re.search(rf"\b{re.escape(c.upper())}\b", text)]

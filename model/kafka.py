@@ -15,7 +15,7 @@ from __future__ import annotations
 from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
 from isrcheck.model.kafka_present import KafkaPresentation
 from isrcheck.model.layout import Field
-from isrcheck.model.spec import FuzzTarget, Spec, action, invariant
+from isrcheck.model.spec import FuzzTarget, Spec, action, invariant, leads_to, weak
 
 
 class KafkaReplication(Spec):
@@ -813,3 +813,82 @@ class KafkaReplication(Spec):
                     below = self.acting_leader(s, l) & s.q_isr[i] & (o < s.hw[l])
                     ok.append(~below | ((s.leo[i] > o) & (s.log_record[i][o] == s.log_record[l][o])))
         return all_of(ok)
+
+    # ------------------------------------------------------------------------------------
+    # liveness properties (checker/liveness.py): P leads to Q under the fairness each declares
+    # ------------------------------------------------------------------------------------
+    def acting_leader_stuck(self, s, l):
+        """l is the acting leader with records above its HW while every member of its ISR is up."""
+        return (self.acting_leader(s, l) & (s.hw[l] < s.leo[l])
+                & all_of(~s.isr[l][i] | s.up[i] for i in self.REPLICAS))
+
+    def follower_out_of_isr(self, s, l, f):
+        """Live follower f of the acting leader l is outside l's ISR."""
+        return self.acting_leader(s, l) & s.up[f] & ~s.isr[l][f]
+
+    @leads_to("eventually-leader", fairness=[weak("elect_leader"), weak("apply_leader_and_isr")])
+    def eventually_leader(self, s):
+        """Once every broker stays up, some replica becomes the acting leader.
+
+        Fairness: the controller eventually elects a live ISR member it keeps being able to elect, and a live
+        broker eventually applies a LeaderAndIsr it keeps being able to apply (each instance weakly fair).
+        A broker going down ends the obligation (the assumption broke), and so does the controller reaching
+        the last leader epoch the bounds allow (epochs_exhausted).
+        """
+        all_up = all_of(s.up[r] for r in self.REPLICAS)
+        led = any_of(self.acting_leader(s, l) for l in self.REPLICAS)
+        return all_up & ~led, led | ~all_up | self.epochs_exhausted(s)
+
+    def epochs_exhausted(self, s):
+        """The controller is at the last leader epoch of the bounds: the elections that would end a wait are
+        cut off by --max-epochs, not by Kafka, so liveness obligations end here (an under-approximation: a
+        liveness bug that needs the last epoch is missed; raise --max-epochs to look past it)."""
+        return s.q_epoch == self.E
+
+    #: what a live follower does until it is back in step: fetch, truncate, apply LeaderAndIsr; the controller
+    #: answers AlterIsr (async_isr, KIP-497)
+    FOLLOWER_FAIRNESS = (weak("fetch"), weak("apply_leader_and_isr"), weak("truncate_by_epoch", optional=True),
+                         weak("alter_isr"))
+
+    @leads_to("hw-advances", fairness=FOLLOWER_FAIRNESS)
+    def hw_advances(self, s):
+        """A record appended by the acting leader while its ISR members stay up is eventually below the HW.
+
+        Fairness: a live follower eventually fetches from the leader it believes in, finishes truncating, and
+        applies a LeaderAndIsr that reaches it, and the controller eventually answers a pending AlterIsr (each
+        instance weakly fair); producers, ISR changes, elections and crashes need no fairness. The obligation
+        ends when the leader stops acting or an ISR member goes down.
+        """
+        return (any_of(self.acting_leader_stuck(s, l) for l in self.REPLICAS),
+                all_of(~self.acting_leader_stuck(s, l) for l in self.REPLICAS))
+
+    @leads_to("isr-regrows", fairness=FOLLOWER_FAIRNESS)
+    def isr_regrows(self, s):
+        """A live follower that keeps fetching is eventually back in the acting leader's ISR.
+
+        Fairness as for hw-advances. The obligation ends when the leader stops acting or the follower stops.
+        Stated for the last replica as the follower: replicas are interchangeable in the model (as symmetry
+        reduction assumes), so it covers every follower, and two followers that take turns outside the ISR
+        (shrink_isr needs no fairness) do not count as one that never returns.
+        """
+        f = self.R - 1
+        out = any_of(self.follower_out_of_isr(s, l, f) for l in self.REPLICAS if l != f)
+        return out, ~out
+
+    @leads_to("truncation-terminates", fairness=[weak("truncate_by_epoch", optional=True),
+                                                 weak("apply_leader_and_isr"), weak("elect_leader"),
+                                                 weak("restart"), weak("controller_shrink_isr"),
+                                                 weak("controller_offline")])
+    def truncation_terminates(self, s):
+        """A live follower in the truncation phase (0.11+, OffsetsForLeaderEpoch) eventually fetches again.
+
+        Fairness: a live follower eventually sends OffsetsForLeaderEpoch to the leader it believes in, a live
+        broker eventually applies a LeaderAndIsr that reaches it, the controller eventually handles a broker
+        failure and elects a live ISR member it keeps being able to elect, and a stopped broker eventually
+        restarts (each instance weakly fair): a follower whose leader died waits for the next leader, or for
+        the last ISR member to come back (unclean election off). Stopping ends the obligation. Stated for the
+        last replica, as isr-regrows is; the obligation also ends at the last leader epoch (epochs_exhausted).
+        """
+        f = self.R - 1
+        truncating = s.up[f] & s.truncating[f]
+        return truncating, ~truncating | self.epochs_exhausted(s)

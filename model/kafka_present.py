@@ -208,6 +208,9 @@ def _action_phrase(prev, cur, name, params):
         return f"r{p['r']} shuts down cleanly (log flushed, HW checkpointed)."
     if name == "restart":
         return f"r{p['r']} restarts with HW {cur.get('hw', p['r'])}."
+    if name == "restart_unnoticed":
+        return (f"r{p['r']} restarts with HW {cur.get('hw', p['r'])} before the controller noticed it was down: "
+                f"no LeaderAndIsr of epoch {cur.get('q_epoch')} is sent to it (KAFKA-1120).")
     changed = [k for k in cur.d if prev.d.get(k) != cur.d.get(k)]
     return f"{step_label(name, params)}: changes {', '.join(changed) or 'nothing'}."
 
@@ -229,7 +232,7 @@ def _changes(prev, cur, name, params, marked=()):
             said.add(r)
     if name == "fetch":
         said.add(params.get("f"))
-    if name in ("crash", "restart", "shutdown", "checkpoint_hw"):
+    if name in ("crash", "restart", "restart_unnoticed", "shutdown", "checkpoint_hw"):
         said.add(params.get("r"))
     if prev.has("hw"):
         out += [f"r{r}'s HW {prev.get('hw', r)}→{cur.get('hw', r)}" for r in range(R)
@@ -432,6 +435,8 @@ def _message(name, params, prev, cur, R):
         return r("r"), r("r"), f"crash (HW from checkpoint: {cur.get('hw', p['r'])})"
     if name in ("shutdown", "restart", "flush"):
         return r("r"), r("r"), name
+    if name == "restart_unnoticed":
+        return r("r"), r("r"), "restart (unnoticed by the controller)"
     if name == "checkpoint_hw":
         return r("r"), r("r"), f"checkpoint HW {cur.get('checkpoint_hw', p['r'])}"
     who = next((f"r{v}" for k, v in p.items() if isinstance(v, int) and 0 <= v < R), "Controller")
@@ -467,7 +472,7 @@ class KafkaPresentation(Presentation):
     narrated = frozenset({"elect_leader", "controller_shrink_isr", "controller_offline", "controller_failover",
                           "apply_leader_and_isr", "apply_stale_leader_and_isr", "produce", "fetch",
                           "fetch_response_lost", "truncate_by_epoch", "shrink_isr", "alter_isr", "flush",
-                          "checkpoint_hw", "crash", "shutdown", "restart"})
+                          "checkpoint_hw", "crash", "shutdown", "restart", "restart_unnoticed"})
     columns = {"leo": "LEO", "hw": "HW", "leader": "leader", "leader_epoch": "epoch", "isr": "ISR", "up": "up"}
     hidden = ("log_record", "log_epoch")
     partition_prefixes = ("q_",)          # the quorum state (ZooKeeper) is partition-wide

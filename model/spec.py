@@ -113,6 +113,51 @@ class FuzzTarget:
     label: str
     field: str
     counts: str
+class Fairness(tuple):
+    """``weak(name)`` / ``strong(name)``: the fairness a liveness property assumes of every instance of an action."""
+
+    __slots__ = ()
+
+    def __new__(cls, kind, action_name, optional=False):
+        return super().__new__(cls, (kind, action_name, optional))
+
+    kind = property(lambda self: self[0])
+    action = property(lambda self: self[1])
+    optional = property(lambda self: self[2])      # a version that lacks the action assumes nothing of it
+
+    def __repr__(self):
+        return f"{self.kind}({self.action!r})"
+
+    def __str__(self):
+        return f"{self.kind}({self.action})"
+
+
+def weak(action_name, optional=False):
+    """Weak fairness of each instance of an action: one that stays enabled is eventually taken (TLA+'s WF).
+
+    ``optional=True``: a protocol version that declares no such action assumes nothing (else a DeclarationError).
+    """
+    return Fairness("weak", action_name, optional)
+
+
+def strong(action_name, optional=False):
+    """Strong fairness of each instance of an action: one enabled again and again is eventually taken (TLA+'s SF)."""
+    return Fairness("strong", action_name, optional)
+
+
+def leads_to(name, fairness=()):
+    """Declare a liveness property P ~> Q (whenever P holds, Q holds then or later) under a kebab-case name.
+
+    The method returns the pair (P, Q) as expressions of the state, like an
+    invariant's body, so every backend evaluates them. ``fairness`` lists
+    ``weak("action")`` / ``strong("action")``: each applies to every instance
+    of that action (each parameter combination on its own, as TLA+'s
+    ``\\A p: WF_vars(A(p))``). Without fairness any state may stutter forever.
+    """
+    def deco(fn):
+        fn.__isrcheck_leads_to__ = (name, tuple(fairness))
+        return fn
+    return deco
 
 
 @dataclass
@@ -138,6 +183,26 @@ class Invariant:
     benign: bool = False
 
 
+@dataclass
+class LeadsTo:
+    """A declared liveness property: ``trigger`` (P) leads to ``goal`` (Q) under ``fairness``."""
+    name: str
+    fn: object = dc_field(repr=False)
+    fairness: tuple = ()
+    meaning: str = ""
+    detail: str = ""
+
+    @property
+    def trigger(self):
+        """P as an invariant-like predicate (so every backend's invariant evaluation runs it)."""
+        return Invariant(f"{self.name}:trigger", lambda spec, s: self.fn(spec, s)[0])
+
+    @property
+    def goal(self):
+        """Q as an invariant-like predicate."""
+        return Invariant(f"{self.name}:goal", lambda spec, s: self.fn(spec, s)[1])
+
+
 def _doc_parts(fn):
     doc = (fn.__doc__ or "").strip()
     first, _, rest = doc.partition("\n")
@@ -158,6 +223,11 @@ class Spec:
     expected: dict = {}
     #: invariant name -> why it is expected so (ticket, KIP)
     expected_why: dict = {}
+    #: liveness property name -> "holds" | "violated" at the default bounds; not inherited (see liveness_expected)
+    expected_liveness: dict = {}
+    #: liveness property name -> why it is expected so, with the fairness it assumes
+    expected_liveness_why: dict = {}
+
     #: name -> Configuration: expected verdicts at other bounds (model/configuration.py; not inherited)
     configurations: dict = {}
     #: ticket or KIP the references cite -> why the model cannot reproduce it (not inherited)
@@ -201,8 +271,9 @@ class Spec:
             self._check_fuzz_targets()
             self.initial_row()
             self.presentation_class.check(self)
-            checked = _CHECKED[key] = (self._collect_invariants(), self._instantiate_actions())
-        self.invariants, self.actions = checked
+            self.invariants = self._collect_invariants()
+            checked = _CHECKED[key] = (self.invariants, self._instantiate_actions(), self._collect_properties())
+        self.invariants, self.actions, self.properties = checked
         self.presentation = self.presentation_class(self)
 
     @classmethod
@@ -220,6 +291,24 @@ class Spec:
             out[fn.__isrcheck_invariant__] = Invariant(fn.__isrcheck_invariant__, fn, meaning, loss,
                                                        fn.__isrcheck_benign__)
         return out
+
+    @classmethod
+    def declared_properties(cls):
+        """name -> (meaning, fairness) of the liveness properties as declared (documentation only)."""
+        out = {}
+        for _, fn in cls._members("__isrcheck_leads_to__"):
+            name, fairness = fn.__isrcheck_leads_to__
+            out[name] = (_doc_parts(fn)[0], fairness)
+        return out
+
+    @classmethod
+    def liveness_expected(cls):
+        """(expected, why) of the liveness properties as this class itself states them.
+
+        Not inherited: a version that changes the protocol triages its liveness verdicts anew (a
+        subclass inherits the properties, and states none of their verdicts until it does).
+        """
+        return cls.__dict__.get("expected_liveness", {}), cls.__dict__.get("expected_liveness_why", {})
 
     # --- to be provided by subclasses -------------------------------------------------
     def configure(self, **bounds):
@@ -263,6 +352,35 @@ class Spec:
                 raise DeclarationError(f"invariant {inv.name}: must return a boolean expression")
             self._check_cell_range(arithmetic, True, f"invariant {inv.name}")
         return invs
+
+    def _collect_properties(self):
+        """The declared liveness properties, each checked like an invariant on z3 (P and Q boolean, fairness known)."""
+        props, names = {}, {attr for attr, _ in self._members("__isrcheck_action__")}
+        for _, fn in self._members("__isrcheck_leads_to__"):
+            name, fairness = fn.__isrcheck_leads_to__
+            meaning, detail = _doc_parts(fn)
+            for f in fairness:
+                if not isinstance(f, Fairness):
+                    raise DeclarationError(f"property {name}: fairness must be weak(\"action\") or strong(\"action\"), "
+                                           f"got {f!r}")
+                if f.action not in names and not f.optional:
+                    raise DeclarationError(f"property {name}: fairness names {f.action!r}, which is no action "
+                                           f"of {self.name} (it has: {', '.join(sorted(names))})")
+            if name in self.invariants:
+                raise DeclarationError(f"property {name}: an invariant has that name")
+            with track_arithmetic() as arithmetic:
+                try:
+                    value = fn(self, View(self.layout, z3_reader(z3_variables(self.layout))))
+                except DeclarationError as e:
+                    raise DeclarationError(f"property {name}: {e}") from None
+                except z3.Z3Exception as e:
+                    raise DeclarationError(f"property {name}: ill-typed expression ({e})") from None
+            if not (isinstance(value, tuple) and len(value) == 2 and all(
+                    (isinstance(v, Sym) and v.is_bool) or isinstance(v, (bool, np.bool_)) for v in value)):
+                raise DeclarationError(f"property {name}: must return a pair (P, Q) of boolean expressions")
+            self._check_cell_range(arithmetic, True, f"property {name}")
+            props[name] = LeadsTo(name, fn, fairness, meaning, detail)
+        return props
 
     def _instantiate_actions(self):
         variables = z3_variables(self.layout)

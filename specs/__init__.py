@@ -8,13 +8,14 @@ from isrcheck.specs.zombie_controller import ZombieController
 from isrcheck.specs.acks_1 import Acks1
 from isrcheck.specs.unclean_election import UncleanElection
 from isrcheck.specs.kafka_7128 import Kafka7128
+from isrcheck.specs.kafka_1120 import Kafka1120
 from isrcheck.specs.async_isr import AsyncIsr, Kip497
 from isrcheck.specs.last_replica_standing import LastReplicaStanding
 from isrcheck.specs.kip_966 import Kip966
 from isrcheck.specs.tla import TLA_SPECS
 
 SPECS = {cls.name: cls for cls in (HwTruncation, Kip101, Kip279, Kip320,
-                                   NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128,
+                                   NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128, Kafka1120,
                                    AsyncIsr, Kip497, LastReplicaStanding, Kip966)}
 SPECS.update(TLA_SPECS)      # the port of the public TLA+ specs (tla-*), a second spec family
 

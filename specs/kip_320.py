@@ -34,6 +34,14 @@ class Kip320(Kip320Lemmas, Kip279):
             why={"no-committed-loss": "KAFKA-7128 fixed: a follower joins the ISR only once it reached the start "
                                       "of the leader's epoch (kip-279 and kafka-7128 lose a record here)"}),
     }
+    expected_liveness = {"eventually-leader": "holds", "isr-regrows": "holds", "truncation-terminates": "holds",
+                         "hw-advances": "violated"}
+    expected_liveness_why = {
+        "hw-advances": "model gap, not a Kafka bug: a leader whose ISR shrank to itself by a LeaderAndIsr "
+                       "(controller_shrink_isr after a follower crashed) keeps its HW below its LEO until the next "
+                       "produce; Kafka's Partition.makeLeader ends with maybeIncrementLeaderHW (0.8+, 'ISR could "
+                       "be down to 1'), which become_leader_or_follower does not model. Fairness: weak fetch, "
+                       "apply_leader_and_isr, truncate_by_epoch (no follower is left to fetch)"}
 
     def fetch_accepted(self, s, f, l):
         """KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH unless both are on the same leader epoch."""

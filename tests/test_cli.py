@@ -45,10 +45,13 @@ def test_holds_exits_0_with_null_trace(tmp_path):
 def test_all_reports_every_invariant_as_expected(tmp_path):
     from isrcheck.specs import SPECS
     r = run("check", "--spec", "kip-320", "--all", "--format", "json", "--out", str(tmp_path), "--no-progress")
-    assert r.returncode == 0                  # only the benign split brain breaks, and --all does not fail on it
+    # of the invariants only the benign split brain breaks, and --all does not fail on it; --all checks the
+    # liveness properties too, and hw-advances is violated (a model gap, see Kip320.expected_liveness_why)
+    assert r.returncode == 1
     report = json.loads(r.stdout)
     assert report["verdicts"] == SPECS["kip-320"].expected
     assert report["benign"] == ["single-acting-leader"] and report["trace_file"] is None
+    assert {k: v["verdict"] for k, v in report["properties"].items()} == SPECS["kip-320"].expected_liveness
     assert report["never_fired"] == []
 
 
