@@ -15,8 +15,10 @@ class Acks1(Kip320):
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "holds"}
+                "strong-isr": "holds", "no-committed-loss-anywhere": "violated", "hw-log-matching": "holds", "strong-live-isr": "holds"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "by design: the leader acknowledges a record it alone has and the controller elects "
                              "the follower, which truncates nothing but never had it",
+        "no-committed-loss-anywhere": "the same: the leader crashes right after acknowledging, and the ISR member "
+                                      "elected never had the record",
     }

@@ -13,7 +13,7 @@ class Kip966(LastReplicaStanding):
     references = ("KIP-966 (Eligible Leader Replicas)", "KAFKA-15583", "KIP-903 (stale broker epochs leave the ISR)")
     defaults = {**LastReplicaStanding.defaults, "elr": 1}
     expected = {**LastReplicaStanding.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "holds"}
+                "hw-monotonic": "holds", "no-committed-loss-anywhere": "holds"}
     expected_why = {**KafkaReplication.expected_why,
         "strong-isr": "a follower that lost committed records in a hard crash stays in the ISR until the "
                       "controller notices; KIP-966 keeps it from being elected (it leaves the ISR and the ELR "
