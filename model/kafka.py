@@ -540,8 +540,11 @@ class KafkaReplication(Spec):
         A replica that was not leading holds no produce requests: records already in
         its log are never acknowledged by it (their producers got errors and retried).
         Partition.makeLeader (0.10.2+) forgets the followers' fetch offsets only when the
-        replica was not the leader already (isNewLeader); makeFollower tells ReplicaManager
-        whether the follower must restart its fetcher and truncate (``follower_changes``).
+        replica was not the leader already (isNewLeader). The model keeps them only when the
+        epoch also moved by one: a leader that skipped an epoch missed a LeaderAndIsr, which the
+        controller's in-order, retried delivery does not do, and its followers may have followed
+        another leader meanwhile. makeFollower tells ReplicaManager whether the follower must
+        restart its fetcher and truncate (``follower_changes``).
         """
         old_leader, old_epoch = s.leader[r], s.leader_epoch[r]
         was_leading = self.believes_leads(s, r)
@@ -557,10 +560,10 @@ class KafkaReplication(Spec):
             s.applied_epoch[r] = epoch
         s.leader[r] = new_leader
         s.zk_version_current[r] = zk_version_current
-        new_leader_here = leads & (old_leader != r)
+        still_leader = leads & (old_leader == r) & (epoch == old_epoch + 1)
         for i in self.REPLICAS:
             s.isr[r][i] = isr[i]
-            s.remote_leo[r][i] = where(leads & ~new_leader_here, s.remote_leo[r][i], -1)
+            s.remote_leo[r][i] = where(still_leader, s.remote_leo[r][i], -1)
         if controller_epoch is not None:
             s.controller_epoch_seen[r] = max_of([s.controller_epoch_seen[r], controller_epoch])
         if self.async_isr:
