@@ -170,8 +170,12 @@ class KafkaReplication(Spec):
                       doc="leader epoch in which the broker last fetched (0: never)"),
                 Field("up_since", 0, E, (R,), ghost=True, axes=rep,
                       doc="the quorum's leader epoch when the broker last started (0: up from the start)"),
+                Field("led_since", 0, E, (R,), ghost=True, axes=rep,
+                      doc="the leader epoch from which the broker has led without a break (0: not leading); "
+                          "its followers' fetch offsets date from then"),
                 Field("exposed_epoch", 0, E, (self.L,), ghost=True,
-                      doc="the earliest leader epoch whose leader's HW passed each offset (0: not yet exposed)"),
+                      doc="the earliest leader epoch from which a leader whose HW passed each offset had led without "
+                          "a break (0: not yet exposed)"),
             ]
         return out
 
@@ -304,7 +308,7 @@ class KafkaReplication(Spec):
             seen = leads & (o < s.hw[l]) & (s.exposed[o] == 0)
             s.exposed[o] = where(seen, s.log_record[l][o], s.exposed[o])
             if self.proof_ghosts:
-                epoch, first = s.leader_epoch[l], s.exposed_epoch[o]
+                epoch, first = s.led_since[l], s.exposed_epoch[o]
                 earlier = leads & (o < s.hw[l]) & ((first == 0) | (epoch < first))
                 s.exposed_epoch[o] = where(earlier, epoch, first)
 
@@ -561,6 +565,8 @@ class KafkaReplication(Spec):
         s.leader[r] = new_leader
         s.zk_version_current[r] = zk_version_current
         still_leader = leads & (old_leader == r) & (epoch == old_epoch + 1)
+        if self.proof_ghosts:
+            s.led_since[r] = where(still_leader, s.led_since[r], where(leads, epoch, 0))
         for i in self.REPLICAS:
             s.isr[r][i] = isr[i]
             s.remote_leo[r][i] = where(still_leader, s.remote_leo[r][i], -1)
@@ -756,6 +762,8 @@ class KafkaReplication(Spec):
         s.crashes = s.crashes + 1
         s.leader[r] = self.NONE
         s.leader_epoch[r] = 0
+        if self.proof_ghosts:
+            s.led_since[r] = 0
         s.zk_version_current[r] = False
         s.truncating[r] = False
         s.ack_from[r] = 0
