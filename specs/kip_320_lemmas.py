@@ -329,8 +329,8 @@ class Kip320Lemmas:
                 ok.append(~known | (s.followed_epoch[i] >= s.led_since[l]))
                 not_followed = known & (s.followed_epoch[i] <= s.leader_epoch[l])
                 # every LeaderAndIsr it applied since it last fetched named l (it has not followed anyone else)
-                still_on_it = known & all_of((e <= s.followed_epoch[i]) | (e > s.applied_epoch[i])
-                                             | (s.req_leader[e - 1] == l) for e in self.EPOCHS)
+                still_on_it = known & (s.followed_epoch[i] <= s.leader_epoch[l]) & all_of(
+                    (e <= s.followed_epoch[i]) | (e > s.applied_epoch[i]) | (s.req_leader[e - 1] == l) for e in self.EPOCHS)
                 ok.append(~not_followed | (x <= s.leo[i]))
                 ok.append(~still_on_it | (s.leo[i] <= s.leo[l]))
                 for o in self.OFFSETS:
@@ -359,6 +359,11 @@ class Kip320Lemmas:
             ok.append(~s.up[r] | (s.leader_epoch[r] + 1 >= s.up_since[r]))
             ok.append(~s.up[r] | (s.leader_epoch[r] == a) | (s.leader_epoch[r] + 1 == s.up_since[r]))
             ok.append(~s.up[r] | (s.leader[r] == self.NONE) | (s.leader_epoch[r] >= s.up_since[r]))
+            if not self.elr:
+                # ZooKeeper mode applies no leaderless LeaderAndIsr: without a leader it has applied nothing since it
+                # (re)started
+                ok.append(~s.up[r] | (s.leader[r] != self.NONE) | (a == 0)
+                          | ((s.leader_epoch[r] + 1 == s.up_since[r]) & (a <= s.up_since[r])))
             ok.append(s.followed_epoch[r] <= a)
             # a follower that finished truncating did so against its leader, on the same epoch
             for l in self.REPLICAS:
