@@ -137,6 +137,14 @@ def _latest_epoch(log):
     return log[-1][1] if log else 0
 
 
+def _request_epoch(state, r):
+    """The epoch r's OffsetsForLeaderEpoch carries: its leader-epoch cache's latest (KafkaReplication.cache_latest_epoch)."""
+    log, cached = state.log(r), state.get("cached_epoch", r)
+    if cached is None:          # 0.11-2.0.0: the cache ignores a smaller epoch, so the largest in the log
+        return max((e for _, e in log), default=0)
+    return max(_latest_epoch(log), cached)
+
+
 def truncation_rule(prev, cur, name, params, r):
     """A sentence naming who truncated, to where, and the protocol rule that allowed it."""
     old, new = prev.log(r), cur.log(r)
@@ -156,7 +164,7 @@ def truncation_rule(prev, cur, name, params, r):
         return f"r{r} truncated its log to offset {to} on becoming follower of {_who(R, leader)}"
     if name == "truncate_by_epoch":
         l = params.get("l")
-        epoch = _latest_epoch(old)
+        epoch = _request_epoch(prev, r)
         leader_log = prev.log(l) if l is not None else []
         leader_has = any(e >= epoch for _, e in leader_log)
         if to == hw and not leader_has:
@@ -229,7 +237,7 @@ def _action_phrase(prev, cur, name, params):
         return f"r{p['f']}'s fetch from r{p['l']} is handled by the leader but the response is lost."
     if name == "truncate_by_epoch":
         f, l = p["f"], p["l"]
-        return (f"r{f} asks r{l} for the end offset of epoch {_latest_epoch(prev.log(f))} "
+        return (f"r{f} asks r{l} for the end offset of epoch {_request_epoch(prev, f)} "
                 f"(OffsetsForLeaderEpoch).")
     if name == "shrink_isr":
         return f"Leader r{p['l']} drops r{p['f']} from the ISR."

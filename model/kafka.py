@@ -9,6 +9,17 @@ Conventions: replicas are ``0..R-1``; ``R`` itself means "none" in fields that
 hold a replica id. Offsets are ``0..L-1``; log cells at or past the log end
 offset are kept at 0 so that equal logs are equal states. Record ids are
 ``1..M`` in the order producers sent them; leader epochs are ``1..E`` (0: none).
+
+Where the model departs from Kafka (each a sound over-approximation for safety unless said):
+- a leader may shrink its ISR by any follower at any time (replica.lag.time.max.ms abstracted away);
+- LeaderAndIsr requests may arrive late, twice, out of order or never (Kafka's controller sends them in
+  order and retries; a lost one only adds interleavings);
+- after an unnoticed bounce (before 2.2) the current LeaderAndIsr may reach the broker any time;
+- not exact: from 2.0.1 the leader-epoch cache is derived from the records' epochs plus the entry
+  makeLeader writes at the LEO; Kafka's conflict removal differs only on a log whose epochs go down,
+  which the 2.0.1+ versions reach only after a divergence;
+- not exact: truncation clamps the HW to the new LEO in every version (Kafka does so from 2.4; before,
+  the follower's HW passes its LEO until its next fetch response).
 """
 from __future__ import annotations
 
@@ -691,7 +702,11 @@ class KafkaReplication(Spec):
 
     @action(l="REPLICAS", f="REPLICAS")
     def shrink_isr(self, s, l, f):
-        """Leader l drops follower f from the ISR after replica.lag.time.max.ms (Partition.maybeShrinkIsr)."""
+        """Leader l drops follower f from the ISR after replica.lag.time.max.ms (Partition.maybeShrinkIsr).
+
+        Any follower, any time: Kafka drops only one that has not caught up for replica.lag.time.max.ms,
+        which the model does not time; the extra shrinks only add behaviour (sound for safety).
+        """
         if self.async_isr:
             # 2.7+ (KIP-497): the leader sends AlterIsr and keeps its current ISR until the controller commits
             s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & ~s.alter_pending[l])
