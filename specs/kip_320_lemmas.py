@@ -113,6 +113,10 @@ class Kip320Lemmas:
                 inside = o < s.leo[r]
                 ok.append(~(leads & inside & (o >= s.epoch_start[r])) | (s.log_epoch[r][o] == s.leader_epoch[r]))
                 ok.append(~(inside & (cached != 0)) | (s.log_epoch[r][o] < cached))
+                # records of that epoch, anywhere, are past its LEO: it has written none since it took the epoch
+                for x in self.REPLICAS:
+                    theirs = (cached != 0) & (o < s.leo[x]) & (s.log_epoch[x][o] == cached)
+                    ok.append(~theirs | (o >= s.leo[r]))
         return all_of(ok)
 
     @invariant("lemma-log-shape")
@@ -238,28 +242,41 @@ class Kip320Lemmas:
 
     @invariant("lemma-potential-hw-safe")
     def lemma_potential_hw_safe(self, s):
-        """Whatever a replica that believes it leads could commit now is already on every ISR member (in ZooKeeper), and on the leader of every later epoch.
+        """Whatever a replica that believes it leads could commit now, or in the next epochs it leads without a break, is already on every ISR member (in ZooKeeper), and on the leader of every later epoch.
 
         Below the HW it could raise to (the smallest LEO it knows in its own ISR view),
         every member of the ZooKeeper ISR holds the same records as it, and so does the
         leader of each later epoch until it fetches or truncates in a later epoch still
-        (it came from this leader's ISR, or joined a later leader that had them).
+        (it came from this leader's ISR, or joined a later leader that had them). The same
+        holds for the ISR of each LeaderAndIsr that names it leader of its next epochs:
+        Partition.makeLeader keeps the followers' fetch offsets into them.
         """
         ok = []
         for l in self.REPLICAS:
-            phw = self.potential_hw(s, l)
-            for i in self.REPLICAS:
-                if i == l:
-                    continue
-                for o in self.OFFSETS:
-                    cond = self.believes_leads(s, l) & (o < phw) & (o < s.leo[l])
-                    holds = self.holds_record(s, i, o, s.log_record[l][o])
-                    ok.append(~(cond & s.q_isr[i]) | holds)
-                    if self.proof_ghosts:
-                        for e in self.EPOCHS:
-                            later = (e > s.leader_epoch[l]) & (s.req_leader[e - 1] == i) & (s.followed_epoch[i] < e)
-                            ok.append(~(cond & later) | holds)
+            for chain, phw in self.potential_hws(s, l):
+                for i in self.REPLICAS:
+                    if i == l:
+                        continue
+                    for o in self.OFFSETS:
+                        cond = chain & self.believes_leads(s, l) & (o < phw) & (o < s.leo[l])
+                        holds = self.holds_record(s, i, o, s.log_record[l][o])
+                        ok.append(~(cond & s.q_isr[i]) | holds)
+                        if self.proof_ghosts:
+                            for e in self.EPOCHS:
+                                later = (e > s.leader_epoch[l]) & (s.req_leader[e - 1] == i) & (s.followed_epoch[i] < e)
+                                ok.append(~(cond & later) | holds)
         return all_of(ok)
+
+    def potential_hws(self, s, l):
+        """(where, potential HW) of l: over its ISR view now, and over the ISR of each later epoch e it will lead
+        without a break (every LeaderAndIsr after its epoch up to e names it), with the fetch offsets it keeps."""
+        out = [(True, self.potential_hw(s, l))]
+        for e in self.EPOCHS:
+            chain = (e > s.leader_epoch[l]) & all_of(
+                (x <= s.leader_epoch[l]) | (x > e) | (s.req_sent[x - 1] & (s.req_leader[x - 1] == l)) for x in self.EPOCHS)
+            out.append((chain, min_of([where(s.req_isr[e - 1][i], s.leo[l] if i == l else s.remote_leo[l][i], self.L)
+                                       for i in self.REPLICAS])))
+        return out
 
     @history_lemma("lemma-follower-prefix")
     def lemma_follower_prefix(self, s):
