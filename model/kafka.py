@@ -9,6 +9,17 @@ Conventions: replicas are ``0..R-1``; ``R`` itself means "none" in fields that
 hold a replica id. Offsets are ``0..L-1``; log cells at or past the log end
 offset are kept at 0 so that equal logs are equal states. Record ids are
 ``1..M`` in the order producers sent them; leader epochs are ``1..E`` (0: none).
+
+Where the model departs from Kafka (each a sound over-approximation for safety unless said):
+- a leader may shrink its ISR by any follower at any time (replica.lag.time.max.ms abstracted away);
+- LeaderAndIsr requests may arrive late, twice, out of order or never (Kafka's controller sends them in
+  order and retries; a lost one only adds interleavings);
+- after an unnoticed bounce (before 2.2) the current LeaderAndIsr may reach the broker any time;
+- not exact: from 2.0.1 the leader-epoch cache is derived from the records' epochs plus the entry
+  makeLeader writes at the LEO; Kafka's conflict removal differs only on a log whose epochs go down,
+  which the 2.0.1+ versions reach only after a divergence;
+- not exact: truncation clamps the HW to the new LEO in every version (Kafka does so from 2.4; before,
+  the follower's HW passes its LEO until its next fetch response).
 """
 from __future__ import annotations
 
@@ -19,8 +30,15 @@ from isrcheck.model.spec import FuzzTarget, Spec, action, invariant, leads_to, w
 
 
 class KafkaReplication(Spec):
-    #: a new leader's epoch enters its leader-epoch cache on election, not on its first write (KAFKA-7415, 2.1)
+    #: 2.0.1+ (KAFKA-7415): makeLeader assigns (leader epoch, LEO) in the leader-epoch cache and keeps that LEO as
+    #: the epoch's start offset; adds the state fields ``epoch_start`` and ``cached_epoch``
     epoch_cached_on_election = False
+    #: 2.2+ (KIP-380, broker epochs): the controller notices every new incarnation of a broker and handles it as a
+    #: failure before the broker registers again; before 2.2 a fast bounce can go unnoticed (KAFKA-1120)
+    restart_noticed = False
+    #: 0.10.2-2.0: a follower whose fetch offset is past the leader's LEO exits instead of truncating when unclean
+    #: election is off (ReplicaFetcherThread.handleOffsetOutOfRange); 2.1+ truncates to the leader's LEO
+    out_of_range_exits = False
     #: for a version built to show a missing fence: one sentence naming it and what Kafka uses instead
     missing_fence = None
     #: what every version shares; specs start their own dicts from these
@@ -93,6 +111,7 @@ class KafkaReplication(Spec):
                   doc="follower must truncate by leader epoch before fetching (0.11+)"),
             Field("ack_from", 0, L, (R,), axes=rep,
                   doc="as leader: first offset whose produce request it still holds (earlier ones failed)"),
+        ] + self.epoch_cache_fields() + [
             # --- the controller and the quorum state (ZooKeeper) ---
             Field("q_leader", 0, none, values="replica", doc="leader in ZooKeeper (R: none)"),
             Field("q_epoch", 0, E, unbounded=True, doc="leader epoch in ZooKeeper"),
@@ -110,6 +129,25 @@ class KafkaReplication(Spec):
             Field("exposed", 0, M, (L,), ghost=True, unbounded=True,
                   doc="record first exposed to consumers at each offset"),
         ] + self.option_fields()
+
+    def epoch_cache_fields(self):
+        """2.0.1+ (KAFKA-7415): what makeLeader writes to the leader-epoch cache that no record's epoch implies.
+
+        The rest of the cache is the records' epochs (LeaderEpochFileCache.assign on every append, with
+        conflicting entries removed, 2.0.1+); the entry makeLeader assigns at its LEO is the one part the
+        log does not show until the leader writes. Log loading drops it again (truncateFromEnd(LEO)).
+        """
+        if not self.epoch_cached_on_election:
+            return []
+        R, L, E = self.R, self.L, self.E
+        rep = ("replica",)
+        return [
+            Field("epoch_start", 0, L, (R,), axes=rep,
+                  doc="as leader: its LEO when it became leader in its epoch (Partition.leaderEpochStartOffsetOpt)"),
+            Field("cached_epoch", 0, E, (R,), axes=rep,
+                  doc="epoch of a leader-epoch cache entry starting at the LEO, with no record yet (0: none); "
+                      "it stays after the replica steps down"),
+        ]
 
     def option_fields(self):
         """State fields of the options that are on (none at the defaults)."""
@@ -151,8 +189,12 @@ class KafkaReplication(Spec):
                       doc="leader epoch in which the broker last fetched (0: never)"),
                 Field("up_since", 0, E, (R,), ghost=True, axes=rep, unbounded=True,
                       doc="the quorum's leader epoch when the broker last started (0: up from the start)"),
+                Field("led_since", 0, E, (R,), ghost=True, axes=rep,
+                      doc="the leader epoch from which the broker has led without a break (0: not leading); "
+                          "its followers' fetch offsets date from then"),
                 Field("exposed_epoch", 0, E, (self.L,), ghost=True, unbounded=True,
-                      doc="the earliest leader epoch whose leader's HW passed each offset (0: not yet exposed)"),
+                      doc="the earliest leader epoch from which a leader whose HW passed each offset had led without "
+                          "a break (0: not yet exposed)"),
             ]
         return out
 
@@ -195,9 +237,26 @@ class KafkaReplication(Spec):
                        for o in self.OFFSETS])
 
     def largest_epoch_at_most(self, s, r, epoch):
-        """Largest epoch <= ``epoch`` among the records of r's log (0 if none)."""
-        return max_of([0] + [where((o < s.leo[r]) & (s.log_epoch[r][o] <= epoch), s.log_epoch[r][o], 0)
+        """Largest epoch <= ``epoch`` in r's leader-epoch cache (0 if none).
+
+        0.11-2.0.0 the cache ignores an append whose epoch is not above its latest
+        (LeaderEpochFileCache.assign), so only records before the first larger epoch count;
+        2.0.1+ an append removes the conflicting entries, so every record's epoch counts.
+        """
+        end = self.L if self.epoch_cached_on_election else self.first_offset_after_epoch(s, r, epoch)
+        return max_of([0] + [where((o < s.leo[r]) & (o < end) & (s.log_epoch[r][o] <= epoch), s.log_epoch[r][o], 0)
                              for o in self.OFFSETS])
+
+    def cache_latest_epoch(self, s, r):
+        """LeaderEpochFileCache.latestEpoch: what r's OffsetsForLeaderEpoch request carries (0: none).
+
+        0.11-2.0.0 the cache keeps the largest epoch it was ever assigned (a smaller one is ignored),
+        so the largest epoch in the log; 2.0.1+ the last record's epoch (an append removes the entries
+        it conflicts with), or the entry makeLeader assigned at the LEO while nothing was written after it.
+        """
+        if not self.epoch_cached_on_election:
+            return max_of([0] + [where(o < s.leo[r], s.log_epoch[r][o], 0) for o in self.OFFSETS])
+        return max_of([self.latest_epoch(s, r), s.cached_epoch[r]])
 
     def end_offset_for_epoch(self, s, r, requested):
         """LeaderEpochFileCache.endOffsetFor (2.0): (epoch, end offset) for the largest epoch <= requested.
@@ -206,13 +265,12 @@ class KafkaReplication(Spec):
         latest epoch; (-1, -1) (UNDEFINED) when r knows no epoch larger than the
         requested one; (requested, start of the first epoch) when it is below all.
         """
-        latest = self.latest_epoch(s, r)
+        latest = self.cache_latest_epoch(s, r)
         next_start = self.first_offset_after_epoch(s, r, requested)
         previous = self.largest_epoch_at_most(s, r, requested)
         if self.epoch_cached_on_election:
-            # KAFKA-7415 (2.1): a leader's cache holds its own epoch from election on, starting at its LEO.
-            own = where(self.believes_leads(s, r), s.leader_epoch[r], 0)
-            latest = max_of([latest, own])
+            # KAFKA-7415 (2.0.1): the entry makeLeader assigned at the LEO, kept after stepping down
+            own = s.cached_epoch[r]
             next_start = where((next_start == self.NO_OFFSET) & (own > requested), s.leo[r], next_start)
             previous = where(own <= requested, max_of([previous, own]), previous)
         is_latest = (requested == latest) & (latest > 0)
@@ -221,11 +279,6 @@ class KafkaReplication(Spec):
         end = where(is_latest, s.leo[r], where(undefined, -1, next_start))
         return epoch, end
 
-    def epoch_start_offset(self, s, l):
-        """First offset of leader l's current epoch in its log (its LEO if it wrote nothing yet)."""
-        return min_of([s.leo[l]] + [where((o < s.leo[l]) & (s.log_epoch[l][o] == s.leader_epoch[l]), o, self.L)
-                                    for o in self.OFFSETS])
-
     def truncate_to(self, s, r, offset):
         """Drop r's log from ``offset`` on (Log.truncateTo); HW and flush point follow it down."""
         for o in self.OFFSETS:
@@ -233,6 +286,8 @@ class KafkaReplication(Spec):
             s.log_record[r][o] = where(keep, s.log_record[r][o], 0)
             s.log_epoch[r][o] = where(keep, s.log_epoch[r][o], 0)
         new_leo = min_of([s.leo[r], offset])
+        if self.epoch_cached_on_election:     # LeaderEpochFileCache.truncateFromEnd drops entries from new_leo on
+            s.cached_epoch[r] = where(new_leo < s.leo[r], 0, s.cached_epoch[r])
         if self.proof_ghosts:
             s.followed_epoch[r] = where(new_leo < s.leo[r], s.leader_epoch[r], s.followed_epoch[r])
         s.leo[r] = new_leo
@@ -272,7 +327,7 @@ class KafkaReplication(Spec):
             seen = leads & (o < s.hw[l]) & (s.exposed[o] == 0)
             s.exposed[o] = where(seen, s.log_record[l][o], s.exposed[o])
             if self.proof_ghosts:
-                epoch, first = s.leader_epoch[l], s.exposed_epoch[o]
+                epoch, first = s.led_since[l], s.exposed_epoch[o]
                 earlier = leads & (o < s.hw[l]) & ((first == 0) | (epoch < first))
                 s.exposed_epoch[o] = where(earlier, epoch, first)
 
@@ -280,8 +335,9 @@ class KafkaReplication(Spec):
         """Partition.maybeIncrementLeaderHW: the leader's HW rises to the smallest LEO it knows in its ISR.
 
         Records below the new HW are acknowledged to acks=all producers if the ISR
-        still has min.insync.replicas members (DelayedProduce), and if their produce
-        request is still waiting in this leader's purgatory (``ack_from``).
+        still has min.insync.replicas members (Partition.checkEnoughReplicasReachOffset;
+        2.7+ counts the maximal ISR, ``hw_isr_member``), and if their produce request is
+        still waiting in this leader's purgatory (``ack_from``).
         """
         old = s.hw[l]
         known = [where(self.hw_isr_member(s, l, i), s.leo[l] if i == l else s.remote_leo[l][i], self.L)
@@ -292,7 +348,7 @@ class KafkaReplication(Spec):
             new = where(may_advance, new, old)
         s.hw[l] = new
         if self.acks_all:
-            enough = count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr
+            enough = count_of(self.hw_isr_member(s, l, i) for i in self.REPLICAS) >= self.min_isr
             for m in self.RECORDS:
                 for o in self.OFFSETS:
                     acked = (enough & (s.acked_at[m - 1] < 0) & (o >= old) & (o < new) & (o >= s.ack_from[l])
@@ -358,6 +414,14 @@ class KafkaReplication(Spec):
         """What replica r does to its log where ``follows`` holds: a LeaderAndIsr made it a follower."""
         raise NotImplementedError
 
+    def follower_changes(self, s, old_leader, old_epoch, new_leader, epoch):
+        """Partition.makeFollower's answer: the follower restarts its fetcher (and truncates) where this holds.
+
+        0.8-2.0.0: only when the leader changed; a LeaderAndIsr that keeps the leader (an ISR change by
+        the controller) updates the epoch and nothing else (Partition.makeFollower, 1.0.0, 2.0.0).
+        """
+        return old_leader != new_leader
+
     def fetch_accepted(self, s, f, l):
         """Extra conditions for leader l to serve a fetch (or OffsetsForLeaderEpoch) from f."""
         return True
@@ -373,10 +437,15 @@ class KafkaReplication(Spec):
     def restart_allowed(self, s, r):
         """Extra condition for broker r to register again after it stopped.
 
-        True here: a fast bounce can go unnoticed by the controller (ZooKeeper mode
-        before 2.2, KAFKA-1120).
+        Before 2.2 a fast bounce can go unnoticed by the controller (KAFKA-1120): no condition.
+        2.2+ (KIP-380, KafkaController.onBrokerStartup with broker epochs) and KRaft: the controller
+        handles every new incarnation as a failure first, so the broker has lost the leadership and
+        left the ISR, unless it is the last member, which Kafka keeps in the ISR.
         """
-        return True
+        if not self.restart_noticed:
+            return True
+        last = count_of(s.q_isr[i] for i in self.REPLICAS) == 1
+        return (s.q_leader != r) & (~s.q_isr[r] | last)
 
     def hw_isr_member(self, s, l, i):
         """Whether leader l waits for replica i before raising its HW: its current ISR (before KIP-497's maximal ISR)."""
@@ -478,6 +547,10 @@ class KafkaReplication(Spec):
         by the leader-epoch check.
         """
         s.require(s.req_sent[e - 1] & s.up[r] & (s.leader_epoch[r] < e))
+        if not self.elr:
+            # ZooKeeper mode (0.8-3.x): makeFollowers skips a partition whose leader is not alive (leader -1 after
+            # the last ISR member died): the broker keeps its leader, epoch and fetcher (ReplicaManager, 1.0-2.7)
+            s.require(s.req_leader[e - 1] != self.NONE)
         if self.controller_failover:
             s.require(self.controller_epoch_accepted(s, r, s.req_controller_epoch[e - 1]))
         self.become_leader_or_follower(s, r, e, s.req_leader[e - 1], [s.req_isr[e - 1][i] for i in self.REPLICAS],
@@ -489,24 +562,41 @@ class KafkaReplication(Spec):
 
         A replica that was not leading holds no produce requests: records already in
         its log are never acknowledged by it (their producers got errors and retried).
+        Partition.makeLeader (0.10.2+) forgets the followers' fetch offsets only when the
+        replica was not the leader already (isNewLeader). The model keeps them only when the
+        epoch also moved by one: a leader that skipped an epoch missed a LeaderAndIsr, which the
+        controller's in-order, retried delivery does not do, and its followers may have followed
+        another leader meanwhile. makeFollower tells ReplicaManager whether the follower must
+        restart its fetcher and truncate (``follower_changes``).
         """
+        old_leader, old_epoch = s.leader[r], s.leader_epoch[r]
         was_leading = self.believes_leads(s, r)
-        s.ack_from[r] = where(new_leader == r, where(was_leading, s.ack_from[r], s.leo[r]), 0)
+        leads = new_leader == r
+        s.ack_from[r] = where(leads, where(was_leading, s.ack_from[r], s.leo[r]), 0)
+        if self.epoch_cached_on_election:
+            # Partition.makeLeader (2.0.1+): leaderEpochStartOffsetOpt = LEO; cache.assign(epoch, LEO) adds an entry
+            # unless the last record already has that epoch (a leader bounced and re-elected in its own epoch)
+            s.epoch_start[r] = where(leads, s.leo[r], 0)
+            s.cached_epoch[r] = where(leads, where(self.latest_epoch(s, r) == epoch, 0, epoch), s.cached_epoch[r])
         s.leader_epoch[r] = epoch
         if self.proof_ghosts:
             s.applied_epoch[r] = epoch
         s.leader[r] = new_leader
         s.zk_version_current[r] = zk_version_current
+        still_leader = leads & (old_leader == r) & (epoch == old_epoch + 1)
+        if self.proof_ghosts:
+            s.led_since[r] = where(still_leader, s.led_since[r], where(leads, epoch, 0))
         for i in self.REPLICAS:
             s.isr[r][i] = isr[i]
-            s.remote_leo[r][i] = -1
+            s.remote_leo[r][i] = where(still_leader, s.remote_leo[r][i], -1)
         if controller_epoch is not None:
             s.controller_epoch_seen[r] = max_of([s.controller_epoch_seen[r], controller_epoch])
         if self.async_isr:
             self.clear_pending_isr(s, r)
-        follows = (new_leader != r) & (new_leader != self.NONE)
-        s.truncating[r] = False
-        self.become_follower(s, r, follows)
+        follows = ~leads & (new_leader != self.NONE)
+        changes = follows & self.follower_changes(s, old_leader, old_epoch, new_leader, epoch)
+        s.truncating[r] = where(leads | (new_leader == self.NONE), False, s.truncating[r])
+        self.become_follower(s, r, changes)
         self.expose(s, r)
 
     @action(r="REPLICAS")
@@ -538,6 +628,8 @@ class KafkaReplication(Spec):
         s.log_record[l][offset] = record
         s.log_epoch[l][offset] = s.leader_epoch[l]
         s.leo[l] = offset + 1
+        if self.epoch_cached_on_election:
+            s.cached_epoch[l] = 0     # the entry at the LEO now has a record of its epoch
         s.next_record = record + 1
         if not self.acks_all:
             for m in self.RECORDS:
@@ -551,13 +643,16 @@ class KafkaReplication(Spec):
         The leader reads the response (records from f's LEO, and its current HW)
         before it records f's fetch offset and maybe raises its HW, so the follower
         learns that new HW only from a later fetch. A fetch offset past the
-        leader's LEO gets OffsetOutOfRange and the follower truncates to it.
+        leader's LEO gets OffsetOutOfRange and the follower truncates to it
+        (AbstractFetcherThread.fetchOffsetAndTruncate, 2.1+; before, see ``exit_out_of_range``).
         A caught-up follower rejoins the ISR in the same step.
         """
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l))
         s.require(~s.truncating[f])
         response_hw, fetch_offset, leader_leo = s.hw[l], s.leo[f], s.leo[l]
+        if self.out_of_range_exits and not self.unclean:
+            s.require(fetch_offset <= leader_leo)
         if self.proof_ghosts:
             s.followed_epoch[f] = s.leader_epoch[f]
             s.fetched_epoch[f] = s.leader_epoch[f]
@@ -566,6 +661,9 @@ class KafkaReplication(Spec):
             keep = o < leader_leo
             s.log_record[f][o] = where(copy, s.log_record[l][o], where(keep, s.log_record[f][o], 0))
             s.log_epoch[f][o] = where(copy, s.log_epoch[l][o], where(keep, s.log_epoch[f][o], 0))
+        if self.epoch_cached_on_election:
+            # appending removes a conflicting entry at the old LEO (LeaderEpochFileCache.truncateAndAppend, 2.0.1+)
+            s.cached_epoch[f] = where(leader_leo == fetch_offset, s.cached_epoch[f], 0)
         s.leo[f] = leader_leo
         s.hw[f] = response_hw
         s.flushed[f] = min_of([s.flushed[f], leader_leo])
@@ -573,6 +671,22 @@ class KafkaReplication(Spec):
         s.remote_leo[l][f] = where(in_range, fetch_offset, s.remote_leo[l][f])
         self.maybe_expand_isr(s, l, f, in_range)
         self.maybe_increment_hw(s, l)
+
+    @action(f="REPLICAS", l="REPLICAS")
+    def exit_out_of_range(self, s, f, l):
+        """Follower f's fetch offset is past leader l's LEO and unclean election is off: f exits (0.10.2-2.0).
+
+        ReplicaFetcherThread.handleOffsetOutOfRange (0.10.2-2.0.0): "Exiting because log truncation is
+        not allowed" (System.exit, so the shutdown hook stops the broker cleanly; before 0.10.2 it was
+        Runtime.halt, a hard stop). It counts as one of the max_crashes stops.
+        """
+        if not (self.out_of_range_exits and not self.unclean):
+            s.require(False)
+            return
+        s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
+                  & self.fetch_accepted(s, f, l) & ~s.truncating[f] & (s.leo[f] > s.leo[l]))
+        s.require(s.crashes < self.C)
+        self.stop_cleanly(s, f)
 
     @action(f="REPLICAS", l="REPLICAS")
     def fetch_response_lost(self, s, f, l):
@@ -596,7 +710,11 @@ class KafkaReplication(Spec):
 
     @action(l="REPLICAS", f="REPLICAS")
     def shrink_isr(self, s, l, f):
-        """Leader l drops follower f from the ISR after replica.lag.time.max.ms (Partition.maybeShrinkIsr)."""
+        """Leader l drops follower f from the ISR after replica.lag.time.max.ms (Partition.maybeShrinkIsr).
+
+        Any follower, any time: Kafka drops only one that has not caught up for replica.lag.time.max.ms,
+        which the model does not time; the extra shrinks only add behaviour (sound for safety).
+        """
         if self.async_isr:
             # 2.7+ (KIP-497): the leader sends AlterIsr and keeps its current ISR until the controller commits
             s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & ~s.alter_pending[l])
@@ -653,6 +771,10 @@ class KafkaReplication(Spec):
     def shutdown(self, s, r):
         """Clean shutdown: the log is flushed and the HW checkpointed before the process exits."""
         s.require(s.up[r] & (s.crashes < self.C))
+        self.stop_cleanly(s, r)
+
+    def stop_cleanly(self, s, r):
+        """KafkaServer.shutdown: flush the log and checkpoint the HW, then stop."""
         s.flushed[r] = s.leo[r]
         s.checkpoint_hw[r] = s.hw[r]
         self.go_down(s, r)
@@ -663,9 +785,15 @@ class KafkaReplication(Spec):
         s.crashes = s.crashes + 1
         s.leader[r] = self.NONE
         s.leader_epoch[r] = 0
+        if self.proof_ghosts:
+            s.led_since[r] = 0
         s.zk_version_current[r] = False
         s.truncating[r] = False
         s.ack_from[r] = 0
+        if self.epoch_cached_on_election:
+            # the cache entry at the LEO is dropped when the log is loaded again (Log.loadSegments: truncateFromEnd(LEO))
+            s.epoch_start[r] = 0
+            s.cached_epoch[r] = 0
         for i in self.REPLICAS:
             s.isr[r][i] = False
             s.remote_leo[r][i] = -1
@@ -678,11 +806,14 @@ class KafkaReplication(Spec):
     def restart(self, s, r):
         """Broker r starts again; it learns its role from the next LeaderAndIsr it applies.
 
-        The controller may not have handled its failure yet: a fast bounce can go
-        unnoticed (KAFKA-1120), so r may still be in the ISR or even the leader in
-        ZooKeeper. Requests sent before it stopped died with its connection: it
-        accepts the controller's current LeaderAndIsr (resent on broker startup)
-        and newer ones only.
+        Before 2.2 the controller may not have handled its failure yet: a fast bounce
+        can go unnoticed (KAFKA-1120), so r may still be in the ISR or even the leader
+        in ZooKeeper (``restart_allowed``). Requests sent before it stopped died with
+        its connection: it accepts the controller's current LeaderAndIsr and newer ones
+        only. After an unnoticed bounce Kafka sends the current one again only on a later
+        event (the controller's RequestSendThread retrying it on the new connection, a
+        controller failover's replicaStateMachine.startup); the model lets it arrive any
+        time, an over-approximation that is sound for safety (it only adds timings).
         """
         s.require(self.may_stop & ~s.up[r])
         allowed = self.restart_allowed(s, r)
@@ -719,6 +850,25 @@ class KafkaReplication(Spec):
                 ok.append(~self.acting_leader(s, l) | (at < 0) | has)
         return all_of(ok)
 
+    @invariant("no-committed-loss-anywhere")
+    def no_committed_loss_anywhere(self, s):
+        """Every acknowledged record stays at its offset on some replica that can still become leader.
+
+        A replica can become leader by a clean election if it is in the ISR in ZooKeeper
+        (up or down: a stopped broker keeps its log), or, with KIP-966, an eligible leader
+        replica. Unlike no-committed-loss this also sees a loss while no leader acts.
+        When it breaks, no clean election can bring the record back: it is lost for good.
+        """
+        ok = []
+        for m in self.RECORDS:
+            at = s.acked_at[m - 1]
+            kept = []
+            for r in self.REPLICAS:
+                electable = s.q_isr[r] | s.q_elr[r] if self.elr else s.q_isr[r]
+                kept.append(electable & (s.leo[r] > at) & (s.log_record[r][at] == m))
+            ok.append((at < 0) | any_of(kept))
+        return all_of(ok)
+
     @invariant("log-matching")
     def log_matching(self, s):
         """Replicas holding the same epoch at an offset agree on the whole log up to it.
@@ -738,6 +888,25 @@ class KafkaReplication(Spec):
                     ok.append(~same_epoch | prefix_equal)
         return all_of(ok)
 
+    @invariant("hw-log-matching")
+    def hw_log_matching(self, s):
+        """Below both replicas' high watermarks their logs agree (record and epoch at every offset).
+
+        Each replica considers the records below its HW committed and may serve them once it leads.
+        Unlike log-matching this also sees logs that diverged under different epochs (KIP-101
+        scenario 2). When it breaks, two replicas hold different committed data at one offset.
+        """
+        ok = []
+        for a in self.REPLICAS:
+            for b in self.REPLICAS:
+                if a >= b:
+                    continue
+                for o in self.OFFSETS:
+                    below = (o < s.hw[a]) & (o < s.hw[b])
+                    ok.append(~below | ((s.log_record[a][o] == s.log_record[b][o])
+                                        & (s.log_epoch[a][o] == s.log_epoch[b][o])))
+        return all_of(ok)
+
     @invariant("consistent-reads")
     def consistent_reads(self, s):
         """No offset is ever read with two different records.
@@ -754,9 +923,10 @@ class KafkaReplication(Spec):
 
     @invariant("hw-monotonic")
     def hw_monotonic(self, s):
-        """The partition's committed HW never moves back.
+        """The acting leader's log reaches every offset ever exposed to consumers (the committed HW never moves back).
 
-        The acting leader's log reaches every offset ever exposed to consumers.
+        It checks the acting leader's LEO against the highest offset consumers were ever
+        shown, not the HW field itself (a new leader's HW may lag until its followers fetch).
         When it breaks, consumers positioned at the old HW get OffsetOutOfRange
         and reset, skipping or re-reading data.
         """
@@ -797,6 +967,19 @@ class KafkaReplication(Spec):
         """
         return (s.q_leader == self.NONE) | s.q_isr[s.q_leader]
 
+    def isr_holds_committed(self, s, live_only):
+        """Every ISR member in ZooKeeper (``live_only``: that is up) holds everything below the acting leader's HW."""
+        ok = []
+        for l in self.REPLICAS:
+            for i in self.REPLICAS:
+                if i == l:
+                    continue
+                member = s.q_isr[i] & s.up[i] if live_only else s.q_isr[i]
+                for o in self.OFFSETS:
+                    below = self.acting_leader(s, l) & member & (o < s.hw[l])
+                    ok.append(~below | ((s.leo[i] > o) & (s.log_record[i][o] == s.log_record[l][o])))
+        return all_of(ok)
+
     @invariant("strong-isr")
     def strong_isr(self, s):
         """Every ISR member (in ZooKeeper) holds everything below the acting leader's HW.
@@ -804,15 +987,17 @@ class KafkaReplication(Spec):
         When it breaks, the controller could elect an ISR member that lacks
         committed records.
         """
-        ok = []
-        for l in self.REPLICAS:
-            for i in self.REPLICAS:
-                if i == l:
-                    continue
-                for o in self.OFFSETS:
-                    below = self.acting_leader(s, l) & s.q_isr[i] & (o < s.hw[l])
-                    ok.append(~below | ((s.leo[i] > o) & (s.log_record[i][o] == s.log_record[l][o])))
-        return all_of(ok)
+        return self.isr_holds_committed(s, live_only=False)
+
+    @invariant("strong-live-isr")
+    def strong_live_isr(self, s):
+        """Every live ISR member (in ZooKeeper) holds everything below the acting leader's HW.
+
+        strong-isr over the brokers that are up: a stopped member that lost its unflushed
+        tail may stay in the ISR until the controller notices (KIP-966 then keeps it from
+        being elected); a live member without a committed record can be elected at once.
+        """
+        return self.isr_holds_committed(s, live_only=True)
 
     # ------------------------------------------------------------------------------------
     # liveness properties (checker/liveness.py): P leads to Q under the fairness each declares

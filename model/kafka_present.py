@@ -99,6 +99,14 @@ def _latest_epoch(log):
     return log[-1][1] if log else 0
 
 
+def _request_epoch(state, r):
+    """The epoch r's OffsetsForLeaderEpoch carries: its leader-epoch cache's latest (KafkaReplication.cache_latest_epoch)."""
+    log, cached = state.log(r), state.get("cached_epoch", r)
+    if cached is None:          # 0.11-2.0.0: the cache ignores a smaller epoch, so the largest in the log
+        return max((e for _, e in log), default=0)
+    return max(_latest_epoch(log), cached)
+
+
 def truncation_rule(prev, cur, name, params, r):
     """A sentence naming who truncated, to where, and the protocol rule that allowed it."""
     old, new = prev.log(r), cur.log(r)
@@ -118,7 +126,7 @@ def truncation_rule(prev, cur, name, params, r):
         return f"r{r} truncated its log to offset {to} on becoming follower of {_who(R, leader)}"
     if name == "truncate_by_epoch":
         l = params.get("l")
-        epoch = _latest_epoch(old)
+        epoch = _request_epoch(prev, r)
         leader_log = prev.log(l) if l is not None else []
         leader_has = any(e >= epoch for _, e in leader_log)
         if to == hw and not leader_has:
@@ -191,7 +199,7 @@ def _action_phrase(prev, cur, name, params):
         return f"r{p['f']}'s fetch from r{p['l']} is handled by the leader but the response is lost."
     if name == "truncate_by_epoch":
         f, l = p["f"], p["l"]
-        return (f"r{f} asks r{l} for the end offset of epoch {_latest_epoch(prev.log(f))} "
+        return (f"r{f} asks r{l} for the end offset of epoch {_request_epoch(prev, f)} "
                 f"(OffsetsForLeaderEpoch).")
     if name == "shrink_isr":
         return f"Leader r{p['l']} drops r{p['f']} from the ISR."
@@ -208,6 +216,10 @@ def _action_phrase(prev, cur, name, params):
         return f"r{p['r']} shuts down cleanly (log flushed, HW checkpointed)."
     if name == "restart":
         return f"r{p['r']} restarts with HW {cur.get('hw', p['r'])}."
+    if name == "exit_out_of_range":
+        return (f"r{p['f']}'s fetch offset {prev.get('leo', p['f'])} is past r{p['l']}'s LEO "
+                f"{prev.get('leo', p['l'])} and truncation is not allowed (unclean election off): the broker "
+                f"exits (0.10.2-2.0).")
     if name == "restart_unnoticed":
         return (f"r{p['r']} restarts with HW {cur.get('hw', p['r'])} before the controller noticed it was down: "
                 f"no LeaderAndIsr of epoch {cur.get('q_epoch')} is sent to it (KAFKA-1120).")
@@ -437,6 +449,8 @@ def _message(name, params, prev, cur, R):
         return r("r"), r("r"), name
     if name == "restart_unnoticed":
         return r("r"), r("r"), "restart (unnoticed by the controller)"
+    if name == "exit_out_of_range":
+        return r("f"), r("f"), "OffsetOutOfRange: exit"
     if name == "checkpoint_hw":
         return r("r"), r("r"), f"checkpoint HW {cur.get('checkpoint_hw', p['r'])}"
     who = next((f"r{v}" for k, v in p.items() if isinstance(v, int) and 0 <= v < R), "Controller")
@@ -472,7 +486,8 @@ class KafkaPresentation(Presentation):
     narrated = frozenset({"elect_leader", "controller_shrink_isr", "controller_offline", "controller_failover",
                           "apply_leader_and_isr", "apply_stale_leader_and_isr", "produce", "fetch",
                           "fetch_response_lost", "truncate_by_epoch", "shrink_isr", "alter_isr", "flush",
-                          "checkpoint_hw", "crash", "shutdown", "restart", "restart_unnoticed"})
+                          "checkpoint_hw", "crash", "shutdown", "restart", "restart_unnoticed",
+                          "exit_out_of_range"})
     columns = {"leo": "LEO", "hw": "HW", "leader": "leader", "leader_epoch": "epoch", "isr": "ISR", "up": "up"}
     hidden = ("log_record", "log_epoch")
     partition_prefixes = ("q_",)          # the quorum state (ZooKeeper) is partition-wide

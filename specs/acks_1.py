@@ -15,9 +15,11 @@ class Acks1(Kip320):
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "holds"}
+                "strong-isr": "holds", "no-committed-loss-anywhere": "violated", "hw-log-matching": "holds", "strong-live-isr": "holds"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "by design: the leader acknowledges a record it alone has and the controller elects "
                              "the follower, which truncates nothing but never had it (acks=all, the default since "
                              "3.0 by KIP-679, waits for the ISR: kip-320 holds at these bounds)",
+        "no-committed-loss-anywhere": "the same: the leader crashes right after acknowledging, and the ISR member "
+                                      "elected never had the record",
     }

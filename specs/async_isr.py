@@ -13,11 +13,12 @@ class AsyncIsr(Kip320):
                      "acknowledged that a replica about to join the ISR lacks.")
     references = ("KIP-497 (AlterIsr; maximal ISR for the HW while a change is pending)",
                   "KAFKA-8836 (AlterIsr in the broker)", "KAFKA-10432 (leader HW with pending ISR expansion)")
+    restart_noticed = True      # 2.7 has KIP-380 (2.2): the controller notices every bounce
     defaults = {**Kip320.defaults, "async_isr": 1, "max_epochs": 2}
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "violated"}
+                "strong-isr": "violated", "no-committed-loss-anywhere": "violated", "hw-log-matching": "violated", "strong-live-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "the leader, alone in its ISR, proposes adding a caught-up follower, acknowledges a "
                              "new record on its old ISR, then the controller commits the follower, which is "
@@ -26,6 +27,11 @@ class AsyncIsr(Kip320):
         "consistent-reads": "the elected follower writes a different record at the exposed offset",
         "hw-monotonic": "the elected follower's log ends below the committed HW",
         "strong-isr": "the controller commits an ISR member that lacks a record below the leader's HW",
+        "strong-live-isr": "the same: that member is live",
+        "no-committed-loss-anywhere": "the same: the leader crashes and the elected follower, which never had the "
+                                      "record, takes the ISR alone",
+        "hw-log-matching": "the leader stops with the record below its HW; the elected follower commits a different "
+                           "one at that offset",
     }
 
 
@@ -37,7 +43,8 @@ class Kip497(AsyncIsr):
     missing_fence = None
     references = ("KIP-497", "KAFKA-8836")
     expected = {**AsyncIsr.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "holds", "strong-isr": "holds"}
+                "hw-monotonic": "holds", "strong-isr": "holds", "no-committed-loss-anywhere": "holds",
+                "hw-log-matching": "holds", "strong-live-isr": "holds"}
     expected_why = {"single-acting-leader": AsyncIsr.expected_why["single-acting-leader"],
                     "no-committed-loss": "KAFKA-8836 computes the HW over the maximal ISR while an AlterIsr is "
                                          "pending (async-isr loses a committed record at these bounds)"}

@@ -9,10 +9,11 @@ class HwTruncation(KafkaReplication):
     summary = ("Before Kafka 0.11: a replica that becomes follower (including after every restart) "
                "truncates its log to its own high watermark, which lags the leader's.")
     references = ("KIP-101 (scenarios 1 and 2)", "KAFKA-1211")
+    out_of_range_exits = True
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "violated"}
+                "strong-isr": "violated", "no-committed-loss-anywhere": "violated", "hw-log-matching": "violated", "strong-live-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KIP-101 scenario 1 (KAFKA-1211): a bounced follower truncates to its lagging HW and "
                              "is elected",
@@ -21,6 +22,12 @@ class HwTruncation(KafkaReplication):
         "consistent-reads": "the new leader exposes offsets it truncated and rewrote",
         "hw-monotonic": "the new leader's log ends below the committed HW",
         "strong-isr": "an ISR member truncates committed records to its HW",
+        "strong-live-isr": "a live ISR member truncates committed records to its HW on becoming follower",
+        "no-committed-loss-anywhere": "KIP-101 scenario 1: once the old leader leaves the ISR, no electable replica "
+                                      "holds the record the new leader truncated",
+        "hw-log-matching": "KIP-101 scenario 2's signature: a bounced leader truncates to its HW and writes a new "
+                           "record (new epoch) where its follower, still fetching from it, holds an older one; "
+                           "both HWs pass the offset",
     }
     configurations = {
         "kafka-1211": Configuration(

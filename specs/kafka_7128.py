@@ -18,13 +18,16 @@ class Kafka7128(Kip320):
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "violated"}
+                "strong-isr": "violated", "no-committed-loss-anywhere": "violated", "hw-log-matching": "holds", "strong-live-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-7128: a new leader with a lagging HW adds a follower whose fetch offset "
                              "reached that HW; the response is lost, the follower is elected without the "
                              "committed record (kip-320 holds at these bounds)",
         "hw-monotonic": "the same election leaves the leader's log below the committed HW",
         "strong-isr": "the follower joins the ISR without the committed record",
+        "strong-live-isr": "the same: the follower is live",
+        "no-committed-loss-anywhere": "the same election; the new leader then shrinks the ISR to itself, without "
+                                      "the record",
     }
 
     def may_join_isr(self, s, l, f):

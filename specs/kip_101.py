@@ -10,15 +10,19 @@ class Kip101(KafkaReplication):
     summary = ("Kafka 0.11: a new follower asks the leader (OffsetsForLeaderEpoch) for the end offset "
                "of its latest epoch and truncates there; the answer carries no epoch.")
     references = ("KIP-101", "KAFKA-1211", "KAFKA-6361 (fast leader fail-over still diverges)")
+    out_of_range_exits = True
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "violated"}
+                "strong-isr": "violated", "no-committed-loss-anywhere": "violated", "hw-log-matching": "holds", "strong-live-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "a follower asks a stale leader, gets UNDEFINED and truncates to its HW, "
                              "then is elected (fenced by KIP-320; UNDEFINED answers fixed by KAFKA-7415)",
         "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",
         "strong-isr": "an ISR member truncates committed records to its HW on an UNDEFINED answer",
+        "strong-live-isr": "the same: the truncating ISR member is live",
+        "no-committed-loss-anywhere": "the same truncation; the stale leader then crashes and the truncated "
+                                      "follower is elected: no electable replica holds the record",
     }
     configurations = {
         "kafka-1211": Configuration(
@@ -33,13 +37,14 @@ class Kip101(KafkaReplication):
     }
 
     def become_follower(self, s, r, follows):
-        """0.11+: the fetcher starts in the truncating state; no truncation to the HW any more."""
-        s.truncating[r] = follows
+        """ReplicaManager.makeFollowers (0.11+): a restarted fetcher starts in the truncating state; no truncation to the HW."""
+        s.truncating[r] = s.truncating[r] | follows
 
     def truncation_point(self, s, f, l):
-        """0.11: the leader answers the end offset of f's latest epoch; UNDEFINED sends f back to its HW."""
-        epoch = self.latest_epoch(s, f)
-        latest = self.latest_epoch(s, l)
+        """ReplicaFetcherThread.maybeTruncate (0.11.0): the leader answers the end offset of f's latest epoch
+        (LeaderEpochFileCache.endOffsetFor); UNDEFINED sends f back to its HW."""
+        epoch = self.cache_latest_epoch(s, f)
+        latest = self.cache_latest_epoch(s, l)
         earliest = where(s.leo[l] > 0, s.log_epoch[l][0], 0)
         next_start = self.first_offset_after_epoch(s, l, epoch)
         undefined = (next_start == self.NO_OFFSET) | (epoch < earliest)

@@ -19,12 +19,15 @@ class Kip279(Kip101):
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "violated"}
+                "strong-isr": "violated", "no-committed-loss-anywhere": "violated", "hw-log-matching": "holds", "strong-live-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "fetches are not fenced by epoch: a stale leader's UNDEFINED answer sends a "
                              "follower back to its HW (KIP-320, KAFKA-7415)",
         "hw-monotonic": "the same truncation leaves the next leader's log below the committed HW",
         "strong-isr": "an ISR member truncates committed records to its HW on an UNDEFINED answer",
+        "strong-live-isr": "the same: the truncating ISR member is live",
+        "no-committed-loss-anywhere": "the same truncation; the stale leader then crashes and the truncated "
+                                      "follower is elected: no electable replica holds the record",
     }
     configurations = {
         "kafka-6361": Configuration(
@@ -40,7 +43,7 @@ class Kip279(Kip101):
 
     def truncation_point(self, s, f, l):
         """AbstractFetcherThread.getOffsetTruncationState (2.0)."""
-        leader_epoch, leader_end = self.end_offset_for_epoch(s, l, self.latest_epoch(s, f))
+        leader_epoch, leader_end = self.end_offset_for_epoch(s, l, self.cache_latest_epoch(s, f))
         follower_epoch, follower_end = self.end_offset_for_epoch(s, f, leader_epoch)
         empty = s.leo[f] == 0
         offset = where(empty, 0,

@@ -88,6 +88,37 @@ class Kip320Lemmas:
             ok.append(s.remote_leo[r][r] == -1)
         return all_of(ok)
 
+    @invariant("lemma-epoch-cache")
+    def lemma_epoch_cache(self, s):
+        """What makeLeader wrote (2.0.1+): a leader's epoch start offset is within its log and only its own epoch's records follow it; the cache entry at the LEO is for an epoch the replica led, above every record's epoch.
+
+        A leader's log only grows in its epoch, so its epoch start offset never passes a record of an
+        older epoch (it is at least the first offset of its epoch); the entry at the LEO is its
+        current epoch until it writes, and stays, above every record, until anything is appended or
+        truncated.
+        """
+        ok = []
+        for r in self.REPLICAS:
+            leads, cached = self.believes_leads(s, r), s.cached_epoch[r]
+            ok.append(leads | (s.epoch_start[r] == 0))
+            ok.append(s.up[r] | (cached == 0))
+            ok.append(~leads | (s.epoch_start[r] <= s.leo[r]))
+            ok.append(~leads | (cached == s.leader_epoch[r])
+                      | ((cached == 0) & (self.latest_epoch(s, r) == s.leader_epoch[r])))
+            ok.append((cached == 0) | (cached <= s.leader_epoch[r]))
+            ok.append((cached == 0) | any_of((cached == e) & (s.req_leader[e - 1] == r) for e in self.EPOCHS))
+            if self.proof_ghosts:
+                ok.append(cached <= s.applied_epoch[r])
+            for o in self.OFFSETS:
+                inside = o < s.leo[r]
+                ok.append(~(leads & inside & (o >= s.epoch_start[r])) | (s.log_epoch[r][o] == s.leader_epoch[r]))
+                ok.append(~(inside & (cached != 0)) | (s.log_epoch[r][o] < cached))
+                # records of that epoch, anywhere, are past its LEO: it has written none since it took the epoch
+                for x in self.REPLICAS:
+                    theirs = (cached != 0) & (o < s.leo[x]) & (s.log_epoch[x][o] == cached)
+                    ok.append(~theirs | (o >= s.leo[r]))
+        return all_of(ok)
+
     @invariant("lemma-log-shape")
     def lemma_log_shape(self, s):
         """Every log is a gap-free prefix: records and epochs below the LEO, zeros past it, epochs non-decreasing, both HWs within it; so are the offsets exposed to consumers."""
@@ -211,28 +242,41 @@ class Kip320Lemmas:
 
     @invariant("lemma-potential-hw-safe")
     def lemma_potential_hw_safe(self, s):
-        """Whatever a replica that believes it leads could commit now is already on every ISR member (in ZooKeeper), and on the leader of every later epoch.
+        """Whatever a replica that believes it leads could commit now, or in the next epochs it leads without a break, is already on every ISR member (in ZooKeeper), and on the leader of every later epoch.
 
         Below the HW it could raise to (the smallest LEO it knows in its own ISR view),
         every member of the ZooKeeper ISR holds the same records as it, and so does the
         leader of each later epoch until it fetches or truncates in a later epoch still
-        (it came from this leader's ISR, or joined a later leader that had them).
+        (it came from this leader's ISR, or joined a later leader that had them). The same
+        holds for the ISR of each LeaderAndIsr that names it leader of its next epochs:
+        Partition.makeLeader keeps the followers' fetch offsets into them.
         """
         ok = []
         for l in self.REPLICAS:
-            phw = self.potential_hw(s, l)
-            for i in self.REPLICAS:
-                if i == l:
-                    continue
-                for o in self.OFFSETS:
-                    cond = self.believes_leads(s, l) & (o < phw) & (o < s.leo[l])
-                    holds = self.holds_record(s, i, o, s.log_record[l][o])
-                    ok.append(~(cond & s.q_isr[i]) | holds)
-                    if self.proof_ghosts:
-                        for e in self.EPOCHS:
-                            later = (e > s.leader_epoch[l]) & (s.req_leader[e - 1] == i) & (s.followed_epoch[i] < e)
-                            ok.append(~(cond & later) | holds)
+            for chain, phw in self.potential_hws(s, l):
+                for i in self.REPLICAS:
+                    if i == l:
+                        continue
+                    for o in self.OFFSETS:
+                        cond = chain & self.believes_leads(s, l) & (o < phw) & (o < s.leo[l])
+                        holds = self.holds_record(s, i, o, s.log_record[l][o])
+                        ok.append(~(cond & s.q_isr[i]) | holds)
+                        if self.proof_ghosts:
+                            for e in self.EPOCHS:
+                                later = (e > s.leader_epoch[l]) & (s.req_leader[e - 1] == i) & (s.followed_epoch[i] < e)
+                                ok.append(~(cond & later) | holds)
         return all_of(ok)
+
+    def potential_hws(self, s, l):
+        """(where, potential HW) of l: over its ISR view now, and over the ISR of each later epoch e it will lead
+        without a break (every LeaderAndIsr after its epoch up to e names it), with the fetch offsets it keeps."""
+        out = [(True, self.potential_hw(s, l))]
+        for e in self.EPOCHS:
+            chain = (e > s.leader_epoch[l]) & all_of(
+                (x <= s.leader_epoch[l]) | (x > e) | (s.req_sent[x - 1] & (s.req_leader[x - 1] == l)) for x in self.EPOCHS)
+            out.append((chain, min_of([where(s.req_isr[e - 1][i], s.leo[l] if i == l else s.remote_leo[l][i], self.L)
+                                       for i in self.REPLICAS])))
+        return out
 
     @history_lemma("lemma-follower-prefix")
     def lemma_follower_prefix(self, s):
@@ -278,11 +322,17 @@ class Kip320Lemmas:
         """A leader's record of a follower's fetch offset is within both logs, which agree below it until the follower follows someone else.
 
         A fetch response carries the leader's whole log from the fetch offset on, so until the
-        follower applies a later LeaderAndIsr its log is a prefix of the leader's; after it
+        follower applies a LeaderAndIsr past the leader's epoch its log is a prefix of the leader's; after it
         became leader of a later epoch, the part below that fetch offset is still the leader's.
         """
         ok = []
         for l in self.REPLICAS:
+            if self.proof_ghosts:       # l has led every epoch since led_since, without a break
+                leads, since = self.believes_leads(s, l), s.led_since[l]
+                ok.append(leads | (since == 0))
+                ok.append(~leads | ((since >= 1) & (since <= s.leader_epoch[l])))
+                ok.append(~leads | all_of((e < since) | (e > s.leader_epoch[l]) | (s.req_leader[e - 1] == l)
+                                          for e in self.EPOCHS))
             for i in self.REPLICAS:
                 if i == l:
                     continue
@@ -291,9 +341,13 @@ class Kip320Lemmas:
                 ok.append(~known | (x <= s.leo[l]))
                 if not self.proof_ghosts:
                     continue
-                ok.append(~known | (s.followed_epoch[i] >= s.leader_epoch[l]))     # it fetched as l's follower
+                # it fetched as l's follower, in an epoch l has led since without a break (Partition.makeLeader
+                # keeps the followers' fetch offsets when the leader stays leader into the next epoch)
+                ok.append(~known | (s.followed_epoch[i] >= s.led_since[l]))
                 not_followed = known & (s.followed_epoch[i] <= s.leader_epoch[l])
-                still_on_it = known & (s.applied_epoch[i] <= s.leader_epoch[l])
+                # every LeaderAndIsr it applied since it last fetched named l (it has not followed anyone else)
+                still_on_it = known & (s.followed_epoch[i] <= s.leader_epoch[l]) & all_of(
+                    (e <= s.followed_epoch[i]) | (e > s.applied_epoch[i]) | (s.req_leader[e - 1] == l) for e in self.EPOCHS)
                 ok.append(~not_followed | (x <= s.leo[i]))
                 ok.append(~still_on_it | (s.leo[i] <= s.leo[l]))
                 for o in self.OFFSETS:
@@ -322,6 +376,11 @@ class Kip320Lemmas:
             ok.append(~s.up[r] | (s.leader_epoch[r] + 1 >= s.up_since[r]))
             ok.append(~s.up[r] | (s.leader_epoch[r] == a) | (s.leader_epoch[r] + 1 == s.up_since[r]))
             ok.append(~s.up[r] | (s.leader[r] == self.NONE) | (s.leader_epoch[r] >= s.up_since[r]))
+            if not self.elr:
+                # ZooKeeper mode applies no leaderless LeaderAndIsr: without a leader it has applied nothing since it
+                # (re)started
+                ok.append(~s.up[r] | (s.leader[r] != self.NONE) | (a == 0)
+                          | ((s.leader_epoch[r] + 1 == s.up_since[r]) & (a <= s.up_since[r])))
             ok.append(s.followed_epoch[r] <= a)
             # a follower that finished truncating did so against its leader, on the same epoch
             for l in self.REPLICAS:

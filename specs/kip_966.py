@@ -15,7 +15,7 @@ class Kip966(LastReplicaStanding):
     not_modelled = {"KIP-903": "the model has no broker epochs, so the race KIP-903 closes (an ISR expansion built "
                                "from a fetch of a replica's previous incarnation) cannot occur"}
     expected = {**LastReplicaStanding.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
-                "hw-monotonic": "holds"}
+                "hw-monotonic": "holds", "no-committed-loss-anywhere": "holds"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-15583: the HW advances only while the ISR has min.insync.replicas members, and "
                              "ELR keeps a replica that lost data from election (last-replica-standing, elr=0, loses "

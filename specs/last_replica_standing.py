@@ -1,5 +1,4 @@
 """The last ISR member loses its unflushed tail in a hard crash and is re-elected (KIP-966)."""
-from isrcheck.model.expr import count_of
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
 
@@ -14,26 +13,20 @@ class LastReplicaStanding(Kip320):
                      "as eligible leader replicas (ELR), and makes an uncleanly shut down replica ineligible.")
     references = ("KIP-966 (Eligible Leader Replicas: the \"last replica standing\" problem)",
                   "KIP-380 (the controller detects a bounced broker)")
+    restart_noticed = True      # KIP-380: the scenario needs the bounce noticed (re-election, not a fast bounce)
     defaults = {**Kip320.defaults, "min_isr": 2, "unflushed_loss": 1, "max_epochs": 3}
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "violated"}
+                "strong-isr": "violated", "no-committed-loss-anywhere": "violated", "hw-log-matching": "holds", "strong-live-isr": "holds"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KIP-966: a record committed by the full ISR, the ISR shrinks to the leader, a hard "
                              "crash loses its unflushed tail and it is re-elected as the last ISR member",
         "hw-monotonic": "with the ISR below min.insync.replicas the leader's HW still exposes a record, which "
                         "the leader loses in a hard crash before it is re-elected",
         "consistent-reads": "the re-elected leader writes a different record at an offset consumers read",
+        "no-committed-loss-anywhere": "the same: the last ISR member's hard crash loses the record everywhere "
+                                      "it can be elected from",
         "strong-isr": "a follower's hard crash loses committed records it keeps in the ISR until the "
                       "controller notices (since KIP-380 before it registers again)",
     }
-
-    def restart_allowed(self, s, r):
-        """KIP-380 (2.2+) and KRaft: a broker registers again only after the controller handled its failure.
-
-        It has lost the leadership and left the ISR, unless it is the last member,
-        which Kafka keeps in the ISR.
-        """
-        last = count_of(s.q_isr[i] for i in self.REPLICAS) == 1
-        return (s.q_leader != r) & (~s.q_isr[r] | last)

@@ -17,7 +17,7 @@ class NoIsrFencing(Kip320):
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "violated",
-                "strong-isr": "violated"}
+                "strong-isr": "violated", "no-committed-loss-anywhere": "violated", "hw-log-matching": "violated", "strong-live-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-1382: the deposed leader appends a record, shrinks the ISR to itself (its write "
                              "is not fenced) and acknowledges it alone; the new leader never had it (kip-320, "
@@ -27,6 +27,11 @@ class NoIsrFencing(Kip320):
         "hw-monotonic": "the deposed leader's HW exposes a record the acting leader's log does not reach",
         "leader-in-isr": "the deposed leader's ISR write removes the acting leader from the ISR in ZooKeeper "
                          "(fenced by the zkVersion in Kafka, by the partition epoch since KIP-497)",
+        "no-committed-loss-anywhere": "the deposed leader acknowledges a record alone, then the acting leader's "
+                                      "ISR write removes it from the ISR: no electable replica holds the record",
+        "hw-log-matching": "the acting leader shrinks the ISR to nothing and its HW passes an offset where the "
+                           "deposed leader committed a different record",
+        "strong-live-isr": "as strong-isr: the ISR member is live",
         "strong-isr": "the deposed leader overwrites the ISR with itself, a member lacking the acting leader's "
                       "committed record",
     }

@@ -15,10 +15,13 @@ class UncleanElection(Kip320):
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
-                "strong-isr": "holds"}
+                "strong-isr": "holds", "no-committed-loss-anywhere": "violated", "hw-log-matching": "violated", "strong-live-isr": "holds"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "by design (KIP-106, KAFKA-3163): the ISR shrinks to the leader, which commits a record "
                              "and dies; the out-of-sync follower is elected without it",
         "consistent-reads": "the unclean leader writes a different record at an offset consumers already read",
         "hw-monotonic": "the unclean leader's log ends below the committed HW",
+        "no-committed-loss-anywhere": "the same: the unclean leader replaces the ISR with itself, without the record",
+        "hw-log-matching": "the old leader stopped with the committed record below its HW; the unclean leader "
+                           "commits a different one at that offset",
     }

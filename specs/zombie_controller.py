@@ -20,7 +20,7 @@ class ZombieController(Kip320):
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "violated", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "violated", "leader-in-isr": "holds",
-                "strong-isr": "violated"}
+                "strong-isr": "violated", "no-committed-loss-anywhere": "violated", "hw-log-matching": "violated", "strong-live-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
         "single-leader-per-epoch": "KAFKA-1188: one broker applies the new controller's LeaderAndIsr, another the "
                                    "deposed controller's for the same leader epoch; both lead it",
@@ -29,6 +29,10 @@ class ZombieController(Kip320):
                              "ZooKeeper never had it",
         "consistent-reads": "the two leaders expose different records at the same offset",
         "hw-monotonic": "the leader in ZooKeeper does not reach the offset the zombie's leader exposed",
+        "no-committed-loss-anywhere": "the zombie's leader acknowledges a record, then applies the new controller's "
+                                      "LeaderAndIsr and truncates it: no electable replica holds it",
+        "hw-log-matching": "the two leaders of one epoch commit different records at the same offset",
+        "strong-live-isr": "as strong-isr: the ISR member is live",
         "strong-isr": "the zombie's leader commits a record that the ISR in ZooKeeper does not hold",
     }
 

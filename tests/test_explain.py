@@ -147,7 +147,7 @@ def test_mermaid_has_the_participants_and_one_message_per_step(hw_truncation):
     assert len(messages) == len(trace.steps) - 1
     for i, message in enumerate(messages, start=1):
         assert re.match(rf"\s+(Controller|Producer|r\d)->>(Controller|Producer|r\d): {i}\. ", message), message
-    assert messages[6].lstrip().startswith("Producer->>r0: 7. produce record 1")
+    assert messages[3].lstrip().startswith("Producer->>r0: 4. produce record 1")
     assert any("Note over" in line and "LOST" in line for line in lines)
     assert not any(";" in line or "#" in line for line in lines)
 
@@ -161,5 +161,5 @@ def test_dot_is_a_state_graph_built_with_networkx(hw_truncation):
     text = to_dot(spec, trace)
     assert text.startswith("digraph") and text.rstrip().endswith("}")
     assert text.count("->") == len(trace.steps) - 1
-    assert 'label="11: apply_leader_and_isr(r=1, e=4)"' in text
+    assert 'label="11: apply_leader_and_isr(r=1, e=2)"' in text
     assert text.count("[label=") >= g.number_of_nodes() + g.number_of_edges()

@@ -171,7 +171,9 @@ def test_fuzz_explains_its_counterexample(five_replicas):
     spec, result, _ = five_replicas
     lines = spec.presentation.explain(result.violations["no-committed-loss"].steps, "no-committed-loss")
     kinds = {line.kind for line in lines}
-    assert {"acked", "lost", "violated"} <= kinds
+    assert {"acked", "violated"} <= kinds
+    # the record the deposed leader acknowledges is one a follower truncated to its HW before it was elected
+    assert any("truncated to its local HW" in line.text for line in lines)
 
 
 def test_shrunk_trace_at_three_replicas_is_close_to_the_shortest():
@@ -179,7 +181,7 @@ def test_shrunk_trace_at_three_replicas_is_close_to_the_shortest():
     # allow shorter ones, so this is an upper bound on the shortest at the fuzzed bounds)
     small = SPECS["hw-truncation"](replicas=3, max_records=1, max_epochs=3)
     shortest = len(search(small, ["no-committed-loss"]).violations["no-committed-loss"].steps) - 1
-    assert shortest == 11
+    assert shortest == 12
     spec = SPECS["hw-truncation"](replicas=3)
     # 2000 runs find it for about half the seeds, 6000 for each of seeds 0-5: a budget, not a lucky seed
     result = fuzz(spec, ["no-committed-loss"], budget_s=60, derandomize=True, max_examples=6000,

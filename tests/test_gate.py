@@ -99,8 +99,10 @@ def mixed(saved, tmp_path_factory):
     return result, d
 
 
-UNMET = {("kip-320-broken", "no-committed-loss"), ("kip-320-broken", "hw-monotonic"),
-         ("kip-320-broken", "strong-isr"), ("toothless", "no-committed-loss"), ("tampered", "single-acting-leader")}
+UNMET = {("kip-320-broken", "no-committed-loss"), ("kip-320-broken", "no-committed-loss-anywhere"),
+         ("kip-320-broken", "consistent-reads"), ("kip-320-broken", "hw-log-matching"),
+         ("kip-320-broken", "hw-monotonic"), ("kip-320-broken", "strong-isr"), ("kip-320-broken", "strong-live-isr"),
+         ("toothless", "no-committed-loss"), ("tampered", "single-acting-leader")}
 
 
 def test_broken_kip_320_fails_the_gate_with_a_counterexample(mixed):
@@ -147,19 +149,19 @@ def test_junit_has_a_testcase_per_expectation_and_a_failure_per_unmet_one(mixed)
     assert root.tag == "testsuites"
     cases = _junit_cases(d / "gate.xml")
     expected = {(c.name, inv) for c in (Kip320Broken, Toothless, Tampered) for inv in c.expected}
-    assert set(cases) == expected and len(list(root.iter("testcase"))) == len(expected) == 24
+    assert set(cases) == expected and len(list(root.iter("testcase"))) == len(expected) == 33
     failed = {k for k, c in cases.items() if c.find("failure") is not None}
     assert failed == UNMET
-    assert root.get("tests") == "24" and root.get("failures") == str(len(UNMET))
+    assert root.get("tests") == "33" and root.get("failures") == str(len(UNMET))
     suites = {s.get("name"): s for s in root.iter("testsuite")}
     assert set(suites) == {"kip-320-broken", "toothless", "tampered"}
-    assert suites["kip-320-broken"].get("failures") == "3"
+    assert suites["kip-320-broken"].get("failures") == "7"
 
 
 def test_step_summary_gets_markdown_tables(mixed):
     result, d = mixed
     md = (d / "summary.md").read_text()
-    assert md.startswith("## ❌ isrcheck gate: 5 of 24 expectations unmet")
+    assert md.startswith("## ❌ isrcheck gate: 9 of 33 expectations unmet")
     assert "| spec | invariant | expected | got |" in md
     # the unexpected counterexample as a table of steps, a row per replica, changed cells in bold
     assert "### ❌ `kip-320-broken`: `no-committed-loss` violated" in md
@@ -180,7 +182,7 @@ def test_all_met_exits_0_json_to_stdout_and_clears_stale_counterexamples(saved, 
                     str(tmp_path / "out"), "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["ok"] is True and len(report["results"]) == 8
+    assert report["ok"] is True and len(report["results"]) == 11
     row = next(r for r in report["results"] if r["invariant"] == "single-acting-leader")
     assert row["saved_trace"]["status"] == "replays" and row["got"] == "violated"
     for key in ("distinct_states", "depth", "seconds"):

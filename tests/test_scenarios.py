@@ -481,6 +481,51 @@ def test_kip_966_elects_the_eligible_replica_instead():
 
 
 # ------------------------------------------------------------------------------------------
+# Partition.makeFollower: a LeaderAndIsr that keeps the leader, per version
+# ------------------------------------------------------------------------------------------
+SAME_LEADER_BOUNDS = dict(replicas=3, max_crashes=1, max_epochs=2, log_size=2, max_records=2)
+
+
+@pytest.mark.parametrize("name, truncates", [("hw-truncation", False), ("kip-101", False), ("kip-279", False),
+                                             ("kip-320", True)])
+def test_a_leader_and_isr_that_keeps_the_leader_truncates_only_from_2_1(name, truncates):
+    """The controller drops a dead follower (epoch 2, same leader): up to 2.0.0 the other follower goes on
+    fetching with its log and HW as they are (makeFollower returns false); 2.1 starts over with
+    OffsetsForLeaderEpoch."""
+    spec = load(name, **SAME_LEADER_BOUNDS)
+    by_epoch = name != "hw-truncation"
+    start = ["elect_leader(l=0)"] + [f"apply_leader_and_isr(r={r}, e=1)" for r in range(3)]
+    steps = start + (["truncate_by_epoch(f=1, l=0)"] if by_epoch else []) + [
+        "produce(l=0)", "fetch(f=1, l=0)",                   # r1 holds record 1; its HW (0) lags
+        "crash(r=2)", "controller_shrink_isr(r=2)", "apply_leader_and_isr(r=1, e=2)"]
+    rows = replay(spec, steps)
+    before, after = state(spec, rows[-2]), state(spec, rows[-1])
+    assert (before["leader"][1], before["hw"][1], before["leo"][1]) == (0, 0, 1)
+    assert (after["leader"][1], after["leader_epoch"][1]) == (0, 2)
+    assert after["leo"][1] == 1, "no version truncates the follower's log on this request itself"
+    assert after["truncating"][1] == truncates
+    if truncates:       # 2.1: OffsetsForLeaderEpoch again, once the leader is on epoch 2; its answer keeps the record
+        more = replay(spec, ["apply_leader_and_isr(r=0, e=2)", "truncate_by_epoch(f=1, l=0)"], start=rows[-1])
+        assert (state(spec, more[-1])["leo"][1], state(spec, more[-1])["truncating"][1]) == (1, False)
+
+
+def test_epoch_start_offset_is_the_leaders_leo_at_make_leader():
+    """KAFKA-7128's fence (2.0.1+) compares with the LEO the leader had when it took its epoch, also when a bounced
+    leader re-applies its own epoch with a record of that epoch already in its log (before 2.2 a fast bounce
+    can go unnoticed): a follower below that LEO does not rejoin the ISR."""
+    spec = load("kip-320", replicas=2, max_crashes=1, max_epochs=2, log_size=2, max_records=2)
+    steps = ["elect_leader(l=0)", "apply_leader_and_isr(r=0, e=1)", "apply_leader_and_isr(r=1, e=1)",
+             "truncate_by_epoch(f=1, l=0)", "produce(l=0)", "shrink_isr(l=0, f=1)",
+             "crash(r=0)", "restart(r=0)", "apply_leader_and_isr(r=0, e=1)"]
+    rows = replay(spec, steps + ["fetch(f=1, l=0)", "fetch(f=1, l=0)"])
+    bounced = state(spec, rows[len(steps)])
+    assert (bounced["leader"][0], bounced["leader_epoch"][0], bounced["log_epoch"][0][0]) == (0, 1, 1)
+    assert bounced["epoch_start"][0] == 1 and bounced["cached_epoch"][0] == 0   # its record already has the epoch
+    assert state(spec, rows[-2])["q_isr"] == [True, False], "fetch offset 0 is below the epoch start offset 1"
+    assert state(spec, rows[-1])["q_isr"] == [True, True]
+
+
+# ------------------------------------------------------------------------------------------
 # the replay helper itself
 # ------------------------------------------------------------------------------------------
 def test_replay_names_the_disabled_step():

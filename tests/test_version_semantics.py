@@ -1,0 +1,38 @@
+"""Issue 17: verdicts that depend on version-exact Kafka semantics, through the installed console script."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+
+def isrcheck(*args):
+    return subprocess.run(["isrcheck", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("name", ["kip-320", "kip-497"])
+def test_a_lost_fetch_response_loses_nothing_once_the_epoch_start_offset_is_the_leaders_leo(name):
+    r = isrcheck("check", "--spec", name, "--invariant", "no-committed-loss", "--set", "fetch_response_loss=1",
+                 "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["verdicts"] == {"no-committed-loss": "holds"}
+
+
+def test_kafka_1120_a_fast_bounce_lets_the_leader_rewrite_its_epoch_until_kip_380(tmp_path):
+    """2.1: the bounced leader goes unnoticed and re-applies its own epoch after losing its unflushed tail."""
+    r = isrcheck("check", "--spec", "kip-320", "--invariant", "log-matching", "--set", "unflushed_loss=1",
+                 "--max-crashes", "2", "--out", str(tmp_path), "--format", "json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    trace = json.load(open(json.loads(r.stdout)["trace_files"]["log-matching"]))
+    steps = [(s["#meta"]["action"], s["#meta"]["params"]) for s in trace["states"][1:]]
+    assert len(trace["states"]) == 11
+    bounced = next(p["r"] for a, p in steps if a == "restart")
+    crash_at = steps.index(("crash", {"r": bounced}))
+    epoch_then = trace["states"][crash_at]["leader_epoch"][bounced]           # the state before the crash
+    assert trace["states"][crash_at]["leader"][bounced] == bounced
+    assert ("apply_leader_and_isr", {"r": bounced, "e": epoch_then}) in steps    # its own epoch again
+    # 2.7 has KIP-380: the controller handles the bounce as a failure first
+    r = isrcheck("check", "--spec", "kip-497", "--invariant", "log-matching", "--set", "unflushed_loss=1",
+                 "--max-crashes", "2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
