@@ -276,13 +276,11 @@ def pick_properties(spec, names, every):
 def finish_liveness(spec, results, out_dir, fmt):
     """Save a lasso per violated property and print the verdicts (text); (exit code: 1 violated, 3 unknown, else 0;
     the ``--format json`` object)."""
+    from isrcheck.checker.liveness import lasso_trace
     files = {}
     for name, r in results.items():
         if r.lasso is not None:
-            prop = spec.properties[name]
-            trace = from_steps(spec, name, "local", r.lasso.steps, loop=r.lasso.loop, trigger=r.lasso.trigger,
-                               fairness=[f"{f.kind}({f.action})" for f in prop.fairness])
-            files[name] = save(trace, default_path(out_dir, spec.name, name))
+            files[name] = save(lasso_trace(spec, r), default_path(out_dir, spec.name, name))
     if fmt == "text":
         report.print_liveness(_out(), spec, results, files)
     verdicts = {r.verdict for r in results.values()}

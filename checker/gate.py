@@ -46,7 +46,8 @@ from rich.table import Table
 
 from isrcheck.checker import __version__, show as show_mod, stop
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
-from isrcheck.checker.trace import TraceError, conform, default_path, from_steps, load, replay, save
+from isrcheck.checker.trace import (TraceError, conform, default_path, from_steps, is_lasso, load, replay,
+                                    replay_lasso, save)
 from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.present import step_label
@@ -357,8 +358,11 @@ def check_saved_trace(spec, configuration, invariant, counterexamples):
         conform(spec, trace, path)
     except TraceError as e:
         raise GateError(str(e)) from None
+    lasso = invariant in spec.properties       # a liveness property's counterexample is a lasso
+    if is_lasso(trace) != lasso:
+        return NO_REPLAY, f"{path} is {'not ' if lasso else ''}a liveness lasso", path
     try:
-        result = replay(spec, trace)
+        result = (replay_lasso if lasso else replay)(spec, trace)
     except Exception as e:      # a saved trace is data: any way it fails to replay is a failed expectation
         return NO_REPLAY, f"{path}: {type(e).__name__}: {e}", path
     if result.ok:
@@ -379,7 +383,8 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
              changed_since=None, progress=None, cwd=None, update_traces=False):
     """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
 
-    One search per (spec, configuration), over the invariants that configuration expects something of.
+    One search per (spec, configuration), over the invariants that configuration expects something of,
+    and at the defaults a liveness check of the properties the spec expects something of.
     ``progress(message)`` is called before and after each search. Counterexamples of
     unexpected violations, and fresh ones for expected violations whose saved trace is
     missing or no longer replays, are written under ``out``; stale files there for
@@ -387,6 +392,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     violation the search found is saved under ``counterexamples`` first (the golden traces, on purpose).
     """
     from isrcheck.checker.bfs import search
+    from isrcheck.checker.liveness import check as check_liveness, lasso_trace
 
     registry = SPECS if registry is None else registry
     say = progress or (lambda message: None)
@@ -401,10 +407,13 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
         say(f"changed since {changed_since}: {len(changed)} files; checking {len(chosen)} of "
             f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
     specs, expectations = instantiate(registry, chosen)
+    live_expectations = {(name, DEFAULTS): dict(registry[name].liveness_expected()[0])
+                         for name, conf in specs if conf == DEFAULTS and registry[name].liveness_expected()[0]}
     report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
     saved = {} if update_traces else {      # read before any search: a bad file is exit 2
         (name, conf, inv): check_saved_trace(spec, conf, inv, counterexamples)
-        for (name, conf), spec in specs.items() for inv, verdict in expectations[name, conf].items()
+        for (name, conf), spec in specs.items()
+        for inv, verdict in {**expectations[name, conf], **live_expectations.get((name, conf), {})}.items()
         if verdict == "violated"}
     for k, ((name, conf), spec) in enumerate(specs.items(), start=1):
         report.sources[name] = _class_source(registry[name])
@@ -419,24 +428,23 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
                 save(from_steps(spec, v.invariant, "local", v.steps, gate=True), trace_path(out, name, conf, v.invariant))
         result = search(spec, list(expected), on_violation=unexpected)
         report.never_fired[name, conf] = list(result.never_fired)
+        stats = (result.distinct_states, result.depth, result.seconds)
         for inv, verdict in expected.items():
-            row = Row(name, inv, verdict, result.verdicts[inv], result.distinct_states, result.depth,
-                      result.seconds, configuration=conf)
-            if row.expected == "violated":
-                if update_traces:
-                    if inv in result.violations:
-                        golden = from_steps(spec, inv, "local", result.violations[inv].steps, symmetry=False)
-                        save(golden, trace_path(counterexamples, name, conf, inv))
-                    saved[name, conf, inv] = check_saved_trace(spec, conf, inv, counterexamples)
-                row.trace_status, row.trace_message, row.saved_trace = saved[name, conf, inv]
-            target = trace_path(out, name, conf, inv)
-            if inv in result.violations and not row.ok:
-                trace = from_steps(spec, inv, "local", result.violations[inv].steps, gate=True)
-                row.counterexample, row.steps = save(trace, target), len(trace.steps)
-                report.traces[name, conf, inv] = trace
-            elif os.path.isfile(target):
-                os.remove(target)          # from an earlier run: it would mislead whoever reads --out
-            report.rows.append(row)
+            found = result.violations.get(inv)
+            make = None if found is None else (
+                lambda found=found, **meta: from_steps(spec, found.invariant, "local", found.steps, **meta))
+            report.rows.append(_row(report, spec, conf, inv, verdict, result.verdicts[inv], make, stats, saved,
+                                    counterexamples, out, update_traces))
+        live = live_expectations.get((name, conf))
+        if live and not result.budget_hit:
+            say(f"{what}: liveness: {', '.join(live)}")
+            for prop, r in check_liveness(spec, list(live)).items():
+                make = None if r.lasso is None else (lambda r=r, **meta: lasso_trace(spec, r, **meta))
+                report.rows.append(_row(report, spec, conf, prop, live[prop], r.verdict, make,
+                                        (r.distinct_states, result.depth, r.seconds), saved, counterexamples, out,
+                                        update_traces))
+                if r.budget_hit:
+                    result.budget_hit = r.budget_hit
         unmet = [r.invariant for r in report.rows if (r.spec, r.configuration) == (name, conf) and not r.ok]
         if result.budget_hit:               # the gate sets no budget: a stop request ends the whole gate
             left = len(specs) - k
@@ -449,6 +457,31 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             f"{result.seconds:.1f} s — " + (f"UNMET: {', '.join(unmet)}" if unmet else "as expected"))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _row(report, spec, conf, inv, expected, got, make, stats, saved, counterexamples, out, update_traces):
+    """The Row of one expectation (an invariant's or a liveness property's) at a configuration.
+
+    ``make(**meta)`` builds the trace of the violation the search found (None: none found). With
+    ``update_traces`` an expected violation's trace becomes the golden one first; an unmet expectation's
+    is written under ``out``, and a stale one there from an earlier run is removed.
+    """
+    name = spec.name
+    row = Row(name, inv, expected, got, *stats, configuration=conf)
+    if expected == "violated":
+        if update_traces:
+            if make is not None:
+                save(make(symmetry=False), trace_path(counterexamples, name, conf, inv))
+            saved[name, conf, inv] = check_saved_trace(spec, conf, inv, counterexamples)
+        row.trace_status, row.trace_message, row.saved_trace = saved[name, conf, inv]
+    target = trace_path(out, name, conf, inv)
+    if make is not None and not row.ok:
+        trace = make(gate=True)
+        row.counterexample, row.steps = save(trace, target), len(trace.steps)
+        report.traces[name, conf, inv] = trace
+    elif os.path.isfile(target):
+        os.remove(target)          # from an earlier run: it would mislead whoever reads --out
+    return row
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from isrcheck.checker.bfs import Search, peak_memory
+from isrcheck.checker.trace import from_steps
 
 
 @dataclass
@@ -61,6 +62,13 @@ class LivenessResult:
     @property
     def bytes_per_state(self):
         return self.retained_bytes / max(self.distinct_states, 1)
+
+
+def lasso_trace(spec, result, **meta):
+    """The lasso of a violated property as a trace: ITF with the loop's start and the trigger in ``#meta``."""
+    prop, lasso = spec.properties[result.property], result.lasso
+    return from_steps(spec, result.property, "local", lasso.steps, loop=lasso.loop, trigger=lasso.trigger,
+                      fairness=[str(f) for f in prop.fairness], **meta)
 
 
 class PackedRows:
