@@ -302,29 +302,44 @@ def replay(spec, trace):
     not before).
     """
     inv = spec.invariants[trace.invariant]
+    failed, rows, _ = _walk(spec, trace, lambda row: not spec.holds(row, inv) and f"{trace.invariant} already fails")
+    if failed:
+        return failed
+    if spec.holds(rows[-1], inv):
+        return ReplayResult(False, f"{trace.invariant} now holds at the last step", rows, len(rows) - 1)
+    return ReplayResult(True, f"{trace.invariant} is violated at step {len(rows) - 1}, as recorded", rows)
+
+
+def _walk(spec, trace, fails_before=None):
+    """Re-run a trace's steps on the scalar backend: (a failed ReplayResult or None, rows reached, actions taken).
+
+    Every step must be enabled and reach the recorded state; ``fails_before(row)`` may name a reason
+    (text) the walk must stop before the step taken from ``row``.
+    """
     row = spec.initial_row()
-    rows = [row]
+    rows, taken = [row], []
     mismatch = _differences(spec, row, trace.steps[0][2])
     if mismatch:
-        return ReplayResult(False, f"step 0: the initial state differs from the recorded one ({mismatch})", rows, 0)
+        return (ReplayResult(False, f"step 0: the initial state differs from the recorded one ({mismatch})", rows, 0),
+                rows, taken)
     for i, (name, params, state) in enumerate(trace.steps[1:], start=1):
         inst = spec.action_named(name, params)
         label = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
         if inst is None:
-            return ReplayResult(False, f"step {i}: no action {label} in spec {spec.name}", rows, i)
-        if not spec.holds(row, inv):
-            return ReplayResult(False, f"step {i}: {trace.invariant} already fails before {label}", rows, i)
-        nxt = spec.step(row, inst)
-        if nxt is None:
-            return ReplayResult(False, f"step {i}: {label} is no longer enabled", rows, i)
-        row = nxt
+            return ReplayResult(False, f"step {i}: no action {label} in spec {spec.name}", rows, i), rows, taken
+        reason = fails_before(row) if fails_before is not None else None
+        if reason:
+            return ReplayResult(False, f"step {i}: {reason} before {label}", rows, i), rows, taken
+        row = spec.step(row, inst)
+        if row is None:
+            return ReplayResult(False, f"step {i}: {label} is no longer enabled", rows, i), rows, taken
         rows.append(row)
+        taken.append(inst)
         mismatch = _differences(spec, row, state)
         if mismatch:
-            return ReplayResult(False, f"step {i}: {label} now reaches a different state ({mismatch})", rows, i)
-    if spec.holds(row, inv):
-        return ReplayResult(False, f"{trace.invariant} now holds at the last step", rows, len(rows) - 1)
-    return ReplayResult(True, f"{trace.invariant} is violated at step {len(rows) - 1}, as recorded", rows)
+            return (ReplayResult(False, f"step {i}: {label} now reaches a different state ({mismatch})", rows, i),
+                    rows, taken)
+    return None, rows, taken
 
 
 def replay_lasso(spec, trace):
@@ -332,24 +347,9 @@ def replay_lasso(spec, trace):
     the trigger state (where P holds) on, through the loop, and every fairness condition met on the loop."""
     prop = spec.properties[trace.invariant]
     loop, trigger = trace.extra["loop"], trace.extra["trigger"]
-    row = spec.initial_row()
-    rows, taken = [row], []
-    mismatch = _differences(spec, row, trace.steps[0][2])
-    if mismatch:
-        return ReplayResult(False, f"step 0: the initial state differs from the recorded one ({mismatch})", rows, 0)
-    for i, (name, params, state) in enumerate(trace.steps[1:], start=1):
-        inst = spec.action_named(name, params)
-        label = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
-        if inst is None:
-            return ReplayResult(False, f"step {i}: no action {label} in spec {spec.name}", rows, i)
-        row = spec.step(row, inst)
-        if row is None:
-            return ReplayResult(False, f"step {i}: {label} is no longer enabled", rows, i)
-        mismatch = _differences(spec, row, state)
-        if mismatch:
-            return ReplayResult(False, f"step {i}: {label} now reaches a different state ({mismatch})", rows, i)
-        rows.append(row)
-        taken.append(inst)
+    failed, rows, taken = _walk(spec, trace)
+    if failed:
+        return failed
     if not (rows[-1] == rows[loop]).all():
         return ReplayResult(False, f"the last state is not state {loop}: the cycle does not close", rows, len(rows) - 1)
     if not spec.holds(rows[trigger], prop.trigger):
