@@ -9,7 +9,7 @@ For every spec in ``specs.SPECS`` (or those named) and every invariant its
 
 1. ``checker.bfs.search(spec, [inv])``: the length of the shortest trace (in
    states, the initial state counting 1) and the CPU seconds it took;
-2. ``checker.symbolic.bmc(spec, [inv], depth)`` with depth = that length and a
+2. ``checker.bmc.bmc(spec, [inv], depth)`` with depth = that length and a
    time limit per violation (``--timeout``, default 600 s of wall-clock time):
    the length of the trace it found, or how deep it got before the time ran out.
 
@@ -28,7 +28,7 @@ import sys
 import time
 
 from isrcheck.checker.bfs import search
-from isrcheck.checker.symbolic import bmc
+from isrcheck.checker.bmc import bmc
 from isrcheck.specs import SPECS
 
 

@@ -235,7 +235,7 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
             sys.exit(code)
     try:
         if engine == "bmc":
-            from isrcheck.checker.symbolic import bmc
+            from isrcheck.checker.bmc import bmc
             result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress,
                          on_violation=sink)
         elif engine == "spark":
@@ -468,7 +468,7 @@ def replay(trace_path):
 def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
     stop.polled()
-    from isrcheck.checker.symbolic import prove as k_induction, render_states
+    from isrcheck.checker.induction import prove as k_induction, render_states
     if auto_lemmas and lemmas:
         raise UserError("--auto-lemmas finds the lemmas itself: leave out --lemma")
     bounds = collect_bounds(kw)
@@ -520,7 +520,7 @@ def _auto_lemma_proof(spec, invariant, z3_timeout):
     """prove --auto-lemmas: (ProofResult, how the lemmas were found); a reachable violation is a refutation."""
     from isrcheck.checker.bfs import search
     from isrcheck.checker.strengthen import strengthen
-    from isrcheck.checker.symbolic import ProofResult
+    from isrcheck.checker.induction import ProofResult
     progress = Progress(True)
     try:
         found = strengthen(spec, [invariant], timeout_s=z3_timeout, search_progress=progress,

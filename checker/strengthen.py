@@ -41,7 +41,8 @@ from pysat.solvers import Solver as SatSolver
 
 from isrcheck.checker import stop
 from isrcheck.checker.bfs import Search
-from isrcheck.checker.symbolic import CnfUnrolling, Z3Unknown, _sat_check
+from isrcheck.checker.cnf import CnfUnrolling, sat_check
+from isrcheck.checker.unrolling import Z3Unknown
 
 
 def reachable_states(spec, **budgets):
@@ -164,7 +165,7 @@ def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=Non
         done = 0
         try:
             while done < len(obligations):
-                if not _sat_check(solver, obligations[done], deadline):
+                if not sat_check(solver, obligations[done], deadline):
                     done += 1
                     continue
                 result.queries += 1
@@ -211,7 +212,7 @@ def _check_certificate(spec, u, targets, lemmas, deadline):
         solver.append_formula([[holds[0][n]] for n in targets])
         solver.append_formula([[-x for x in u.literals(0, cube)] for cube in lemmas])
         for assumptions in [[-holds[1][n]] for n in targets] + [u.literals(1, cube) for cube in lemmas]:
-            if _sat_check(solver, assumptions, deadline):
+            if sat_check(solver, assumptions, deadline):
                 raise RuntimeError("internal error: the learned lemmas are not inductive")
     row = spec.initial_row()
     if any(all(row[c] == v for c, v in cube) for cube in lemmas) or not all(

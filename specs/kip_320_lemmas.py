@@ -40,7 +40,7 @@ class Kip320Lemmas:
     The subclasses of kip-320 change the protocol, some to break it on purpose (no-isr-fencing,
     acks-1), so its lemmas are not theirs: a class that does not list this mixin among its own
     bases drops them, their expected verdicts (also when it inherits kip-320's) and the proof. Under the
-    relaxed bounds of checker.symbolic.prove the lemmas are about arbitrarily large epochs and
+    relaxed bounds of checker.induction.prove the lemmas are about arbitrarily large epochs and
     record ids, except lemma-epoch-table, which re-establishes the one epoch bound the model's
     guards impose (its LeaderAndIsr table has max_epochs slots).
     """

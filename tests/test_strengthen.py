@@ -17,7 +17,8 @@ from pysat.solvers import Solver as SatSolver
 
 import isrcheck.checker.strengthen as st
 from isrcheck.checker.strengthen import ReachableCubes, reachable_states, strengthen
-from isrcheck.checker.symbolic import CnfUnrolling, Unrolling
+from isrcheck.checker.cnf import CnfUnrolling
+from isrcheck.checker.unrolling import Unrolling
 from isrcheck.specs import SPECS
 
 PROVED_HERE = ["acks-1", "unclean-election", "kip-497", "async-isr"]

@@ -18,7 +18,10 @@ import z3
 
 from isrcheck.checker import trace as tr
 from isrcheck.checker.bfs import search
-from isrcheck.checker.symbolic import BitBlaster, CnfUnrolling, Unrolling, bmc, prove
+from isrcheck.checker.bmc import bmc
+from isrcheck.checker.cnf import BitBlaster, CnfUnrolling
+from isrcheck.checker.induction import prove
+from isrcheck.checker.unrolling import Unrolling
 from isrcheck.specs import SPECS
 from test_conformance import random_rows, walk_rows     # the conformance test's sample of states
 
@@ -91,10 +94,10 @@ def test_bmc_timeout_says_so_and_stops_a_long_solve():
 
 
 def test_bmc_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
-    from isrcheck.checker import symbolic
+    from isrcheck.checker import bmc as bmc_module
 
     calls = {"n": 0}
-    check = symbolic._sat_check
+    check = bmc_module.sat_check
 
     def interrupted_later(*args):
         calls["n"] += 1
@@ -102,7 +105,7 @@ def test_bmc_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
             raise KeyboardInterrupt
         return check(*args)
 
-    monkeypatch.setattr(symbolic, "_sat_check", interrupted_later)
+    monkeypatch.setattr(bmc_module, "sat_check", interrupted_later)
     spec = SPECS["kip-320"]()
     result = bmc(spec, ["single-acting-leader", "no-committed-loss"], 10)
     assert result.budget_hit == "Ctrl-C" and result.depth < 10
