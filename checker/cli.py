@@ -247,6 +247,15 @@ def list_specs(names, fmt):
             console.print(f"[dim]not modelled[/] {ticket}: {why}", soft_wrap=True)
 
 
+def _write(path, text):
+    """Write a rendered file; an unwritable path is the user's mistake (exit 2)."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UserError(f"{path}: cannot write ({e.strerror})") from None
+
+
 def _load_trace(path):
     trace = load(path)
     spec = spec_for(trace, path)
@@ -255,13 +264,26 @@ def _load_trace(path):
 
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
-@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot"]), default="text", show_default=True,
-              help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz)")
-def show(trace_path, fmt):
+@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot", "html"]), default="text",
+              show_default=True,
+              help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz); html: a "
+                   "self-contained page stepped with the keyboard (needs --output)")
+@click.option("--output", default=None, help="write to this file instead of stdout")
+def show(trace_path, fmt, output):
     """Print a trace step by step in its protocol's terms, and say what went wrong."""
     from isrcheck.checker import export
+    if fmt == "html" and output is None:
+        raise UserError("--format html writes a page: name the file with --output FILE")
     trace, spec = _load_trace(trace_path)
     present = spec.presentation
+    if output is not None:
+        from isrcheck.checker.html import to_html
+        render = {"html": to_html, "mermaid": export.to_mermaid, "dot": export.to_dot}.get(fmt)
+        if render is None:
+            raise UserError("--output writes --format html, mermaid or dot")
+        _write(output, render(spec, trace))
+        _err().print(f"wrote {output}")
+        return
     if fmt != "text":
         click.echo((export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace))
         return
