@@ -19,7 +19,7 @@ from isrcheck.checker.trace import TraceError, default_path, from_steps, load, r
 from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
-from isrcheck.specs import SPECS
+from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 
@@ -38,10 +38,16 @@ def _err():
     return Console(stderr=True, highlight=False)
 
 
+def spec_class(ref):
+    """The Spec class a --spec names: a registered name, FILE.py:CLASS or MODULE:CLASS (checker/registry.py)."""
+    try:
+        return resolve(ref)
+    except SpecRefError as e:
+        raise UserError(str(e)) from None
+
+
 def make_spec(name, bounds):
-    cls = SPECS.get(name)
-    if cls is None:
-        raise UserError(f"unknown spec {name!r} (known: {', '.join(SPECS)})")
+    cls = spec_class(name)
     try:
         return cls(**bounds)
     except (BoundsError, DeclarationError) as e:
@@ -204,11 +210,14 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), **meta):
 def list_specs(names, fmt):
     """Protocol versions (or the ones named) and their invariants: summaries, references, default bounds,
     expected verdicts."""
+    registry = known_specs()
     for name in names:
-        if name not in SPECS:
-            raise UserError(f"unknown spec {name!r} (known: {', '.join(SPECS)})")
+        if name not in registry:
+            raise UserError(f"unknown spec {name!r} (known: {', '.join(registry)})")
+    for error in plugins()[1]:
+        _err().print(f"isrcheck: warning: {error}", soft_wrap=True, markup=False)
     entries = []
-    for name, cls in SPECS.items():
+    for name, cls in registry.items():
         if names and name not in names:
             continue
         entries.append({
@@ -256,9 +265,13 @@ def _write(path, text):
         raise UserError(f"{path}: cannot write ({e.strerror})") from None
 
 
-def _load_trace(path):
+TRACE_SPEC = click.option("--spec", "spec_ref", default=None, metavar="FILE.py:CLASS",
+                          help="the trace's spec when it is not a registered one (FILE.py:CLASS or MODULE:CLASS)")
+
+
+def _load_trace(path, spec_ref=None):
     trace = load(path)
-    spec = spec_for(trace, path)
+    spec = spec_for(trace, path, spec_class(spec_ref) if spec_ref else None)
     return trace, spec
 
 
@@ -269,12 +282,13 @@ def _load_trace(path):
               help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz); html: a "
                    "self-contained page stepped with the keyboard (needs --output)")
 @click.option("--output", default=None, help="write to this file instead of stdout")
-def show(trace_path, fmt, output):
+@TRACE_SPEC
+def show(trace_path, fmt, output, spec_ref):
     """Print a trace step by step in its protocol's terms, and say what went wrong."""
     from isrcheck.checker import export
     if fmt == "html" and output is None:
         raise UserError("--format html writes a page: name the file with --output FILE")
-    trace, spec = _load_trace(trace_path)
+    trace, spec = _load_trace(trace_path, spec_ref)
     present = spec.presentation
     if output is not None:
         from isrcheck.checker.html import to_html
@@ -307,9 +321,10 @@ def show(trace_path, fmt, output):
 
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
-def replay(trace_path):
+@TRACE_SPEC
+def replay(trace_path, spec_ref):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
-    trace, spec = _load_trace(trace_path)
+    trace, spec = _load_trace(trace_path, spec_ref)
     result = replay_trace(spec, trace)
     console = _out()
     if result.ok:
@@ -339,7 +354,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if auto_lemmas and lemmas:
         raise UserError("--auto-lemmas finds the lemmas itself: leave out --lemma")
     bounds = collect_bounds(kw)
-    declared = None if lemmas or auto_lemmas else getattr(SPECS.get(spec_name), "proofs", {}).get(invariant)
+    declared = None if lemmas or auto_lemmas else getattr(spec_class(spec_name), "proofs", {}).get(invariant)
     if declared:
         lemmas = tuple(declared["lemmas"])
         bounds = {**declared["settings"], **bounds}       # an explicit --set wins
@@ -449,10 +464,11 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
-def minimize(trace_path, output):
+@TRACE_SPEC
+def minimize(trace_path, output, spec_ref):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     from isrcheck.checker.minimize import minimize as ddmin
-    trace, spec = _load_trace(trace_path)
+    trace, spec = _load_trace(trace_path, spec_ref)
     result = replay_trace(spec, trace)
     if not result.ok:
         raise UserError(f"{trace_path}: does not reproduce on the current model ({result.message})")
@@ -470,7 +486,7 @@ cli.add_command(gate)
 def main(argv=None):
     """Console entry point: user mistakes become one line on stderr and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="isrcheck", standalone_mode=False)
     except (UserError, TraceError) as e:
         _err().print(f"isrcheck: error: {e}", soft_wrap=True, markup=False)
         sys.exit(EXIT_USAGE)
@@ -485,7 +501,7 @@ def main(argv=None):
         sys.exit(130)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else EXIT_HOLDS)     # without standalone_mode, ctx.exit(n) returns n
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ from rich.console import Console
 from rich.table import Table
 
 from isrcheck.checker import __version__
+from isrcheck.checker.registry import SpecRefError, known, reference, resolve_all
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay, save
 from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
 from isrcheck.model.expr import DeclarationError
@@ -326,16 +327,22 @@ def instantiate(registry, names):
     return specs, expectations
 
 
+def show_command(report, row):
+    """The command that reads a row's counterexample (naming the spec's class when it is not registered)."""
+    ref = reference(type(report.specs[row.spec, row.configuration]))
+    return f"isrcheck show {row.counterexample}" + (f" --spec {ref}" if ref != row.spec else "")
+
+
 def check_saved_trace(spec, configuration, invariant, counterexamples):
     """(status, message, path) of the saved counterexample of an expected violation.
 
     The trace must record exactly the bounds of its configuration (``spec``'s), and
     replay there, like ``isrcheck replay``.
     """
-    name = spec.name
+    name, ref = spec.name, reference(type(spec))
     path = trace_path(counterexamples, name, configuration, invariant)
     if not os.path.exists(path):
-        return MISSING, f"no {path} (run: isrcheck gate --update-traces {name})", path
+        return MISSING, f"no {path} (run: isrcheck gate --update-traces {ref})", path
     try:
         trace = load(path)
     except TraceError as e:
@@ -347,7 +354,7 @@ def check_saved_trace(spec, configuration, invariant, counterexamples):
         diff = ", ".join(f"{k}={trace.bounds.get(k, 'unset')} (declared {spec.bounds.get(k, 'unset')})"
                          for k in keys if trace.bounds.get(k) != spec.bounds.get(k))
         return OTHER_BOUNDS, (f"{path} was found at other bounds than {label(name, configuration)} declares: "
-                              f"{diff} (refresh: isrcheck gate --update-traces {name})"), path
+                              f"{diff} (refresh: isrcheck gate --update-traces {ref})"), path
     try:
         result = replay(spec, trace)
     except Exception as e:      # a saved trace is data: any way it fails to replay is a failed expectation
@@ -463,7 +470,7 @@ def print_table(console, report):
     for r in report.unmet:
         console.print(f"[bold red]✗ {r.label} {r.invariant}:[/] " + "; ".join(r.problems()), soft_wrap=True)
         if r.counterexample:
-            console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show {r.counterexample}[/]",
+            console.print(f"  counterexample ({r.steps} states): [bold]{show_command(report, r)}[/]",
                           soft_wrap=True)
     colour = "green" if report.ok else "bold red"
     console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {report.headline()} "
@@ -510,7 +517,7 @@ def as_junit(report):
                 if r.expected == "violated":
                     lines.append(f"saved counterexample {r.saved_trace}: {r.trace_status} ({r.trace_message})")
                 if r.counterexample:
-                    lines.append(f"counterexample ({r.steps} states): isrcheck show {r.counterexample}")
+                    lines.append(f"counterexample ({r.steps} states): {show_command(report, r)}")
                 failure.text = "\n".join(lines)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -671,7 +678,7 @@ def as_markdown(report):
         out += [f"### ❌ `{r.label}`: `{inv}` violated ({len(trace.steps)} states)", "",
                 f"> {_md(meaning)}" + (f" {_md(loss)}" if loss else ""), "",
                 f"Bounds: {' '.join(f'{k}={v}' for k, v in spec.bounds.items())}. Written to "
-                f"`{r.counterexample}` (in the job's artifacts); read it with `isrcheck show {r.counterexample}`.",
+                f"`{r.counterexample}` (in the job's artifacts); read it with `{show_command(report, r)}`.",
                 "", markdown_steps(spec, trace), "",
                 f"`{inv}` is violated at step {len(trace.steps) - 1}.", ""]
     if report.rows:
@@ -715,6 +722,17 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     Exit 0 when every expectation is met, 1 otherwise, 2 on bad input.
     """
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
+    if registry is None:                 # the built-in specs, installed plugins, and FILE.py[:CLASS] / MODULE:CLASS
+        registry, names = known(), []
+        for ref in spec_names:
+            try:
+                classes = resolve_all(ref)
+            except SpecRefError as e:
+                raise GateError(str(e)) from None
+            for cls in classes:
+                registry[cls.name] = cls
+                names.append(cls.name)
+        spec_names = list(dict.fromkeys(names))
     err = Console(stderr=True, highlight=False)
     if output is not None and os.path.isdir(output):
         raise GateError(f"--output {output}: is a directory")
