@@ -45,7 +45,7 @@ from rich.console import Console
 from rich.table import Table
 
 from isrcheck.checker import __version__
-from isrcheck.checker.registry import SpecRefError, known, reference, resolve_all
+from isrcheck.checker.registry import SpecRefError, plugins, reference, resolve_all
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay, save
 from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
 from isrcheck.model.expr import DeclarationError
@@ -723,10 +723,10 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     """
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
     if registry is None:                 # the built-in specs, installed plugins, and FILE.py[:CLASS] / MODULE:CLASS
-        registry, names = known(), []
+        registry, names = {**SPECS, **plugins()[0]}, []
         for ref in spec_names:
             try:
-                classes = resolve_all(ref)
+                classes = [registry[ref]] if ref in registry else resolve_all(ref)
             except SpecRefError as e:
                 raise GateError(str(e)) from None
             for cls in classes:
