@@ -289,7 +289,6 @@ def show(trace_path, fmt, output, spec_ref):
     if fmt == "html" and output is None:
         raise UserError("--format html writes a page: name the file with --output FILE")
     trace, spec = _load_trace(trace_path, spec_ref)
-    present = spec.presentation
     if output is not None:
         from isrcheck.checker.html import to_html
         render = {"html": to_html, "mermaid": export.to_mermaid, "dot": export.to_dot}.get(fmt)
@@ -301,22 +300,7 @@ def show(trace_path, fmt, output, spec_ref):
     if fmt != "text":
         click.echo((export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace))
         return
-    console = _out()
-    meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
-    console.print(f"[bold]{trace.spec}[/] · {meta} · invariant [bold]{trace.invariant}[/] · engine {trace.engine}"
-                  f" · {len(trace.steps)} states")
-    notes = {}
-    for line in present.explain(trace):
-        notes.setdefault(line.step, []).append(line.text)
-    show_mod.render(console, spec, trace, notes)
-    inv = spec.invariants[trace.invariant]
-    console.print(f"[bold red]{present.summary(trace)}[/]")
-    console.print(f"{trace.invariant}: {inv.meaning}")
-    loss = present.consequence(trace.invariant)
-    if loss:
-        console.print(f"[dim]{loss}[/]")
-    for label, text in present.epilogue():
-        console.print(f"[bold]{label}:[/] {text}")
+    show_mod.print_trace(_out(), spec, trace)
 
 
 @cli.command()

@@ -8,6 +8,8 @@ values read comes from the spec's presentation (``model/present.py``).
 """
 from __future__ import annotations
 
+import io
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -56,3 +58,30 @@ def render(console: Console, spec, trace, explanations=None):
         for sentence in (explanations or {}).get(i, []):
             console.print(f"  [bold magenta]▶ {sentence}[/]")
         prev = state
+
+
+def print_trace(console: Console, spec, trace):
+    """``isrcheck show``: a header line, every step with its narration, then what broke and what it means."""
+    present = spec.presentation
+    meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
+    console.print(f"[bold]{escape(trace.spec)}[/] · {meta} · invariant [bold]{escape(trace.invariant)}[/] · engine "
+                  f"{escape(str(trace.engine))} · {len(trace.steps)} states")
+    notes = {}
+    for line in present.explain(trace):
+        notes.setdefault(line.step, []).append(line.text)
+    render(console, spec, trace, notes)
+    inv = spec.invariants[trace.invariant]
+    console.print(f"[bold red]{escape(present.summary(trace))}[/]")
+    console.print(f"{trace.invariant}: {inv.meaning}", markup=False)
+    loss = present.consequence(trace.invariant)
+    if loss:
+        console.print(f"[dim]{escape(loss)}[/]")
+    for label, text in present.epilogue():
+        console.print(f"[bold]{escape(label)}:[/] {escape(text)}")
+
+
+def trace_text(spec, trace, width=200):
+    """What ``isrcheck show`` prints for a trace, as plain text."""
+    console = Console(file=io.StringIO(), width=width, no_color=True, highlight=False, record=True)
+    print_trace(console, spec, trace)
+    return console.export_text()
