@@ -19,7 +19,7 @@ from isrcheck.checker.trace import TraceError, default_path, from_steps, load, r
 from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
-from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve
+from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 
@@ -134,7 +134,8 @@ def cli():
 
 
 @cli.command()
-@click.option("--spec", "spec_name", required=True, help="protocol version (see `isrcheck list`)")
+@click.option("--spec", "spec_name", required=True,
+              help="protocol version (see `isrcheck list`), or FILE.py:CLASS / MODULE:CLASS")
 @click.option("--invariant", "invariants", multiple=True, help="invariant to check (repeatable)")
 @click.option("--all", "every", is_flag=True, help="check every invariant of the spec")
 @bound_options
@@ -368,7 +369,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if result.verdict == "refuted":
         path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
         console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
-                      f"read it: isrcheck show {path}")
+                      f"read it: {show_command(type(spec), path)}")
         sys.exit(EXIT_VIOLATED)
     if result.verdict == "not-inductive":
         console.print(f"[yellow]not inductive[/] · {head}\nthe counterexample to induction below is consistent "

@@ -45,7 +45,7 @@ from rich.console import Console
 from rich.table import Table
 
 from isrcheck.checker import __version__
-from isrcheck.checker.registry import SpecRefError, plugins, reference, resolve_all
+from isrcheck.checker.registry import SpecRefError, plugins, reference, resolve_all, show_command as read_command
 from isrcheck.checker.trace import TraceError, default_path, from_steps, load, replay, save
 from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
 from isrcheck.model.expr import DeclarationError
@@ -329,8 +329,7 @@ def instantiate(registry, names):
 
 def show_command(report, row):
     """The command that reads a row's counterexample (naming the spec's class when it is not registered)."""
-    ref = reference(type(report.specs[row.spec, row.configuration]))
-    return f"isrcheck show {row.counterexample}" + (f" --spec {ref}" if ref != row.spec else "")
+    return read_command(type(report.specs[row.spec, row.configuration]), row.counterexample)
 
 
 def check_saved_trace(spec, configuration, invariant, counterexamples):

@@ -155,3 +155,9 @@ def reference(cls):
         rel = os.path.relpath(path)
         return f"{path if rel.startswith('..') else rel}:{cls.__qualname__}"
     return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def show_command(cls, path):
+    """The command that reads a trace of ``cls``: ``isrcheck show PATH``, naming the class when not registered."""
+    ref = reference(cls)
+    return f"isrcheck show {path}" + (f" --spec {ref}" if ref != cls.name else "")

@@ -44,7 +44,8 @@ def test_file_spec_checks_saves_and_shows_with_its_class(team):
     run = isrcheck("check", "--spec", "versions.py:OurKip101", "--invariant", "no-committed-loss", "--out", "out",
                    cwd=team)
     assert run.returncode == 1, run.stderr
-    assert "our-kip-101" in run.stdout
+    assert "read a counterexample: isrcheck show out/our-kip-101/no-committed-loss.itf.json --spec " \
+           "versions.py:OurKip101" in run.stdout
     trace = team / "out" / "our-kip-101" / "no-committed-loss.itf.json"
     assert json.loads(trace.read_text().split("\n")[0][len('{"#meta": '):-1])["spec"] == "our-kip-101"
     # the trace names a spec isrcheck does not know: show says how to name its class, and then shows it
