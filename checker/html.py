@@ -24,10 +24,6 @@ import json
 from isrcheck.model.present import step_label
 
 
-def _changed(prev, cur):
-    return prev is not None and prev != cur
-
-
 def _replica(present, fields, prev, state, r, lost):
     cells = present.log_cells(state, r)
     before = present.log_cells(prev, r) if prev is not None else None
@@ -61,7 +57,7 @@ def trace_data(spec, trace, invariant=None):
             "label": step_label(name, params),
             "replicas": [_replica(present, shown, prev, state, r, lost) for r in range(present.R)],
             "partition": [{"name": f.name, "text": present.fmt_value(f, state[f.name], 0),
-                           "changed": _changed(prev and prev[f.name], state[f.name])} for f in others],
+                           "changed": prev is not None and prev[f.name] != state[f.name]} for f in others],
             "notes": notes.get(i, []),
         })
         prev = state

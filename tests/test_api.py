@@ -1,5 +1,6 @@
 """The Python API (``isrcheck.check``, ``isrcheck.testing``) and the README's examples of it and of
 ``--spec FILE.py:CLASS``, run as the README gives them."""
+import json
 import os
 import re
 import subprocess
@@ -30,8 +31,8 @@ def test_readme_python_example_runs(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "{'no-committed-loss': 'violated', 'single-leader-per-epoch': 'holds'}" in run.stdout
-    assert "as the spec expects: True" in run.stdout
-    assert "no-committed-loss violated after 15 steps" in run.stdout
+    assert "as the spec expects: True" in run.stdout and "lost after " in run.stdout
+    assert re.search(r"no-committed-loss violated after \d+ steps: record \d+, acknowledged", run.stdout)
     replay = subprocess.run(["isrcheck", "replay", "kip-101-loss.itf.json"], capture_output=True, text=True,
                             cwd=tmp_path)
     assert replay.returncode == 0 and "reproduces" in replay.stdout
@@ -58,7 +59,7 @@ def test_failure_message_is_the_show_output(tmp_path):
         assert_holds("kip-101", "no-committed-loss")
     message = str(failed.value)
     head, _, rendered = message.partition("\n\n")
-    assert head.startswith("kip-101: no-committed-loss is violated (204,854 states, depth 16, at replicas=2 ")
+    assert re.match(r"kip-101: no-committed-loss is violated \([\d,]+ states, depth \d+, at replicas=2 ", head)
     trace = assert_violated("kip-101", "no-committed-loss")
     saved = tmp_path / "t.itf.json"
     isrcheck.check("kip-101", "no-committed-loss").save(str(saved))
@@ -68,16 +69,20 @@ def test_failure_message_is_the_show_output(tmp_path):
     def lines(text):
         return [line.rstrip() for line in text.strip().splitlines()]
     assert lines(rendered) == lines(show.stdout)
-    assert len(trace.steps) == 16 and trace.invariant == "no-committed-loss"
+    assert trace.invariant == "no-committed-loss" and trace.steps == isrcheck.check(
+        "kip-101", "no-committed-loss").traces["no-committed-loss"].steps
 
 
-def test_result_object():
+def test_result_object(tmp_path):
     result = isrcheck.check(Kip320, None, max_crashes=1)
     assert result.spec == "kip-320" and result.configuration == "defaults" and result.complete
-    assert set(result.verdicts) == set(Kip320().invariants)
+    cli = subprocess.run(["isrcheck", "check", "--spec", "kip-320", "--all", "--max-crashes", "1", "--format", "json",
+                          "--no-progress", "--out", str(tmp_path)], capture_output=True, text=True)
+    report = json.loads(cli.stdout)
+    assert (result.verdicts, result.distinct_states, result.depth, result.transitions) == (
+        report["verdicts"], report["distinct_states"], report["depth"], report["transitions"])
     assert result.violated == [inv for inv, v in result.verdicts.items() if v == "violated"]
     assert result.as_expected and result.expected == Kip320.expected
-    assert result.distinct_states == 694_386 and result.depth == 32
     assert not result.holds and set(result.traces) == set(result.violated)
     html = result.render(result.violated[0], format="html")
     assert html.startswith("<!DOCTYPE html>") and "default-src 'none'" in html
@@ -92,7 +97,7 @@ def test_budgets_and_mistakes():
     assert cut.verdicts == {"no-committed-loss": "unknown"} and not cut.complete and cut.budget_hit
     with pytest.raises(AssertionError, match="not verified: stopped by"):
         assert_holds("kip-320", "no-committed-loss", max_states=1000)
-    with pytest.raises(AssertionError, match=r"no-committed-loss holds \(694,386 states.*expected a violation"):
+    with pytest.raises(AssertionError, match=r"no-committed-loss holds \([\d,]+ states.*expected a violation"):
         assert_violated("kip-320", "no-committed-loss")
     with pytest.raises(ValueError, match="has no invariant 'nope'"):
         isrcheck.check("kip-320", "nope")

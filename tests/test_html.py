@@ -12,6 +12,7 @@ import pytest
 from browser import Browser, chromium_binary, read_png
 from isrcheck.checker.html import to_html
 from isrcheck.checker.trace import load, spec_for
+from isrcheck.model.present import step_label
 
 KIP101 = "counterexamples/kip-101/no-committed-loss.itf.json"
 TLA = "counterexamples/tla-kip320-first-try/weak-isr.itf.json"
@@ -54,24 +55,36 @@ def test_kafka_trace_steps_with_the_keyboard_and_shows_the_lost_record(tmp_path,
     # self-contained: nothing fetched, and the policy forbids fetching anything
     assert not re.search(r"""(src|href)\s*=|@import|url\(|https?://""", text)
     assert "default-src 'none'" in text
-    last = len(load(KIP101).steps) - 1
+    trace = load(KIP101)
+    spec = spec_for(trace)
+    present = spec.presentation
+    last = len(trace.steps) - 1
+    lost_at = next(line.step for line in present.explain(trace) if line.kind == "lost")
+    before, after = trace.steps[lost_at - 1][2], trace.steps[lost_at][2]
+    gone = [str(m) for r in range(present.R) for o, m, _ in present.log_cells(before, r)
+            if (o, m) not in {(o2, m2) for o2, m2, _ in present.log_cells(after, r)}]
+    record, offset = present.lost(trace)
+
     browser.open(f"file://{page}")
     assert step(browser) == 0
     assert browser.eval("document.getElementById('action').textContent") == "0. initial state"
     browser.press("End")
     assert step(browser) == last
-    # the last step: r1 takes over in epoch 4 without record 1; r0 still holds it, outlined as lost
-    assert browser.eval("document.querySelectorAll('#rows tr').length") == 2
-    assert browser.eval("[...document.querySelectorAll('#rows td.name')].map(td => td.textContent)") == [
-        "r0believes it leads", "r1believes it leads"]
-    assert browser.eval("document.querySelectorAll('.cell.lost').length") == 1
+    assert browser.eval("document.querySelectorAll('#rows tr').length") == present.R
     assert "violated" in browser.eval("[...document.querySelectorAll('#notes li')].map(li => li.className)")
-    browser.press("ArrowLeft")
-    assert step(browser) == last - 1
-    # the step that loses it: r1 truncates by epoch; its records are drawn as gone, record 1 outlined
-    assert browser.eval("document.getElementById('action').textContent") == f"{last - 1}. truncate_by_epoch(f=1, l=0)"
-    assert browser.eval("[...document.querySelectorAll('.cell.gone')].map(c => c.firstChild.textContent)") == ["1", "2"]
+    browser.press("Home")
+    for _ in range(lost_at):
+        browser.press("ArrowRight")
+    assert step(browser) == lost_at
+    # the step that loses the record: what it removes is drawn struck through, the lost record outlined
+    name, params, _ = trace.steps[lost_at]
+    assert browser.eval("document.getElementById('action').textContent") == f"{lost_at}. {step_label(name, params)}"
+    assert browser.eval("[...document.querySelectorAll('.cell.gone')].map(c => c.firstChild.textContent)") == gone
+    assert browser.eval("[...document.querySelectorAll('.cell.lost')].map(c => c.firstChild.textContent)") \
+        and str(record) in browser.eval("[...document.querySelectorAll('.cell.lost')].map(c => c.firstChild.textContent)")
     assert browser.eval("document.querySelector('#notes li.lost .kind').textContent") == "lost"
+    assert browser.eval("[...document.querySelectorAll('#rows td.name')].map(td => td.textContent)") == [
+        f"r{r}" + ("believes it leads" if present.believes_leads(after, r) else "") for r in range(present.R)]
     assert browser.eval("[...document.querySelectorAll('#rows td.changed')].length") >= 1
     assert "HW" in browser.eval("document.querySelector('.mark').textContent")
     shot = read_png(browser.screenshot())
@@ -79,13 +92,16 @@ def test_kafka_trace_steps_with_the_keyboard_and_shows_the_lost_record(tmp_path,
     pixels = shot.reshape(-1, shot.shape[2])[:, :3].astype(int)
     assert len(np.unique(pixels, axis=0)) > 200                  # not blank: text, cells, colours
     assert (np.abs(pixels - RED).max(axis=1) <= 2).sum() > 500    # the lost record's red outline
-    assert (np.abs(pixels - epoch_rgb(1)).max(axis=1) <= 2).sum() > 500   # r0's epoch-1 cell
+    epoch = next(e for r in range(present.R) for _, _, e in present.log_cells(after, r))
+    assert (np.abs(pixels - epoch_rgb(epoch)).max(axis=1) <= 2).sum() > 500   # a log cell in its epoch's colour
     browser.press("Home")
     assert step(browser) == 0
     browser.press("ArrowLeft")
     assert step(browser) == 0                                    # stays at the first step
     browser.press("ArrowRight")
     assert step(browser) == 1
+    browser.press("ArrowLeft")
+    assert step(browser) == 0
 
 
 def test_tla_family_renders_from_its_presentation(tmp_path, browser):
@@ -133,6 +149,7 @@ def test_page_data_is_the_traces(tmp_path):
     text = to_html(spec_for(trace), trace)
     data = json.loads(re.search(r'id="trace-data">(.*?)</script>', text, re.S).group(1))
     assert len(data["steps"]) == len(trace.steps)
-    assert data["lost"] == {"record": "1", "offset": 0}
+    record, offset = spec_for(trace).presentation.lost(trace)
+    assert data["lost"] == {"record": str(record), "offset": offset}
     assert [r["markers"] for r in data["steps"][-1]["replicas"]] == [
         {"LEO": s, "HW": h} for s, h in zip(trace.steps[-1][2]["leo"], trace.steps[-1][2]["hw"])]
