@@ -2,12 +2,14 @@
 
 The repository's folders install as one namespace: ``isrcheck.model`` (the modelling layer and the
 Kafka replication model), ``isrcheck.specs`` (protocol versions) and ``isrcheck.checker`` (engines,
-traces, the command line). This package is the public API.
+traces, the command line). This package is the public API: :func:`check` runs an exhaustive check and
+returns a :class:`CheckResult`; :mod:`isrcheck.testing` has ``assert_holds`` / ``assert_violated`` for pytest.
 """
 from isrcheck.checker import __version__
 from isrcheck.model import (BoundsError, DeclarationError, Field, FuzzTarget, Presentation, Spec, action, all_of,
                             any_of, count_of, invariant, max_of, min_of, where)
 from isrcheck.specs import SPECS
+from isrcheck.checking import CheckResult, check
 
-__all__ = ["__version__", "SPECS", "Spec", "Field", "action", "invariant", "FuzzTarget", "Presentation", "where",
+__all__ = ["__version__", "SPECS", "check", "CheckResult", "Spec", "Field", "action", "invariant", "FuzzTarget", "Presentation", "where",
            "any_of", "all_of", "count_of", "min_of", "max_of", "BoundsError", "DeclarationError"]

@@ -25,7 +25,7 @@ from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_las
 from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
-from isrcheck.specs import SPECS
+from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 OUT_DIR = "isrcheck-out"          # traces of ordinary runs; counterexamples/ is the gate's golden store
@@ -46,10 +46,16 @@ def _err():
     return Console(stderr=True, highlight=False)
 
 
+def spec_class(ref):
+    """The Spec class a --spec names: a registered name, FILE.py:CLASS or MODULE:CLASS (checker/registry.py)."""
+    try:
+        return resolve(ref)
+    except SpecRefError as e:
+        raise UserError(str(e)) from None
+
+
 def make_spec(name, bounds):
-    cls = SPECS.get(name)
-    if cls is None:
-        raise UserError(f"unknown spec {name!r} (known: {', '.join(SPECS)})")
+    cls = spec_class(name)
     try:
         return cls(**bounds)
     except (BoundsError, DeclarationError) as e:
@@ -165,7 +171,8 @@ def cli():
 
 
 @cli.command()
-@click.option("--spec", "spec_name", required=True, help="protocol version (see `isrcheck list`)")
+@click.option("--spec", "spec_name", required=True,
+              help="protocol version (see `isrcheck list`), or FILE.py:CLASS / MODULE:CLASS")
 @click.option("--invariant", "invariants", multiple=True, help="invariant to check (repeatable)")
 @click.option("--all", "every", is_flag=True, help="check every invariant and liveness property of the spec")
 @click.option("--property", "properties", multiple=True,
@@ -340,11 +347,14 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=
 def list_specs(names, fmt):
     """Protocol versions (or the ones named) and their invariants: summaries, references, default bounds,
     expected verdicts."""
+    registry = known_specs()
     for name in names:
-        if name not in SPECS:
-            raise UserError(f"unknown spec {name!r} (known: {', '.join(SPECS)})")
+        if name not in registry:
+            raise UserError(f"unknown spec {name!r} (known: {', '.join(registry)})")
+    for error in plugins()[1]:
+        _err().print(f"isrcheck: warning: {error}", soft_wrap=True, markup=False)
     entries = []
-    for name, cls in SPECS.items():
+    for name, cls in registry.items():
         if names and name not in names:
             continue
         entries.append({
@@ -391,56 +401,64 @@ def list_specs(names, fmt):
             console.print(f"[dim]not modelled[/] {ticket}: {why}", soft_wrap=True)
 
 
-def _load_trace(path):
+def _write(path, text):
+    """Write a rendered file; an unwritable path is the user's mistake (exit 2)."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UserError(f"{path}: cannot write ({e.strerror})") from None
+
+
+TRACE_SPEC = click.option("--spec", "spec_ref", default=None, metavar="FILE.py:CLASS",
+                          help="the trace's spec when it is not a registered one (FILE.py:CLASS or MODULE:CLASS)")
+
+
+def _load_trace(path, spec_ref=None):
     trace = load(path)
-    spec = spec_for(trace, path)
+    spec = spec_for(trace, path, spec_class(spec_ref) if spec_ref else None)
     return trace, spec
 
 
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
-@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot"]), default="text", show_default=True,
-              help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz)")
-def show(trace_path, fmt):
+@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot", "html"]), default="text",
+              show_default=True,
+              help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz); html: a "
+                   "self-contained page stepped with the keyboard (needs --output)")
+@click.option("--output", default=None, help="write to this file instead of stdout")
+@TRACE_SPEC
+def show(trace_path, fmt, output, spec_ref):
     """Print a trace step by step in its protocol's terms, and say what went wrong."""
     from isrcheck.checker import export
-    trace, spec = _load_trace(trace_path)
-    present = spec.presentation
+    if fmt == "html" and output is None:
+        raise UserError("--format html writes a page: name the file with --output FILE")
+    trace, spec = _load_trace(trace_path, spec_ref)
+    if output is not None:
+        try:
+            usable_file(output, "--output")
+        except OutputPathError as e:
+            raise UserError(str(e)) from None
+        from isrcheck.checker.html import to_html
+        render = {"html": to_html, "mermaid": export.to_mermaid, "dot": export.to_dot}.get(fmt)
+        if render is None:
+            raise UserError("--output writes --format html, mermaid or dot")
+        _write(output, render(spec, trace))
+        _err().print(f"wrote {show_mod.printable(output)}", soft_wrap=True, markup=False)
+        return
     if fmt != "text":
         text = (export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace)
         click.echo(show_mod.printable(text, newlines=True))
         return
-    console = _out()
-    meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
-    if is_lasso(trace):
-        header = (f"{trace.spec} · {meta} · property {trace.invariant} · engine {trace.engine}"
-                  f" · {len(trace.steps)} states")
-        console.print(show_mod.printable(header), style="bold", markup=False)
-        show_mod.render(console, spec, trace)
-        console.print(show_mod.lasso_summary(spec, trace), soft_wrap=True)
-        return
-    header = (f"{trace.spec} · {meta} · invariant {trace.invariant} · engine {trace.engine}"
-              f" · {len(trace.steps)} states")
-    console.print(show_mod.printable(header), style="bold", markup=False)
-    notes = {}
-    for line in present.explain(trace):
-        notes.setdefault(line.step, []).append(line.text)
-    show_mod.render(console, spec, trace, notes)
-    inv = spec.invariants[trace.invariant]
-    console.print(f"[bold red]{show_mod.markup_safe(present.summary(trace))}[/]")
-    console.print(f"{trace.invariant}: {inv.meaning}")
-    loss = present.consequence(trace.invariant)
-    if loss:
-        console.print(f"[dim]{loss}[/]")
-    for label, text in present.epilogue():
-        console.print(f"[bold]{label}:[/] {text}")
+    show_mod.print_trace(_out(), spec, trace)
 
 
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
-def replay(trace_path):
+@TRACE_SPEC
+def replay(trace_path, spec_ref):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
-    trace, spec = _load_trace(trace_path)
+    trace, spec = _load_trace(trace_path, spec_ref)
     result = (replay_lasso if is_lasso(trace) else replay_trace)(spec, trace)
     console = _out()
     if result.ok:
@@ -472,7 +490,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if auto_lemmas and lemmas:
         raise UserError("--auto-lemmas finds the lemmas itself: leave out --lemma")
     bounds = collect_bounds(kw)
-    declared = None if lemmas or auto_lemmas else getattr(SPECS.get(spec_name), "proofs", {}).get(invariant)
+    declared = None if lemmas or auto_lemmas else getattr(spec_class(spec_name), "proofs", {}).get(invariant)
     if declared:
         lemmas = tuple(declared["lemmas"])
         bounds = {**declared["settings"], **bounds}       # an explicit --set wins
@@ -504,7 +522,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if result.verdict == "refuted":
         path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
         console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
-                      f"read it: isrcheck show {show_mod.markup_safe(path)}")
+                      f"read it: {show_mod.markup_safe(show_command(type(spec), path))}")
         sys.exit(EXIT_VIOLATED)
     if result.verdict == "not-inductive":
         console.print(f"[yellow]not inductive[/] · {head}\nthe counterexample to induction below is consistent "
@@ -591,11 +609,12 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
-def minimize(trace_path, output):
+@TRACE_SPEC
+def minimize(trace_path, output, spec_ref):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
-    trace, spec = _load_trace(trace_path)
+    trace, spec = _load_trace(trace_path, spec_ref)
     if is_lasso(trace):
         raise UserError(f"{trace_path}: a liveness lasso; minimize works on invariant traces")
     out = trace_path.replace(".itf.json", "") + ".min.itf.json" if output is None else output

@@ -46,6 +46,7 @@ from rich.table import Table
 
 from isrcheck.checker import __version__, show as show_mod, stop
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
+from isrcheck.checker.registry import SpecRefError, plugins, reference, resolve_all, show_command as read_command
 from isrcheck.checker.trace import (TraceError, conform, default_path, from_steps, is_lasso, load, replay,
                                     replay_lasso, save)
 from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
@@ -331,6 +332,11 @@ def instantiate(registry, names):
     return specs, expectations
 
 
+def show_command(report, row):
+    """The command that reads a row's counterexample (naming the spec's class when it is not registered)."""
+    return read_command(type(report.specs[row.spec, row.configuration]), row.counterexample)
+
+
 def check_saved_trace(spec, configuration, invariant, counterexamples):
     """(status, message, path) of the saved counterexample of an expected violation.
 
@@ -338,10 +344,10 @@ def check_saved_trace(spec, configuration, invariant, counterexamples):
     replay there, like ``isrcheck replay``. A file that is no trace of the spec
     (unreadable, malformed, states or actions that do not fit it) is bad input: GateError.
     """
-    name = spec.name
+    name, ref = spec.name, reference(type(spec))
     path = trace_path(counterexamples, name, configuration, invariant)
     if not os.path.exists(path):
-        return MISSING, f"no {path} (run: isrcheck gate --update-traces {name})", path
+        return MISSING, f"no {path} (run: isrcheck gate --update-traces {ref})", path
     try:
         trace = load(path)
     except TraceError as e:
@@ -353,7 +359,7 @@ def check_saved_trace(spec, configuration, invariant, counterexamples):
         diff = ", ".join(f"{k}={trace.bounds.get(k, 'unset')} (declared {spec.bounds.get(k, 'unset')})"
                          for k in keys if trace.bounds.get(k) != spec.bounds.get(k))
         return OTHER_BOUNDS, (f"{path} was found at other bounds than {label(name, configuration)} declares: "
-                              f"{diff} (refresh: isrcheck gate --update-traces {name})"), path
+                              f"{diff} (refresh: isrcheck gate --update-traces {ref})"), path
     try:
         conform(spec, trace, path)
     except TraceError as e:
@@ -523,8 +529,8 @@ def print_table(console, report):
         console.print(f"[bold red]✗ {r.label} {r.invariant}:[/] {show_mod.markup_safe('; '.join(r.problems()))}",
                       soft_wrap=True)
         if r.counterexample:
-            console.print(f"  counterexample ({r.steps} states): [bold]isrcheck show "
-                          f"{show_mod.markup_safe(r.counterexample)}[/]", soft_wrap=True)
+            console.print(f"  counterexample ({r.steps} states): "
+                          f"[bold]{show_mod.markup_safe(show_command(report, r))}[/]", soft_wrap=True)
     if report.stopped:
         console.print(f"[yellow]gate stopped:[/] {report.headline()} in {report.seconds:.1f} s", soft_wrap=True)
         return
@@ -574,7 +580,7 @@ def as_junit(report):
                 if r.expected == "violated":
                     lines.append(f"saved counterexample {r.saved_trace}: {r.trace_status} ({r.trace_message})")
                 if r.counterexample:
-                    lines.append(f"counterexample ({r.steps} states): isrcheck show {r.counterexample}")
+                    lines.append(f"counterexample ({r.steps} states): {show_command(report, r)}")
                 failure.text = "\n".join(lines)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -736,7 +742,7 @@ def as_markdown(report):
         out += [f"### ❌ `{r.label}`: `{inv}` violated ({len(trace.steps)} states)", "",
                 f"> {_md(meaning)}" + (f" {_md(loss)}" if loss else ""), "",
                 f"Bounds: {' '.join(f'{k}={v}' for k, v in spec.bounds.items())}. Written to "
-                f"`{r.counterexample}` (in the job's artifacts); read it with `isrcheck show {r.counterexample}`.",
+                f"`{r.counterexample}` (in the job's artifacts); read it with `{show_command(report, r)}`.",
                 "", markdown_steps(spec, trace), "",
                 f"`{inv}` is violated at step {len(trace.steps) - 1}.", ""]
     if report.rows:
@@ -782,6 +788,17 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     """
     stop.polled()
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
+    if registry is None:                 # the built-in specs, installed plugins, and FILE.py[:CLASS] / MODULE:CLASS
+        registry, names = {**SPECS, **plugins()[0]}, []
+        for ref in spec_names:
+            try:
+                classes = [registry[ref]] if ref in registry else resolve_all(ref)
+            except SpecRefError as e:
+                raise GateError(str(e)) from None
+            for cls in classes:
+                registry[cls.name] = cls
+                names.append(cls.name)
+        spec_names = list(dict.fromkeys(names))
     err = Console(stderr=True, highlight=False)
     if os.path.lexists(cx_dir) and not os.path.isdir(cx_dir):
         raise GateError(f"--counterexamples {cx_dir}: not a directory")

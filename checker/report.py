@@ -5,6 +5,7 @@ from rich.console import Console
 from rich.table import Table
 
 from isrcheck.checker import __version__
+from isrcheck.checker.registry import show_command
 from isrcheck.checker.show import markup_safe
 
 
@@ -57,7 +58,7 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
     (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
     if trace_files:
         first = next((f for inv, f in trace_files.items() if inv not in observed), next(iter(trace_files.values())))
-        console.print(f"read a counterexample: [bold]isrcheck show {markup_safe(first)}[/]")
+        console.print(f"read a counterexample: [bold]{markup_safe(show_command(type(spec), first))}[/]")
 
 
 def _print_search_summary(console, result):

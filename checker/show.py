@@ -8,12 +8,14 @@ values read comes from the spec's presentation (``model/present.py``).
 """
 from __future__ import annotations
 
+import io
 import unicodedata
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from isrcheck.checker.trace import is_lasso
 from isrcheck.model.present import step_label
 
 CHANGED = "bold yellow"
@@ -91,3 +93,36 @@ def lasso_summary(spec, trace):
             f"{markup_safe(repeat)}\nthe goal never holds from step {trigger} on, and the loop is fair "
             f"({escape(fairness)}, each per action instance)"
             + (f"\n[dim]{escape(prop.detail)}[/]" if prop.detail else ""))
+
+
+def print_trace(console: Console, spec, trace):
+    """``isrcheck show``: a header line, every step with its narration, then what broke and what it means."""
+    present = spec.presentation
+    meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
+    lasso = is_lasso(trace)
+    header = (f"{trace.spec} · {meta} · {'property' if lasso else 'invariant'} {trace.invariant} · engine "
+              f"{trace.engine} · {len(trace.steps)} states")
+    console.print(printable(header), style="bold", markup=False)
+    if lasso:
+        render(console, spec, trace)
+        console.print(lasso_summary(spec, trace), soft_wrap=True)
+        return
+    notes = {}
+    for line in present.explain(trace):
+        notes.setdefault(line.step, []).append(line.text)
+    render(console, spec, trace, notes)
+    inv = spec.invariants[trace.invariant]
+    console.print(f"[bold red]{markup_safe(present.summary(trace))}[/]")
+    console.print(f"{trace.invariant}: {inv.meaning}", markup=False)
+    loss = present.consequence(trace.invariant)
+    if loss:
+        console.print(f"[dim]{escape(loss)}[/]")
+    for label, text in present.epilogue():
+        console.print(f"[bold]{escape(label)}:[/] {escape(text)}")
+
+
+def trace_text(spec, trace, width=200):
+    """What ``isrcheck show`` prints for a trace, as plain text."""
+    console = Console(file=io.StringIO(), width=width, no_color=True, highlight=False, record=True)
+    print_trace(console, spec, trace)
+    return console.export_text()

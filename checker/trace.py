@@ -13,8 +13,8 @@ import stat
 from dataclasses import dataclass, field
 
 from isrcheck.checker import __version__
+from isrcheck.checker.registry import known as known_specs
 from isrcheck.model.spec import BoundsError
-from isrcheck.specs import SPECS
 
 
 class TraceError(ValueError):
@@ -255,11 +255,15 @@ def conform(spec, trace, path="trace"):
     return trace
 
 
-def spec_for(trace, path="trace"):
-    """Instantiate the trace's spec at the trace's bounds, and check the trace fits it (TraceError if not)."""
-    cls = SPECS.get(trace.spec)
+def spec_for(trace, path="trace", cls=None):
+    """Instantiate the trace's spec (or ``cls``, a spec class the user named) at the trace's bounds (TraceError
+    if unknown, another spec's or out of range), and check the trace fits it."""
+    if cls is not None and cls.name != trace.spec:
+        raise TraceError(f"{path}: a trace of spec {trace.spec!r}, not of {cls.name!r}")
+    cls = cls or known_specs().get(trace.spec)
     if cls is None:
-        raise TraceError(f"{path}: unknown spec {trace.spec!r}")
+        raise TraceError(f"{path}: unknown spec {trace.spec!r} (a spec outside isrcheck: name its class with "
+                         f"--spec FILE.py:CLASS or MODULE:CLASS)")
     try:
         spec = cls(**trace.bounds)
     except (BoundsError, TypeError) as e:

@@ -492,14 +492,17 @@ class KafkaPresentation(Presentation):
     hidden = ("log_record", "log_epoch")
     partition_prefixes = ("q_",)          # the quorum state (ZooKeeper) is partition-wide
     log_header = "log (offset:record@epoch)"
+    log_fields = ("log_record", "log_epoch", "leo")
     participants = ("Controller", "Producer")
     replica_params = ("r", "l", "f")
 
-    def log_text(self, state, r):
-        if not {"log_record", "log_epoch", "leo"} <= state.keys():
+    def lost(self, trace, invariant=None):
+        """The acknowledged record missing from the final acting leader (no-committed-loss, hw-monotonic)."""
+        invariant, steps = self.steps(trace, invariant)
+        if not steps or invariant not in (None, "no-committed-loss", "hw-monotonic"):
             return None
-        leo = state["leo"][r]
-        return " ".join(f"{o}:{state['log_record'][r][o]}@{state['log_epoch'][r][o]}" for o in range(leo)) or "∅"
+        loss = _find_loss([_S(st, self.R) for _, _, st in steps], self.R)
+        return loss[:2] if loss else None
 
     def explain(self, trace, invariant=None):
         """Per-step sentences and marks (see the module doc)."""

@@ -11,6 +11,10 @@ for everything protocol-specific::
     presentation.epilogue() -> [(label, text)]                # closing notes of ``show``
     presentation.table_fields() -> (per-replica columns, partition-wide fields)
     presentation.log_text(state, r) -> str | None             # the replica's log column
+    presentation.log_cells(state, r) -> [(offset, record, epoch)] | None   # the log, entry by entry
+    presentation.markers(state, r) -> {"LEO": offset, "HW": offset}        # offsets drawn on the log
+    presentation.believes_leads(state, r) -> bool             # the replica thinks it is the leader
+    presentation.lost(trace, invariant=None) -> (record, offset) | None    # the committed record lost
     presentation.message(name, params, prev, cur) -> (from, to, text)   # a Mermaid message
     presentation.state_label(state) -> str                    # a dot node
 
@@ -67,6 +71,12 @@ class Presentation:
     partition_prefixes = ()
     #: the header of the log column (shown when ``log_text`` gives text)
     log_header = "log"
+    #: (record field, epoch field, end-offset field) of the per-replica log, or None when there is none
+    log_fields = None
+    #: the per-replica high watermark field (drawn on the log), if any
+    hw_field = "hw"
+    #: the per-replica field holding the leader a replica believes in, if any
+    leader_field = "leader"
     #: Mermaid participants before the replicas
     participants = ()
     #: action parameters naming a replica (where a Mermaid note goes)
@@ -120,8 +130,39 @@ class Presentation:
     def header(self, field):
         return self.columns.get(field.name, field.name)
 
+    def log_cells(self, state, r):
+        """Replica r's log as [(offset, record, epoch)] up to its end offset, or None when the family draws no
+        log (``log_fields`` unset, or the spec lacks those fields)."""
+        if self.log_fields is None or not set(self.log_fields) <= state.keys():
+            return None
+        record, epoch, end = self.log_fields
+        return [(o, state[record][r][o], state[epoch][r][o]) for o in range(state[end][r])]
+
     def log_text(self, state, r):
-        """Replica r's log as text, or None when the family draws no log column."""
+        """Replica r's log as text (``offset:record@epoch``), or None when the family draws no log column."""
+        cells = self.log_cells(state, r)
+        if cells is None:
+            return None
+        return " ".join(f"{o}:{m}@{e}" for o, m, e in cells) or "∅"
+
+    def markers(self, state, r):
+        """Offsets drawn on replica r's log: its log end offset and high watermark (those the spec has)."""
+        out = {}
+        if self.log_fields is not None and self.log_fields[2] in state:
+            out["LEO"] = state[self.log_fields[2]][r]
+        if self.hw_field in state:
+            out["HW"] = state[self.hw_field][r]
+        return out
+
+    def believes_leads(self, state, r):
+        """Whether replica r believes it leads: its leader field names itself (and it is up, if modelled)."""
+        if self.leader_field not in state:
+            return False
+        up = state.get("up")
+        return state[self.leader_field][r] == r and (up is None or bool(up[r]))
+
+    def lost(self, trace, invariant=None):
+        """(record, offset) of the committed record a trace loses, when the family can tell; else None."""
         return None
 
     def fmt_value(self, field, value, depth=0):

@@ -40,14 +40,9 @@ class TlaPresentation(Presentation):
     hidden = ("log_id", "log_epoch")
     partition_prefixes = ("q_",)          # quorumState is partition-wide
     log_header = "log (offset:id@epoch)"
+    log_fields = ("log_id", "log_epoch", "log_end_offset")
     participants = ("Controller", "Producer")
     replica_params = ("r", "l", "f")
-
-    def log_text(self, state, r):
-        if not {"log_id", "log_epoch", "log_end_offset"} <= state.keys():
-            return None
-        end = state["log_end_offset"][r]
-        return " ".join(f"{o}:{state['log_id'][r][o]}@{state['log_epoch'][r][o]}" for o in range(end)) or "∅"
 
     def _tla_name(self, name):
         """The TLA+ action an action ports: the first word of its docstring (``BecomeLeader: ...``)."""

@@ -1,0 +1,107 @@
+"""The Python API (``isrcheck.check``, ``isrcheck.testing``) and the README's examples of it and of
+``--spec FILE.py:CLASS``, run as the README gives them."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import isrcheck
+from isrcheck.specs.kip_320 import Kip320
+from isrcheck.testing import assert_holds, assert_violated
+
+README = os.path.join(os.path.dirname(__file__), os.pardir, "README.md")
+
+
+def readme_section(title):
+    text = open(README).read()
+    start = text.index(f"\n## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:end]
+
+
+def blocks(section, lang):
+    return [body for tag, body in re.findall(r"^```(\w*)\n(.*?)^```", section, re.S | re.M) if tag == lang]
+
+
+def test_readme_python_example_runs(tmp_path):
+    code, = blocks(readme_section("From Python and pytest"), "python")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "{'no-committed-loss': 'violated', 'single-leader-per-epoch': 'holds'}" in run.stdout
+    assert "as the spec expects: True" in run.stdout and "lost after " in run.stdout
+    assert re.search(r"no-committed-loss violated after \d+ steps: record \d+, acknowledged", run.stdout)
+    replay = subprocess.run(["isrcheck", "replay", "kip-101-loss.itf.json"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert replay.returncode == 0 and "reproduces" in replay.stdout
+
+
+def test_readme_team_versions_example_runs(tmp_path):
+    section = readme_section("Your own protocol versions")
+    source, = blocks(section, "python")
+    path = tmp_path / source.splitlines()[0].lstrip("# ").strip()
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    commands, = blocks(section, "")
+    lines = [line for line in commands.splitlines() if line.strip()]
+    assert len(lines) == 3
+    for line in lines:
+        argv = line.split("#")[0].split()
+        run = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert run.returncode == 0, f"{line}\n{run.stdout}{run.stderr}"
+    assert (tmp_path / "team" / "counterexamples" / "our-kip-320").is_dir()
+
+
+def test_failure_message_is_the_show_output(tmp_path):
+    with pytest.raises(AssertionError) as failed:
+        assert_holds("kip-101", "no-committed-loss")
+    message = str(failed.value)
+    head, _, rendered = message.partition("\n\n")
+    assert re.match(r"kip-101: no-committed-loss is violated \([\d,]+ states, depth \d+, at replicas=2 ", head)
+    trace = assert_violated("kip-101", "no-committed-loss")
+    saved = tmp_path / "t.itf.json"
+    isrcheck.check("kip-101", "no-committed-loss").save(str(saved))
+    show = subprocess.run(["isrcheck", "show", str(saved)], capture_output=True, text=True)
+    assert show.returncode == 0
+
+    def lines(text):
+        return [line.rstrip() for line in text.strip().splitlines()]
+    assert lines(rendered) == lines(show.stdout)
+    assert trace.invariant == "no-committed-loss" and trace.steps == isrcheck.check(
+        "kip-101", "no-committed-loss").traces["no-committed-loss"].steps
+
+
+def test_result_object(tmp_path):
+    result = isrcheck.check(Kip320, None, max_crashes=1)
+    assert result.spec == "kip-320" and result.configuration == "defaults" and result.complete
+    cli = subprocess.run(["isrcheck", "check", "--spec", "kip-320", "--all", "--max-crashes", "1", "--format", "json",
+                          "--no-progress", "--out", str(tmp_path)], capture_output=True, text=True)
+    report = json.loads(cli.stdout)
+    assert (result.verdicts, result.distinct_states, result.depth, result.transitions) == (
+        report["verdicts"], report["distinct_states"], report["depth"], report["transitions"])
+    assert result.violated == [inv for inv, v in result.verdicts.items() if v == "violated"]
+    assert result.as_expected and result.expected == Kip320.expected
+    assert not result.holds and set(result.traces) == set(result.violated)
+    html = result.render(result.violated[0], format="html")
+    assert html.startswith("<!DOCTYPE html>") and "default-src 'none'" in html
+    with pytest.raises(ValueError, match="no trace for 'no-committed-loss'"):
+        result.render("no-committed-loss")
+    other = isrcheck.check("kip-320", "no-committed-loss", max_crashes=2, max_epochs=3)
+    assert other.configuration is None and other.expected == {} and other.as_expected
+
+
+def test_budgets_and_mistakes():
+    cut = isrcheck.check("kip-320", "no-committed-loss", max_states=1000)
+    assert cut.verdicts == {"no-committed-loss": "unknown"} and not cut.complete and cut.budget_hit
+    with pytest.raises(AssertionError, match="not verified: stopped by"):
+        assert_holds("kip-320", "no-committed-loss", max_states=1000)
+    with pytest.raises(AssertionError, match=r"no-committed-loss holds \([\d,]+ states.*expected a violation"):
+        assert_violated("kip-320", "no-committed-loss")
+    with pytest.raises(ValueError, match="has no invariant 'nope'"):
+        isrcheck.check("kip-320", "nope")
+    with pytest.raises(ValueError, match="unknown spec 'nope'"):
+        isrcheck.check("nope")
+    with pytest.raises(isrcheck.BoundsError):
+        isrcheck.check("kip-320", replicas=99)
