@@ -207,8 +207,11 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
     spec = make_spec(spec_name, collect_bounds(kw))
-    live_engine = engine == "local" and not symmetry
+    live_engine = engine == "local" and not symmetry and not (checkpoint or resume)
     props = pick_properties(spec, properties, every and live_engine)
+    if props and not live_engine:
+        raise UserError("liveness properties are checked by the local engine, without --symmetry, --checkpoint "
+                        "or --resume")
     names = pick_invariants(spec, invariants, every) if invariants or every or not props else []
     check_out_dir(out_dir, spec.name, names + props)
     if (checkpoint or resume) and engine != "local":
@@ -225,47 +228,50 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                         f"directory")
     sink = TraceSink(spec, engine, out_dir, symmetry=symmetry)
     progress = Progress(not no_progress)
+    result = None
+    if names:           # the invariants first: their traces are written as found, and a stop keeps them
+        try:
+            if engine == "bmc":
+                from isrcheck.checker.bmc import bmc
+                result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress,
+                             on_violation=sink)
+            elif engine == "spark":
+                from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
+                if missing_dependencies():
+                    raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
+                result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
+                                      max_states=max_states, max_depth=max_depth, time_limit=time_limit,
+                                      progress=progress, on_violation=sink)
+            else:
+                from isrcheck.checker.bfs import search
+                try:
+                    result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
+                                    max_depth=max_depth, time_limit=time_limit, progress=progress,
+                                    on_violation=sink, checkpoint=checkpoint or resume, resume=resume is not None,
+                                    checkpoint_every=checkpoint_every)
+                except CheckpointError as e:
+                    raise UserError(str(e)) from None
+        finally:
+            progress.done()
     live = None
-    if props:
-        if not live_engine:
-            raise UserError("liveness properties are checked by the local engine, without --symmetry")
+    if props and (result is None or not result.budget_hit):
         from isrcheck.checker.liveness import check as check_liveness
         try:
             live = check_liveness(spec, props, chunk=chunk, max_states=max_states, max_depth=max_depth,
                                   time_limit=time_limit, progress=progress)
         finally:
             progress.done()
-        if not names:
-            code, obj = finish_liveness(spec, live, out_dir, fmt)
-            if fmt == "json":
-                click.echo(json.dumps(obj, indent=1))
-            sys.exit(code)
-    try:
-        if engine == "bmc":
-            from isrcheck.checker.bmc import bmc
-            result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress,
-                         on_violation=sink)
-        elif engine == "spark":
-            from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
-            if missing_dependencies():
-                raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
-            result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
-                                  max_states=max_states, max_depth=max_depth, time_limit=time_limit,
-                                  progress=progress, on_violation=sink)
-        else:
-            from isrcheck.checker.bfs import search
-            try:
-                result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
-                                max_depth=max_depth, time_limit=time_limit, progress=progress, on_violation=sink,
-                                checkpoint=checkpoint or resume, resume=resume is not None,
-                                checkpoint_every=checkpoint_every)
-            except CheckpointError as e:
-                raise UserError(str(e)) from None
-    finally:
-        progress.done()
+    elif props:
+        _err().print(f"isrcheck: liveness properties are not checked: the invariant search stopped "
+                     f"({result.budget_hit})", markup=False)
     if every and not live_engine and spec.properties:
-        _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry "
-                     "checks them", markup=False)
+        _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry, "
+                     "--checkpoint or --resume checks them", markup=False)
+    if result is None:
+        code, obj = finish_liveness(spec, live, out_dir, fmt)
+        if fmt == "json":
+            click.echo(json.dumps(obj, indent=1))
+        sys.exit(EXIT_BUDGET if stop.interrupted() else code)
     finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live)
 
 
