@@ -48,6 +48,8 @@ class Kip497(AsyncIsr):
     expected_why = {"single-acting-leader": AsyncIsr.expected_why["single-acting-leader"],
                     "no-committed-loss": "KAFKA-8836 computes the HW over the maximal ISR while an AlterIsr is "
                                          "pending (async-isr loses a committed record at these bounds)"}
+    expected_liveness = {"eventually-leader": "holds", "hw-advances": "holds", "isr-regrows": "holds",
+                         "truncation-terminates": "holds"}
 
     def hw_isr_member(self, s, l, i):
         """KIP-497: the maximal ISR: the current ISR plus replicas a pending AlterIsr adds."""

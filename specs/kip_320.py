@@ -36,14 +36,21 @@ class Kip320(Kip320Lemmas, Kip279):
             why={"no-committed-loss": "KAFKA-7128 fixed: a follower joins the ISR only once it reached the start "
                                       "of the leader's epoch (kip-279 and kafka-7128 lose a record here)"}),
     }
-    expected_liveness = {"eventually-leader": "holds", "isr-regrows": "holds", "truncation-terminates": "holds",
-                         "hw-advances": "violated"}
+    expected_liveness = {"eventually-leader": "holds", "truncation-terminates": "holds",
+                         "hw-advances": "violated", "isr-regrows": "violated"}
+    _TRUNCATION_LOOP = (
+        "a replica elected in an epoch it never wrote in (its cache got that epoch at its LEO, Partition.makeLeader "
+        "2.0.1+, KAFKA-7415) follows a leader that does not know the epoch; the leader answers an earlier epoch "
+        "ending at the follower's LEO, the follower knows that one under another epoch and truncates to its LEO "
+        "'to go round again' (AbstractFetcherThread.getOffsetTruncationState, 2.1.0); Log.truncateTo at the LEO "
+        "is a no-op that keeps the cache entry, so it asks the same OffsetsForLeaderEpoch forever")
     expected_liveness_why = {
-        "hw-advances": "model gap, not a Kafka bug: a leader whose ISR shrank to itself by a LeaderAndIsr "
-                       "(controller_shrink_isr after a follower crashed) keeps its HW below its LEO until the next "
-                       "produce; Kafka's Partition.makeLeader ends with maybeIncrementLeaderHW (0.8+, 'ISR could "
-                       "be down to 1'), which become_leader_or_follower does not model. Fairness: weak fetch, "
-                       "apply_leader_and_isr, truncate_by_epoch (no follower is left to fetch)"}
+        "hw-advances": "the truncation loop of Kafka 2.1 as modelled: " + _TRUNCATION_LOOP + "; the leader's ISR "
+                       "still holds the looping follower, so its HW stays below the record. Fairness: weak fetch, "
+                       "apply_leader_and_isr, truncate_by_epoch, alter_isr (kip-497, 2.7, holds)",
+        "isr-regrows": "the same truncation loop: " + _TRUNCATION_LOOP + "; the follower never fetches, so it never "
+                       "rejoins the ISR. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr "
+                       "(kip-497, 2.7, holds)"}
 
     def follower_changes(self, s, old_leader, old_epoch, new_leader, epoch):
         """Partition.makeFollower (2.1.0): the fetcher restarts unless both leader and epoch are unchanged.
