@@ -35,6 +35,16 @@ class Kip320(Kip320Lemmas, Kip279):
             bounds=KAFKA_7128_BOUNDS, expected={"no-committed-loss": "holds"},
             why={"no-committed-loss": "KAFKA-7128 fixed: a follower joins the ISR only once it reached the start "
                                       "of the leader's epoch (kip-279 and kafka-7128 lose a record here)"}),
+        "kafka-6880": Configuration(
+            bounds={"max_records": 3}, expected={"hw-log-matching": "holds"},
+            why={"hw-log-matching": "KAFKA-6880 fixed: fetches carry the follower's leader epoch and the leader "
+                                    "rejects any other (kip-279 diverges below the HW at these bounds)"}),
+        "kafka-1120": Configuration(
+            bounds={"unflushed_loss": 1, "max_crashes": 2, "max_epochs": 2}, expected={"log-matching": "violated"},
+            why={"log-matching": "KAFKA-1120 (2.1 has no KIP-380 broker epoch): the leader loses its unflushed "
+                                 "record in a fast bounce the controller misses, comes back as leader of the same "
+                                 "epoch and writes another record at the offset its follower holds (kip-497, 2.7, "
+                                 "holds at these bounds)"}),
     }
     expected_liveness = {"eventually-leader": "holds", "truncation-terminates": "holds",
                          "hw-advances": "violated", "isr-regrows": "violated"}
