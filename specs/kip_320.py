@@ -53,7 +53,8 @@ class Kip320(Kip320Lemmas, Kip279):
         "2.0.1+, KAFKA-7415) follows a leader that does not know the epoch; the leader answers an earlier epoch "
         "ending at the follower's LEO, the follower knows that one under another epoch and truncates to its LEO "
         "'to go round again' (AbstractFetcherThread.getOffsetTruncationState, 2.1.0); Log.truncateTo at the LEO "
-        "is a no-op that keeps the cache entry, so it asks the same OffsetsForLeaderEpoch forever")
+        "is a no-op that keeps the cache entry, so it asks the same OffsetsForLeaderEpoch forever: KAFKA-10706, "
+        "fixed in Nov 2020 (apache/kafka#9633: truncateTo cleans the cache even at the end offset)")
     expected_liveness_why = {
         "hw-advances": "the truncation loop of Kafka 2.1 as modelled: " + _TRUNCATION_LOOP + "; the leader's ISR "
                        "still holds the looping follower, so its HW stays below the record. Fairness: weak fetch, "
