@@ -58,10 +58,9 @@ class Kip320(Kip320Lemmas, Kip279):
     expected_liveness_why = {
         "hw-advances": "the truncation loop of Kafka 2.1 as modelled: " + _TRUNCATION_LOOP + "; the leader's ISR "
                        "still holds the looping follower, so its HW stays below the record. Fairness: weak fetch, "
-                       "apply_leader_and_isr, truncate_by_epoch, alter_isr (kip-497, 2.7, holds)",
+                       "apply_leader_and_isr, truncate_by_epoch, alter_isr",
         "isr-regrows": "the same truncation loop: " + _TRUNCATION_LOOP + "; the follower never fetches, so it never "
-                       "rejoins the ISR. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr "
-                       "(kip-497, 2.7, holds)"}
+                       "rejoins the ISR. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr"}
 
     def follower_changes(self, s, old_leader, old_epoch, new_leader, epoch):
         """Partition.makeFollower (2.1.0): the fetcher restarts unless both leader and epoch are unchanged.
