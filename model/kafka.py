@@ -331,13 +331,13 @@ class KafkaReplication(Spec):
                 earlier = leads & (o < s.hw[l]) & ((first == 0) | (epoch < first))
                 s.exposed_epoch[o] = where(earlier, epoch, first)
 
-    def maybe_increment_hw(self, s, l):
+    def maybe_increment_hw(self, s, l, when=True):
         """Partition.maybeIncrementLeaderHW: the leader's HW rises to the smallest LEO it knows in its ISR.
 
         Records below the new HW are acknowledged to acks=all producers if the ISR
         still has min.insync.replicas members (Partition.checkEnoughReplicasReachOffset;
         2.7+ counts the maximal ISR, ``hw_isr_member``), and if their produce request is
-        still waiting in this leader's purgatory (``ack_from``).
+        still waiting in this leader's purgatory (``ack_from``). Only where ``when`` holds.
         """
         old = s.hw[l]
         known = [where(self.hw_isr_member(s, l, i), s.leo[l] if i == l else s.remote_leo[l][i], self.L)
@@ -346,6 +346,8 @@ class KafkaReplication(Spec):
         may_advance = self.hw_may_advance(s, l)
         if may_advance is not True:
             new = where(may_advance, new, old)
+        if when is not True:
+            new = where(when, new, old)
         s.hw[l] = new
         if self.acks_all:
             enough = count_of(self.hw_isr_member(s, l, i) for i in self.REPLICAS) >= self.min_isr
@@ -568,6 +570,8 @@ class KafkaReplication(Spec):
         controller's in-order, retried delivery does not do, and its followers may have followed
         another leader meanwhile. makeFollower tells ReplicaManager whether the follower must
         restart its fetcher and truncate (``follower_changes``).
+        Partition.makeLeader ends with maybeIncrementLeaderHW ("we may need to increment high
+        watermark since ISR could be down to 1"; 0.11.0, 2.1.0, 2.7.0 alike).
         """
         old_leader, old_epoch = s.leader[r], s.leader_epoch[r]
         was_leading = self.believes_leads(s, r)
@@ -597,7 +601,8 @@ class KafkaReplication(Spec):
         changes = follows & self.follower_changes(s, old_leader, old_epoch, new_leader, epoch)
         s.truncating[r] = where(leads | (new_leader == self.NONE), False, s.truncating[r])
         self.become_follower(s, r, changes)
-        self.expose(s, r)
+        # Partition.makeLeader (0.8+): the new leader may raise its HW at once, e.g. when its ISR is itself alone
+        self.maybe_increment_hw(s, r, when=leads)
 
     @action(r="REPLICAS")
     def apply_stale_leader_and_isr(self, s, r):

@@ -1,4 +1,5 @@
 """AlterIsr (Kafka 2.7): ISR changes go to the controller asynchronously; and KIP-497's maximal ISR."""
+from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
 
@@ -48,6 +49,15 @@ class Kip497(AsyncIsr):
     expected_why = {"single-acting-leader": AsyncIsr.expected_why["single-acting-leader"],
                     "no-committed-loss": "KAFKA-8836 computes the HW over the maximal ISR while an AlterIsr is "
                                          "pending (async-isr loses a committed record at these bounds)"}
+    configurations = {
+        "kafka-1120": Configuration(
+            bounds={"unflushed_loss": 1, "max_crashes": 2, "max_epochs": 2}, expected={"log-matching": "holds"},
+            why={"log-matching": "KAFKA-1120 fixed by KIP-380 (2.2): a bounced broker has a new broker epoch and the "
+                                 "controller handles the bounce, so a leader never re-applies its own epoch after "
+                                 "losing records (kip-320 diverges at these bounds)"}),
+    }
+    expected_liveness = {"eventually-leader": "holds", "hw-advances": "holds", "isr-regrows": "holds",
+                         "truncation-terminates": "holds"}
 
     def hw_isr_member(self, s, l, i):
         """KIP-497: the maximal ISR: the current ISR plus replicas a pending AlterIsr adds."""

@@ -17,8 +17,8 @@ class HwTruncation(KafkaReplication):
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KIP-101 scenario 1 (KAFKA-1211): a bounced follower truncates to its lagging HW and "
                              "is elected",
-        "log-matching": "divergence needs a power failure of both replicas (KIP-101 scenario 2): "
-                        "--unflushed-loss 1 --max-crashes 2 breaks it",
+        "log-matching": "KIP-101 scenario 2's divergence puts records of different epochs at one offset, which "
+                        "log-matching allows: hw-log-matching catches it",
         "consistent-reads": "the new leader exposes offsets it truncated and rewrote",
         "hw-monotonic": "the new leader's log ends below the committed HW",
         "strong-isr": "an ISR member truncates committed records to its HW",
@@ -31,16 +31,9 @@ class HwTruncation(KafkaReplication):
     }
     configurations = {
         "kafka-1211": Configuration(
-            bounds={"max_epochs": 3}, expected={"no-committed-loss": "violated"},
+            bounds={"max_epochs": 2}, expected={"no-committed-loss": "violated"},
             why={"no-committed-loss": "KAFKA-1211: a follower truncates to its lagging HW on becoming follower and "
                                       "is elected without a committed record (kip-101 holds at these bounds)"}),
-        "kip-101-scenario-2": Configuration(
-            bounds={"unflushed_loss": 1, "max_crashes": 2}, expected={"log-matching": "violated"},
-            why={"log-matching": "KIP-101 scenario 2, logs diverge after a crash loses unflushed records: the leader "
-                                 "loses its unflushed record, comes back as leader of the same epoch (a fast bounce "
-                                 "the controller misses, KAFKA-1120) and writes another record at the offset its "
-                                 "follower holds. The KIP's exact trace (records of different epochs) needs an "
-                                 "HW-bounded log-matching."}),
     }
 
     def become_follower(self, s, r, follows):

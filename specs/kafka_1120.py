@@ -28,7 +28,7 @@ class Kafka1120(Kip320):
                                  "the ISR). Fairness: weak truncate_by_epoch, apply_leader_and_isr, elect_leader, "
                                  "restart. Holds on kip-320 at the same bounds",
         "hw-advances": "KAFKA-1120: an ISR follower bounces unnoticed and never fetches again, so the leader's HW "
-                       "never passes its last record (and kip-320's model gap too: see Kip320)"}
+                       "never passes its last record. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr"}
 
     def fields(self):
         return super().fields() + [

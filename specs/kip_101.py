@@ -26,7 +26,7 @@ class Kip101(KafkaReplication):
     }
     configurations = {
         "kafka-1211": Configuration(
-            bounds={"max_epochs": 3}, expected={"no-committed-loss": "holds"},
+            bounds={"max_epochs": 2}, expected={"no-committed-loss": "holds"},
             why={"no-committed-loss": "KAFKA-1211 fixed: truncation by OffsetsForLeaderEpoch, not to the HW "
                                       "(hw-truncation loses a committed record at these bounds)"}),
         "kafka-6361": Configuration(

@@ -34,6 +34,11 @@ class Kip279(Kip101):
             bounds={"max_records": 3}, expected={"log-matching": "holds"},
             why={"log-matching": "KAFKA-6361 fixed: the answer carries the epoch and the follower matches it "
                                  "backwards (kip-101 diverges at these bounds)"}),
+        "kafka-6880": Configuration(
+            bounds={"max_records": 3}, expected={"hw-log-matching": "violated"},
+            why={"hw-log-matching": "KAFKA-6880: fetches are not fenced by the leader epoch, so a zombie follower "
+                                    "fetches across epochs and 2.0's cache ignores the older epoch: two replicas "
+                                    "hold different records below their HWs (kip-320 holds at these bounds)"}),
         "kafka-7128": Configuration(
             bounds=KAFKA_7128_BOUNDS, expected={"no-committed-loss": "violated"},
             why={"no-committed-loss": "KAFKA-7128: a follower whose fetch offset reached a new leader's lagging HW "

@@ -35,15 +35,32 @@ class Kip320(Kip320Lemmas, Kip279):
             bounds=KAFKA_7128_BOUNDS, expected={"no-committed-loss": "holds"},
             why={"no-committed-loss": "KAFKA-7128 fixed: a follower joins the ISR only once it reached the start "
                                       "of the leader's epoch (kip-279 and kafka-7128 lose a record here)"}),
+        "kafka-6880": Configuration(
+            bounds={"max_records": 3}, expected={"hw-log-matching": "holds"},
+            why={"hw-log-matching": "KAFKA-6880 fixed: fetches carry the follower's leader epoch and the leader "
+                                    "rejects any other (kip-279 diverges below the HW at these bounds)"}),
+        "kafka-1120": Configuration(
+            bounds={"unflushed_loss": 1, "max_crashes": 2, "max_epochs": 2}, expected={"log-matching": "violated"},
+            why={"log-matching": "KAFKA-1120 (2.1 has no KIP-380 broker epoch): the leader loses its unflushed "
+                                 "record in a fast bounce the controller misses, comes back as leader of the same "
+                                 "epoch and writes another record at the offset its follower holds (kip-497, 2.7, "
+                                 "holds at these bounds)"}),
     }
-    expected_liveness = {"eventually-leader": "holds", "isr-regrows": "holds", "truncation-terminates": "holds",
-                         "hw-advances": "violated"}
+    expected_liveness = {"eventually-leader": "holds", "truncation-terminates": "holds",
+                         "hw-advances": "violated", "isr-regrows": "violated"}
+    _TRUNCATION_LOOP = (
+        "a replica elected in an epoch it never wrote in (its cache got that epoch at its LEO, Partition.makeLeader "
+        "2.0.1+, KAFKA-7415) follows a leader that does not know the epoch; the leader answers an earlier epoch "
+        "ending at the follower's LEO, the follower knows that one under another epoch and truncates to its LEO "
+        "'to go round again' (AbstractFetcherThread.getOffsetTruncationState, 2.1.0); Log.truncateTo at the LEO "
+        "is a no-op that keeps the cache entry, so it asks the same OffsetsForLeaderEpoch forever: KAFKA-10706, "
+        "fixed in Nov 2020 (apache/kafka#9633: truncateTo cleans the cache even at the end offset)")
     expected_liveness_why = {
-        "hw-advances": "model gap, not a Kafka bug: a leader whose ISR shrank to itself by a LeaderAndIsr "
-                       "(controller_shrink_isr after a follower crashed) keeps its HW below its LEO until the next "
-                       "produce; Kafka's Partition.makeLeader ends with maybeIncrementLeaderHW (0.8+, 'ISR could "
-                       "be down to 1'), which become_leader_or_follower does not model. Fairness: weak fetch, "
-                       "apply_leader_and_isr, truncate_by_epoch (no follower is left to fetch)"}
+        "hw-advances": "the truncation loop of Kafka 2.1 as modelled: " + _TRUNCATION_LOOP + "; the leader's ISR "
+                       "still holds the looping follower, so its HW stays below the record. Fairness: weak fetch, "
+                       "apply_leader_and_isr, truncate_by_epoch, alter_isr",
+        "isr-regrows": "the same truncation loop: " + _TRUNCATION_LOOP + "; the follower never fetches, so it never "
+                       "rejoins the ISR. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr"}
 
     def follower_changes(self, s, old_leader, old_epoch, new_leader, epoch):
         """Partition.makeFollower (2.1.0): the fetcher restarts unless both leader and epoch are unchanged.

@@ -25,6 +25,15 @@ class Kip966(LastReplicaStanding):
                       "before it registers again)",
     }
 
+    expected_liveness = {"eventually-leader": "holds", "isr-regrows": "holds", "truncation-terminates": "holds",
+                         "hw-advances": "violated"}
+    expected_liveness_why = {
+        "hw-advances": "KIP-966 by design: the leader shrinks its ISR to itself (below min.insync.replicas) and the "
+                       "removed follower then crashes; the HW may not advance while the ISR is below "
+                       "min.insync.replicas, so a record appended before stays above the HW until a replica "
+                       "returns. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr (crashed "
+                       "brokers need not restart)"}
+
     def hw_may_advance(self, s, l):
         """KIP-966: the HW advances only when the ISR has at least min.insync.replicas members."""
         return count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr

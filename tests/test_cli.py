@@ -129,11 +129,11 @@ def test_truncated_trace_file_exits_2(tmp_path):
 
 
 def test_replay_names_the_step_that_no_longer_applies(tmp_path):
-    r = run("check", "--spec", "hw-truncation", "--invariant", "no-committed-loss", "--out", str(tmp_path),
+    r = run("check", "--spec", "no-isr-fencing", "--invariant", "no-committed-loss", "--out", str(tmp_path),
             "--no-progress")
-    path = tmp_path / "hw-truncation" / "no-committed-loss.itf.json"
+    path = tmp_path / "no-isr-fencing" / "no-committed-loss.itf.json"
     trace = json.loads(path.read_text())
-    trace["#meta"]["spec"] = "kip-320"          # the same events on the fixed protocol
+    trace["#meta"]["spec"] = "kip-320"          # the same events (and state fields) on the fixed protocol
     path.write_text(json.dumps(trace))
     r = run("replay", str(path))
     assert r.returncode == 1

@@ -251,8 +251,10 @@ def reference_kafka(spec, prop):
 
 
 def test_small_kafka_agrees_with_reference():
-    """kip-320 at 7,556 states: every Kafka property, fair states and verdict, against the reference."""
-    spec = SPECS["kip-320"](log_size=1, max_records=1, max_epochs=2, max_crashes=1)
+    """kip-320 at 13,703 states: every Kafka property, fair states and verdict, against the reference.
+
+    The bounds are the smallest where some property fails (2.1's truncation loop, see Kip320)."""
+    spec = SPECS["kip-320"](log_size=1, max_records=2, max_epochs=4, max_crashes=0)
     graph = liveness.StateGraph(spec)
     verdicts = {}
     for name, prop in spec.properties.items():
@@ -408,7 +410,9 @@ def test_kafka_properties_agree_on_every_backend():
 
 
 def test_kafka_1120_and_its_fix_at_the_same_bounds():
-    """KAFKA-1120's unnoticed bounce breaks three properties that kip-320 (the controller resends) keeps."""
+    """KAFKA-1120's unnoticed bounce breaks two properties that kip-320 (the controller resends) keeps.
+
+    (kip-320's isr-regrows fails by 2.1's truncation loop, so it does not tell the two apart.)"""
     got = {}
     for name in ("kafka-1120", "kip-320"):
         spec = SPECS[name]()
@@ -417,7 +421,7 @@ def test_kafka_1120_and_its_fix_at_the_same_bounds():
         assert got[name] == expected
         assert all(p in why for p, v in expected.items() if v == "violated")
     fixed = [p for p in got["kafka-1120"] if got["kafka-1120"][p] == "violated" and got["kip-320"][p] == "holds"]
-    assert sorted(fixed) == ["eventually-leader", "isr-regrows", "truncation-terminates"]
+    assert sorted(fixed) == ["eventually-leader", "truncation-terminates"]
     assert SPECS["kafka-1120"]().bounds == SPECS["kip-320"]().bounds
 
 
