@@ -220,6 +220,10 @@ class KafkaReplication(Spec):
     # ------------------------------------------------------------------------------------
     # helpers over the state (plain functions of the expression language)
     # ------------------------------------------------------------------------------------
+    def replica_pairs(self):
+        """Every pair of distinct replicas, once: (a, b) with a < b."""
+        return [(a, b) for a in self.REPLICAS for b in self.REPLICAS if a < b]
+
     def believes_leads(self, s, r):
         return s.up[r] & (s.leader[r] == r)
 
@@ -882,15 +886,12 @@ class KafkaReplication(Spec):
         consider settled: consumers see different data depending on the leader.
         """
         ok = []
-        for a in self.REPLICAS:
-            for b in self.REPLICAS:
-                if a >= b:
-                    continue
-                for o in self.OFFSETS:
-                    same_epoch = (o < s.leo[a]) & (o < s.leo[b]) & (s.log_epoch[a][o] == s.log_epoch[b][o])
-                    prefix_equal = all_of((s.log_record[a][p] == s.log_record[b][p])
-                                          & (s.log_epoch[a][p] == s.log_epoch[b][p]) for p in range(o + 1))
-                    ok.append(~same_epoch | prefix_equal)
+        for a, b in self.replica_pairs():
+            for o in self.OFFSETS:
+                same_epoch = (o < s.leo[a]) & (o < s.leo[b]) & (s.log_epoch[a][o] == s.log_epoch[b][o])
+                prefix_equal = all_of((s.log_record[a][p] == s.log_record[b][p])
+                                      & (s.log_epoch[a][p] == s.log_epoch[b][p]) for p in range(o + 1))
+                ok.append(~same_epoch | prefix_equal)
         return all_of(ok)
 
     @invariant("hw-log-matching")
@@ -902,14 +903,11 @@ class KafkaReplication(Spec):
         scenario 2). When it breaks, two replicas hold different committed data at one offset.
         """
         ok = []
-        for a in self.REPLICAS:
-            for b in self.REPLICAS:
-                if a >= b:
-                    continue
-                for o in self.OFFSETS:
-                    below = (o < s.hw[a]) & (o < s.hw[b])
-                    ok.append(~below | ((s.log_record[a][o] == s.log_record[b][o])
-                                        & (s.log_epoch[a][o] == s.log_epoch[b][o])))
+        for a, b in self.replica_pairs():
+            for o in self.OFFSETS:
+                below = (o < s.hw[a]) & (o < s.hw[b])
+                ok.append(~below | ((s.log_record[a][o] == s.log_record[b][o])
+                                    & (s.log_epoch[a][o] == s.log_epoch[b][o])))
         return all_of(ok)
 
     @invariant("consistent-reads")
@@ -947,7 +945,7 @@ class KafkaReplication(Spec):
         """
         return all_of(~(self.believes_leads(s, a) & self.believes_leads(s, b)
                         & (s.leader_epoch[a] == s.leader_epoch[b]))
-                      for a in self.REPLICAS for b in self.REPLICAS if a < b)
+                      for a, b in self.replica_pairs())
 
     @invariant("single-acting-leader", benign=True)
     def single_acting_leader(self, s):
@@ -961,7 +959,7 @@ class KafkaReplication(Spec):
         where committed-record loss starts.
         """
         return all_of(~(self.believes_leads(s, a) & self.believes_leads(s, b))
-                      for a in self.REPLICAS for b in self.REPLICAS if a < b)
+                      for a, b in self.replica_pairs())
 
     @invariant("leader-in-isr")
     def leader_in_isr(self, s):
