@@ -18,8 +18,6 @@ Where the model departs from Kafka (each a sound over-approximation for safety u
 - not exact: from 2.0.1 the leader-epoch cache is derived from the records' epochs plus the entry
   makeLeader writes at the LEO; Kafka's conflict removal differs only on a log whose epochs go down,
   which the 2.0.1+ versions reach only after a divergence;
-- not exact: truncation clamps the HW to the new LEO in every version (Kafka does so from 2.4; before,
-  the follower's HW passes its LEO until its next fetch response).
 """
 from __future__ import annotations
 
@@ -39,6 +37,11 @@ class KafkaReplication(Spec):
     #: 0.10.2-2.0: a follower whose fetch offset is past the leader's LEO exits instead of truncating when unclean
     #: election is off (ReplicaFetcherThread.handleOffsetOutOfRange); 2.1+ truncates to the leader's LEO
     out_of_range_exits = False
+    #: 2.4+: truncation clamps the HW to the new LEO (Log.updateLogEndOffset, since the HW moved into Log in 2.4,
+    #: apache/kafka#7055); before, a follower's HW (Replica.highWatermark) may stay past its LEO until the next
+    #: fetch response sets it to min(LEO, leader's HW), a restart loads min(checkpoint, LEO), and makeLeader
+    #: resets it to the log start offset (Replica.convertHWToLocalOffsetMetadata finds no such offset)
+    truncation_clamps_hw = False
     #: for a version built to show a missing fence: one sentence naming it and what Kafka uses instead
     missing_fence = None
     #: what every version shares; specs start their own dicts from these
@@ -284,7 +287,11 @@ class KafkaReplication(Spec):
         return epoch, end
 
     def truncate_to(self, s, r, offset):
-        """Drop r's log from ``offset`` on (Log.truncateTo); HW and flush point follow it down."""
+        """Drop r's log from ``offset`` on (Log.truncateTo); the flush point follows it down, and the HW too from 2.4.
+
+        Log.truncateTo at or past the LEO does nothing. Before 2.4 the HW lives in Replica and Log.truncateTo leaves
+        it alone, so a follower's HW can pass its LEO (``truncation_clamps_hw``).
+        """
         for o in self.OFFSETS:
             keep = o < offset
             s.log_record[r][o] = where(keep, s.log_record[r][o], 0)
@@ -295,7 +302,8 @@ class KafkaReplication(Spec):
         if self.proof_ghosts:
             s.followed_epoch[r] = where(new_leo < s.leo[r], s.leader_epoch[r], s.followed_epoch[r])
         s.leo[r] = new_leo
-        s.hw[r] = min_of([s.hw[r], new_leo])
+        if self.truncation_clamps_hw:     # Log.updateLogEndOffset (2.4+): a HW past the new LEO comes down to it
+            s.hw[r] = min_of([s.hw[r], new_leo])
         s.flushed[r] = min_of([s.flushed[r], new_leo])
 
     def bump_zk_version(self, s, writer=None, when=True):
@@ -581,6 +589,10 @@ class KafkaReplication(Spec):
         was_leading = self.believes_leads(s, r)
         leads = new_leader == r
         s.ack_from[r] = where(leads, where(was_leading, s.ack_from[r], s.leo[r]), 0)
+        if not self.truncation_clamps_hw:
+            # Partition.makeLeader (0.11-2.3): a new leader's convertHWToLocalOffsetMetadata finds no offset at a HW
+            # past its LEO and falls back to the log start offset (2.0+; 0.11-1.1: unknown, -1, which exposes no more)
+            s.hw[r] = where(leads & (s.hw[r] > s.leo[r]), 0, s.hw[r])
         if self.epoch_cached_on_election:
             # Partition.makeLeader (2.0.1+): leaderEpochStartOffsetOpt = LEO; cache.assign(epoch, LEO) adds an entry
             # unless the last record already has that epoch (a leader bounced and re-elected in its own epoch)
@@ -773,7 +785,6 @@ class KafkaReplication(Spec):
             self.truncate_to(s, r, s.flushed[r])
             if self.elr:
                 s.unclean_shutdown[r] = True
-        s.hw[r] = min_of([s.checkpoint_hw[r], s.leo[r]])
         self.go_down(s, r)
 
     @action(r="REPLICAS")
@@ -789,7 +800,11 @@ class KafkaReplication(Spec):
         self.go_down(s, r)
 
     def go_down(self, s, r):
-        """A stopped broker forgets everything it held in memory."""
+        """A stopped broker forgets everything it held in memory; its HW is what it loads when it starts again.
+
+        Partition.getOrCreateReplica (0.8-2.3) and Log (2.4+) load min(checkpointed HW, LEO).
+        """
+        s.hw[r] = min_of([s.checkpoint_hw[r], s.leo[r]])
         s.up[r] = False
         s.crashes = s.crashes + 1
         s.leader[r] = self.NONE
@@ -904,8 +919,8 @@ class KafkaReplication(Spec):
         """
         ok = []
         for a, b in self.replica_pairs():
-            for o in self.OFFSETS:
-                below = (o < s.hw[a]) & (o < s.hw[b])
+            for o in self.OFFSETS:     # before 2.4 a follower's HW may be past its LEO: it holds nothing there
+                below = (o < s.hw[a]) & (o < s.leo[a]) & (o < s.hw[b]) & (o < s.leo[b])
                 ok.append(~below | ((s.log_record[a][o] == s.log_record[b][o])
                                     & (s.log_epoch[a][o] == s.log_epoch[b][o])))
         return all_of(ok)

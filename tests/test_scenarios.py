@@ -526,6 +526,46 @@ def test_epoch_start_offset_is_the_leaders_leo_at_make_leader():
 
 
 # ------------------------------------------------------------------------------------------
+# Log.truncateTo and the follower's HW: clamped to the new LEO only from 2.4
+# ------------------------------------------------------------------------------------------
+HW_PAST_LEO_BOUNDS = dict(replicas=2, log_size=2, max_records=2, max_epochs=3, max_crashes=3, unflushed_loss=1)
+#: r1 holds record 1 below its HW (1, checkpointed); r0 loses it in a hard crash, bounces unnoticed (2.1) and leads
+#: epoch 1 again with an empty log; r1 comes back and truncates to r0's end of epoch 1 (offset 0), below its HW
+HW_PAST_LEO = ["elect_leader(l=0)", "apply_leader_and_isr(r=0, e=1)", "apply_leader_and_isr(r=1, e=1)",
+               "truncate_by_epoch(f=1, l=0)", "produce(l=0)", "fetch(f=1, l=0)", "fetch(f=1, l=0)", "fetch(f=1, l=0)",
+               "shutdown(r=1)", "crash(r=0)", "restart(r=0)", "apply_leader_and_isr(r=0, e=1)", "restart(r=1)",
+               "apply_leader_and_isr(r=1, e=1)", "truncate_by_epoch(f=1, l=0)"]
+
+
+def test_truncation_clamps_the_hw_only_from_2_4():
+    """The versions' flags: 2.4+ (kip-497, kip-966) clamp, the older ones do not."""
+    clamps = {name: SPECS[name].truncation_clamps_hw for name in
+              ("hw-truncation", "kip-101", "kip-279", "kip-320", "kafka-7128", "kip-497", "kip-966")}
+    assert clamps == {"hw-truncation": False, "kip-101": False, "kip-279": False, "kip-320": False,
+                      "kafka-7128": False, "kip-497": True, "kip-966": True}
+
+
+@pytest.mark.parametrize("clamps", [False, True])
+def test_a_followers_hw_stays_past_its_leo_after_truncation_before_2_4(clamps):
+    """2.1 (Replica.highWatermark): the truncation leaves r1's HW at 1 over an empty log; the next fetch response
+    sets it to min(LEO, leader's HW), and makeLeader resets a HW past the LEO to the log start offset. 2.4+
+    (Log.updateLogEndOffset) brings it down to the new LEO at once."""
+    cls = type("Kip320Clamping" if clamps else "Kip320Copy", (SPECS["kip-320"],),
+               {"name": "kip-320-x", "truncation_clamps_hw": clamps})
+    spec = cls(**HW_PAST_LEO_BOUNDS)
+    rows = replay(spec, HW_PAST_LEO)
+    before, after = state(spec, rows[-2]), state(spec, rows[-1])
+    assert (before["leo"][1], before["hw"][1], after["leo"][1]) == (1, 1, 0)
+    assert after["hw"][1] == (0 if clamps else 1)
+    assert holds(spec, rows[-1], "hw-log-matching"), "a HW past the LEO covers no record"
+    fetched = replay(spec, ["produce(l=0)", "fetch(f=1, l=0)"], start=rows[-1])
+    assert (state(spec, fetched[-1])["leo"][1], state(spec, fetched[-1])["hw"][1]) == (1, 0)
+    elected = replay(spec, ["crash(r=0)", "elect_leader(l=1)", "apply_leader_and_isr(r=1, e=2)"], start=rows[-1])
+    assert state(spec, elected[-2])["hw"][1] == (0 if clamps else 1)
+    assert (state(spec, elected[-1])["leader"][1], state(spec, elected[-1])["hw"][1]) == (1, 0)
+
+
+# ------------------------------------------------------------------------------------------
 # the replay helper itself
 # ------------------------------------------------------------------------------------------
 def test_replay_names_the_disabled_step():
