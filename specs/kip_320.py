@@ -1,20 +1,19 @@
 """Kafka 2.1 (KIP-320): fetches fenced by the current leader epoch."""
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kip_279 import KAFKA_7128_BOUNDS, Kip279
+from isrcheck.specs.kafka_2_0_1 import TRUNCATION_LOOP, Kafka201
+from isrcheck.specs.kip_279 import KAFKA_7128_BOUNDS
 from isrcheck.specs.kip_320_lemmas import LEMMAS, LEMMAS_WHY, Kip320Lemmas
 
 
-class Kip320(Kip320Lemmas, Kip279):
+class Kip320(Kip320Lemmas, Kafka201):
     name = "kip-320"
     summary = ("Kafka 2.1: Fetch and OffsetsForLeaderEpoch carry the follower's current leader epoch and "
                "the leader rejects any other; a follower rejoins the ISR only once it reached the start "
                "of the leader's epoch.")
-    references = ("KIP-320", "KAFKA-6880 (zombie replicas must be fenced)", "KAFKA-7128 (fixed here)",
-                  "KAFKA-7415 (fixed here: a new leader answers UNDEFINED for epochs before its first write)")
-    epoch_cached_on_election = True
-    out_of_range_exits = False       # 2.1: AbstractFetcherThread.fetchOffsetAndTruncate truncates instead
-    expected = {**Kip279.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
+    references = ("KIP-320", "KAFKA-6880 (zombie replicas must be fenced)", "KAFKA-7128 (fixed since 2.0.1)",
+                  "KAFKA-7415 (fixed since 2.0.1: a new leader answered UNDEFINED for epochs before its first write)")
+    expected = {**Kafka201.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds", "strong-isr": "holds", "no-committed-loss-anywhere": "holds", "hw-log-matching": "holds",
                 "strong-live-isr": "holds", **{name: "holds" for name in LEMMAS}}
     expected_why = {**KafkaReplication.expected_why, **LEMMAS_WHY,
@@ -48,18 +47,11 @@ class Kip320(Kip320Lemmas, Kip279):
     }
     expected_liveness = {"eventually-leader": "holds", "truncation-terminates": "holds",
                          "hw-advances": "violated", "isr-regrows": "violated"}
-    _TRUNCATION_LOOP = (
-        "a replica elected in an epoch it never wrote in (its cache got that epoch at its LEO, Partition.makeLeader "
-        "2.0.1+, KAFKA-7415) follows a leader that does not know the epoch; the leader answers an earlier epoch "
-        "ending at the follower's LEO, the follower knows that one under another epoch and truncates to its LEO "
-        "'to go round again' (AbstractFetcherThread.getOffsetTruncationState, 2.1.0); Log.truncateTo at the LEO "
-        "is a no-op that keeps the cache entry, so it asks the same OffsetsForLeaderEpoch forever: KAFKA-10706, "
-        "fixed in Nov 2020 (apache/kafka#9633: truncateTo cleans the cache even at the end offset)")
     expected_liveness_why = {
-        "hw-advances": "the truncation loop of Kafka 2.1 as modelled: " + _TRUNCATION_LOOP + "; the leader's ISR "
+        "hw-advances": "the truncation loop of Kafka 2.1 as modelled: " + TRUNCATION_LOOP + "; the leader's ISR "
                        "still holds the looping follower, so its HW stays below the record. Fairness: weak fetch, "
                        "apply_leader_and_isr, truncate_by_epoch, alter_isr",
-        "isr-regrows": "the same truncation loop: " + _TRUNCATION_LOOP + "; the follower never fetches, so it never "
+        "isr-regrows": "the same truncation loop: " + TRUNCATION_LOOP + "; the follower never fetches, so it never "
                        "rejoins the ISR. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr"}
 
     def follower_changes(self, s, old_leader, old_epoch, new_leader, epoch):
@@ -73,8 +65,3 @@ class Kip320(Kip320Lemmas, Kip279):
     def fetch_accepted(self, s, f, l):
         """KIP-320: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH unless both are on the same leader epoch."""
         return s.leader_epoch[f] == s.leader_epoch[l]
-
-    def may_join_isr(self, s, l, f):
-        """Partition.maybeExpandIsr (2.0.1+, KAFKA-7128): caught up to the HW *and* to leaderEpochStartOffsetOpt,
-        the leader's LEO when it became leader in its epoch."""
-        return super().may_join_isr(s, l, f) & (s.remote_leo[l][f] >= s.epoch_start[l])

@@ -487,7 +487,7 @@ SAME_LEADER_BOUNDS = dict(replicas=3, max_crashes=1, max_epochs=2, log_size=2, m
 
 
 @pytest.mark.parametrize("name, truncates", [("hw-truncation", False), ("kip-101", False), ("kip-279", False),
-                                             ("kip-320", True)])
+                                             ("kafka-2.0.1", False), ("kip-320", True)])
 def test_a_leader_and_isr_that_keeps_the_leader_truncates_only_from_2_1(name, truncates):
     """The controller drops a dead follower (epoch 2, same leader): up to 2.0.0 the other follower goes on
     fetching with its log and HW as they are (makeFollower returns false); 2.1 starts over with
@@ -507,6 +507,21 @@ def test_a_leader_and_isr_that_keeps_the_leader_truncates_only_from_2_1(name, tr
     if truncates:       # 2.1: OffsetsForLeaderEpoch again, once the leader is on epoch 2; its answer keeps the record
         more = replay(spec, ["apply_leader_and_isr(r=0, e=2)", "truncate_by_epoch(f=1, l=0)"], start=rows[-1])
         assert (state(spec, more[-1])["leo"][1], state(spec, more[-1])["truncating"][1]) == (1, False)
+
+
+@pytest.mark.parametrize("name, truncates", [("kip-279", False), ("kafka-2.0.1", True), ("kip-320", True)])
+def test_a_follower_that_missed_an_epoch_of_the_same_leader_truncates_from_2_0_1(name, truncates):
+    """KAFKA-7164 (2.0.1): r1 misses epoch 2 (led by r2) and applies epoch 3, led by r0 again: the leader is
+    unchanged but the epoch moved by two, so 2.0.1 restarts the fetcher (OffsetsForLeaderEpoch first); 2.0.0
+    goes on fetching."""
+    spec = load(name, replicas=3, max_crashes=1, max_epochs=3, log_size=2, max_records=2)
+    steps = ["elect_leader(l=0)", "apply_leader_and_isr(r=0, e=1)", "apply_leader_and_isr(r=1, e=1)",
+             "truncate_by_epoch(f=1, l=0)", "produce(l=0)", "fetch(f=1, l=0)",
+             "elect_leader(l=2)", "elect_leader(l=0)", "apply_leader_and_isr(r=1, e=3)"]
+    rows = replay(spec, steps)
+    after = state(spec, rows[-1])
+    assert (after["leader"][1], after["leader_epoch"][1], after["leo"][1]) == (0, 3, 1)
+    assert after["truncating"][1] == truncates
 
 
 def test_epoch_start_offset_is_the_leaders_leo_at_make_leader():
