@@ -42,6 +42,10 @@ class KafkaReplication(Spec):
     #: fetch response sets it to min(LEO, leader's HW), a restart loads min(checkpoint, LEO), and makeLeader
     #: resets it to the log start offset (Replica.convertHWToLocalOffsetMetadata finds no such offset)
     truncation_clamps_hw = False
+    #: 2.6.1/2.7.0+ (KAFKA-10706, apache/kafka#9633): Log.truncateTo at or past the LEO still calls
+    #: LeaderEpochFileCache.truncateFromEnd(LEO), which drops the entry makeLeader assigned at the LEO; before, that
+    #: no-op truncation kept it, and a follower could ask the same OffsetsForLeaderEpoch forever
+    truncation_cleans_epoch_cache = False
     #: for a version built to show a missing fence: one sentence naming it and what Kafka uses instead
     missing_fence = None
     #: what every version shares; specs start their own dicts from these
@@ -297,7 +301,9 @@ class KafkaReplication(Spec):
             s.log_record[r][o] = where(keep, s.log_record[r][o], 0)
             s.log_epoch[r][o] = where(keep, s.log_epoch[r][o], 0)
         new_leo = min_of([s.leo[r], offset])
-        if self.epoch_cached_on_election:     # LeaderEpochFileCache.truncateFromEnd drops entries from new_leo on
+        if self.epoch_cached_on_election and self.truncation_cleans_epoch_cache:
+            s.cached_epoch[r] = 0     # KAFKA-10706 (2.6.1+): truncateFromEnd(min(offset, LEO)) even at the LEO
+        elif self.epoch_cached_on_election:   # LeaderEpochFileCache.truncateFromEnd drops entries from new_leo on
             s.cached_epoch[r] = where(new_leo < s.leo[r], 0, s.cached_epoch[r])
         if self.proof_ghosts:
             s.followed_epoch[r] = where(new_leo < s.leo[r], s.leader_epoch[r], s.followed_epoch[r])
@@ -1091,6 +1097,9 @@ class KafkaReplication(Spec):
         restarts (each instance weakly fair): a follower whose leader died waits for the next leader, or for
         the last ISR member to come back (unclean election off). Stopping ends the obligation. Stated for the
         last replica, as isr-regrows is; the obligation also ends at the last leader epoch (epochs_exhausted).
+        Weak elect_leader is stronger than Kafka, whose controller does not elect while the leader is alive: it
+        ends a truncation loop whose follower is still in the ISR, so KAFKA-10706 shows here only once the leader
+        dropped the follower from its ISR, which needs one epoch more than hw-advances (kip-320: max_epochs=5).
         """
         f = self.R - 1
         truncating = s.up[f] & s.truncating[f]

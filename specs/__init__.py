@@ -4,6 +4,7 @@ from isrcheck.specs.kip_101 import Kip101
 from isrcheck.specs.kip_279 import Kip279
 from isrcheck.specs.kafka_2_0_1 import Kafka201
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kafka_2_6_1 import Kafka261
 from isrcheck.specs.no_isr_fencing import NoIsrFencing
 from isrcheck.specs.zombie_controller import ZombieController
 from isrcheck.specs.acks_1 import Acks1
@@ -15,7 +16,7 @@ from isrcheck.specs.last_replica_standing import LastReplicaStanding
 from isrcheck.specs.kip_966 import Kip966
 from isrcheck.specs.tla import TLA_SPECS
 
-SPECS = {cls.name: cls for cls in (HwTruncation, Kip101, Kip279, Kafka201, Kip320,
+SPECS = {cls.name: cls for cls in (HwTruncation, Kip101, Kip279, Kafka201, Kip320, Kafka261,
                                    NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128, Kafka1120,
                                    AsyncIsr, Kip497, LastReplicaStanding, Kip966)}
 SPECS.update(TLA_SPECS)      # the port of the public TLA+ specs (tla-*), a second spec family

@@ -16,6 +16,7 @@ class AsyncIsr(Kip320):
                   "KAFKA-8836 (AlterIsr in the broker)", "KAFKA-10432 (leader HW with pending ISR expansion)")
     restart_noticed = True      # 2.7 has KIP-380 (2.2): the controller notices every bounce
     truncation_clamps_hw = True     # 2.7 keeps the HW in Log (2.4+): truncation brings it down to the new LEO
+    truncation_cleans_epoch_cache = True    # 2.7.0 has KAFKA-10706's fix (Log.truncateTo, apache/kafka#9633)
     defaults = {**Kip320.defaults, "async_isr": 1, "max_epochs": 2}
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",

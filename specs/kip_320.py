@@ -52,7 +52,11 @@ class Kip320(Kip320Lemmas, Kafka201):
                        "still holds the looping follower, so its HW stays below the record. Fairness: weak fetch, "
                        "apply_leader_and_isr, truncate_by_epoch, alter_isr",
         "isr-regrows": "the same truncation loop: " + TRUNCATION_LOOP + "; the follower never fetches, so it never "
-                       "rejoins the ISR. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr"}
+                       "rejoins the ISR. Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr",
+        "truncation-terminates": "holds at these bounds only: weak elect_leader forces an election away from the "
+                                 "looping follower's leader while the follower is in the ISR, and the loop that "
+                                 "remains once the leader dropped it from the ISR needs the last epoch, where the "
+                                 "obligation ends; at max_epochs=5 it is violated (KAFKA-10706; kafka-2.6.1 holds)"}
 
     def follower_changes(self, s, old_leader, old_epoch, new_leader, epoch):
         """Partition.makeFollower (2.1.0): the fetcher restarts unless both leader and epoch are unchanged.

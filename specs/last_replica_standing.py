@@ -14,7 +14,9 @@ class LastReplicaStanding(Kip320):
     references = ("KIP-966 (Eligible Leader Replicas: the \"last replica standing\" problem)",
                   "KIP-380 (the controller detects a bounced broker)")
     restart_noticed = True      # KIP-380: the scenario needs the bounce noticed (re-election, not a fast bounce)
-    truncation_clamps_hw = True     # as in 2.4-3.x, where KIP-966 found the problem: the HW is kept within the log
+    # as in 3.x, where KIP-966 found the problem: the HW kept within the log (2.4+), KAFKA-10706 fixed (2.6.1+)
+    truncation_clamps_hw = True
+    truncation_cleans_epoch_cache = True
     defaults = {**Kip320.defaults, "min_isr": 2, "unflushed_loss": 1, "max_epochs": 3}
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",

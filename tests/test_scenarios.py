@@ -581,6 +581,35 @@ def test_a_followers_hw_stays_past_its_leo_after_truncation_before_2_4(clamps):
 
 
 # ------------------------------------------------------------------------------------------
+# KAFKA-10706: a follower's truncation never ends after elections without writes (fixed in 2.6.1/2.7.0)
+# ------------------------------------------------------------------------------------------
+#: r0 led epoch 3 without writing (its cache holds epoch 3 at its LEO, KAFKA-7415) and follows r1 in epoch 4; r1
+#: never had epoch 3 and answers epoch 2 ending at offset 1, which r0 holds under epoch 1: "go round again"
+KAFKA_10706 = ["elect_leader(l=0)", "elect_leader(l=1)", "elect_leader(l=0)", "elect_leader(l=1)",
+               "apply_leader_and_isr(r=1, e=2)", "produce(l=1)", "apply_leader_and_isr(r=1, e=4)",
+               "apply_leader_and_isr(r=0, e=1)", "produce(l=0)", "apply_leader_and_isr(r=0, e=3)",
+               "apply_leader_and_isr(r=0, e=4)"]
+
+
+@pytest.mark.parametrize("name, ends", [("kafka-2.0.1", False), ("kip-320", False), ("kafka-2.6.1", True)])
+def test_kafka_10706_truncation_at_the_leo_cleans_the_epoch_cache_from_2_6_1(name, ends):
+    """Before the fix Log.truncateTo at the LEO returns early and keeps the cache entry, so the same
+    OffsetsForLeaderEpoch comes back forever; 2.6.1 calls truncateFromEnd(LEO) anyway and the next request
+    carries the epoch of r0's last record, whose end offset ends the truncation."""
+    spec = load(name, replicas=2, log_size=2, max_records=2, max_epochs=4, max_crashes=1)
+    rows = replay(spec, KAFKA_10706 + ["truncate_by_epoch(f=0, l=1)"])
+    before, after = state(spec, rows[-2]), state(spec, rows[-1])
+    assert (before["cached_epoch"][0], before["truncating"][0], before["leo"][0]) == (3, True, 1)
+    assert after["leo"][0] == 1 and after["truncating"][0]        # "go round again", no record dropped
+    assert after["cached_epoch"][0] == (0 if ends else 3)
+    again = replay(spec, ["truncate_by_epoch(f=0, l=1)"], start=rows[-1])
+    if ends:
+        assert not state(spec, again[-1])["truncating"][0] and state(spec, again[-1])["leo"][0] == 0
+    else:
+        assert (again[-1] == rows[-1]).all(), "the same request, the same answer: the loop"
+
+
+# ------------------------------------------------------------------------------------------
 # the replay helper itself
 # ------------------------------------------------------------------------------------------
 def test_replay_names_the_disabled_step():

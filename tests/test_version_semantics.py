@@ -36,3 +36,33 @@ def test_kafka_1120_a_fast_bounce_lets_the_leader_rewrite_its_epoch_until_kip_38
     r = isrcheck("check", "--spec", "kip-497", "--invariant", "log-matching", "--set", "unflushed_loss=1",
                  "--max-crashes", "2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_kafka_10706_loops_on_2_1_and_ends_on_2_6_1(tmp_path):
+    """KAFKA-10706 at kip-320's defaults: hw-advances and isr-regrows are violated by a lasso whose loop is one
+    truncate_by_epoch; kafka-2.6.1 (the fix: Log.truncateTo cleans the cache at the LEO) holds both there."""
+    r = isrcheck("check", "--spec", "kip-320", "--property", "hw-advances", "--property", "isr-regrows",
+                 "--out", str(tmp_path), "--format", "json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    report = json.loads(r.stdout)["properties"]
+    for prop in ("hw-advances", "isr-regrows"):
+        assert report[prop]["verdict"] == "violated"
+        trace = json.load(open(report[prop]["trace_file"]))
+        loop = [s["#meta"]["action"] for s in trace["states"][trace["#meta"]["loop"] + 1:]]
+        assert loop == ["truncate_by_epoch"], loop
+    r = isrcheck("check", "--spec", "kafka-2.6.1", "--property", "hw-advances", "--property", "isr-regrows",
+                 "--out", str(tmp_path), "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {p: v["verdict"] for p, v in json.loads(r.stdout)["properties"].items()} == {
+        "hw-advances": "holds", "isr-regrows": "holds"}
+
+
+@pytest.mark.parametrize("name, verdict", [("kip-320", "violated"), ("kafka-2.6.1", "holds")])
+def test_truncation_terminates_sees_kafka_10706_one_epoch_past_the_defaults(name, verdict, tmp_path):
+    """At the defaults (max_epochs=4) the loop that survives weak(elect_leader) (the leader dropped the looping
+    follower from its ISR, so the controller can elect nobody else) needs the last epoch, where the obligation
+    ends (epochs_exhausted); with a fifth epoch truncation-terminates is violated on 2.1 and holds with the fix."""
+    r = isrcheck("check", "--spec", name, "--property", "truncation-terminates", "--max-epochs", "5",
+                 "--out", str(tmp_path), "--format", "json")
+    assert r.returncode == (1 if verdict == "violated" else 0), r.stdout + r.stderr
+    assert json.loads(r.stdout)["properties"]["truncation-terminates"]["verdict"] == verdict

@@ -1,0 +1,27 @@
+"""Kafka 2.6.1: 2.1 (KIP-320) with KIP-380's broker epochs (2.2), the HW kept within the log (2.4) and KAFKA-10706's fix."""
+from isrcheck.model.configuration import Configuration
+from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kip_320 import Kip320
+
+
+class Kafka261(Kip320):
+    name = "kafka-2.6.1"
+    summary = ("Kafka 2.6.1: KIP-320's fencing, the controller notices every bounce (KIP-380, 2.2), truncation "
+               "brings the HW down to the new LEO (2.4), and Log.truncateTo at the LEO still drops the "
+               "leader-epoch cache entry makeLeader wrote there (KAFKA-10706), so a follower's truncation ends.")
+    references = ("KAFKA-10706 (liveness: a follower's truncation never ends after elections without writes; "
+                  "fixed here)",)
+    restart_noticed = True                  # KIP-380 (2.2): KafkaController.onBrokerStartup with broker epochs
+    truncation_clamps_hw = True             # Log.updateLogEndOffset (2.4+)
+    truncation_cleans_epoch_cache = True    # Log.truncateTo (2.6.1, apache/kafka#9633)
+    expected = {k: v for k, v in Kip320.expected.items() if not k.startswith("lemma-")}
+    expected_why = {"single-acting-leader": KafkaReplication.expected_why["single-acting-leader"]}
+    expected_liveness = {"eventually-leader": "holds", "truncation-terminates": "holds",
+                         "hw-advances": "holds", "isr-regrows": "holds"}
+    expected_liveness_why = {
+        "hw-advances": "KAFKA-10706 fixed: the no-op truncation at the LEO drops the cache entry of the epoch the "
+                       "follower led without writing, so its next OffsetsForLeaderEpoch asks for the epoch of its "
+                       "last record and truncation ends (kip-320 loops at these bounds). Fairness: weak fetch, "
+                       "apply_leader_and_isr, truncate_by_epoch, alter_isr",
+        "isr-regrows": "KAFKA-10706 fixed, as for hw-advances: the follower fetches again and rejoins the ISR "
+                       "(kip-320 loops at these bounds)"}
