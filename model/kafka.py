@@ -18,6 +18,8 @@ Where the model departs from Kafka (each a sound over-approximation for safety u
 - not exact: from 2.0.1 the leader-epoch cache is derived from the records' epochs plus the entry
   makeLeader writes at the LEO; Kafka's conflict removal differs only on a log whose epochs go down,
   which the 2.0.1+ versions reach only after a divergence;
+- liveness, not exact: truncation-terminates assumes a weakly fair elect_leader, stronger than Kafka's controller,
+  which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not.
 """
 from __future__ import annotations
 
@@ -597,7 +599,7 @@ class KafkaReplication(Spec):
         s.ack_from[r] = where(leads, where(was_leading, s.ack_from[r], s.leo[r]), 0)
         if not self.truncation_clamps_hw:
             # Partition.makeLeader (0.11-2.3): a new leader's convertHWToLocalOffsetMetadata finds no offset at a HW
-            # past its LEO and falls back to the log start offset (2.0+; 0.11-1.1: unknown, -1, which exposes no more)
+            # past its LEO and falls back to the log start offset (1.1+; 0.11-1.0: unknown, -1, which exposes no more)
             s.hw[r] = where(leads & (s.hw[r] > s.leo[r]), 0, s.hw[r])
         if self.epoch_cached_on_election:
             # Partition.makeLeader (2.0.1+): leaderEpochStartOffsetOpt = LEO; cache.assign(epoch, LEO) adds an entry
