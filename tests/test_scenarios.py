@@ -558,6 +558,7 @@ def test_truncation_clamps_the_hw_only_from_2_4():
               ("hw-truncation", "kip-101", "kip-279", "kip-320", "kafka-7128", "kip-497", "kip-966")}
     assert clamps == {"hw-truncation": False, "kip-101": False, "kip-279": False, "kip-320": False,
                       "kafka-7128": False, "kip-497": True, "kip-966": True}
+    assert SPECS["kafka-2.6.1"].truncation_clamps_hw and not SPECS["kafka-2.0.1"].truncation_clamps_hw
 
 
 @pytest.mark.parametrize("clamps", [False, True])
@@ -589,6 +590,14 @@ KAFKA_10706 = ["elect_leader(l=0)", "elect_leader(l=1)", "elect_leader(l=0)", "e
                "apply_leader_and_isr(r=1, e=2)", "produce(l=1)", "apply_leader_and_isr(r=1, e=4)",
                "apply_leader_and_isr(r=0, e=1)", "produce(l=0)", "apply_leader_and_isr(r=0, e=3)",
                "apply_leader_and_isr(r=0, e=4)"]
+
+
+def test_kafka_10706_fixed_from_2_6_1():
+    """Log.truncateTo cleans the epoch cache at the LEO from 2.6.1 and 2.7.0 (apache/kafka#9633) on."""
+    fixed = {name: SPECS[name].truncation_cleans_epoch_cache
+             for name in ("kafka-2.0.1", "kip-320", "kafka-7128", "kafka-1120", "kafka-2.6.1", "kip-497", "kip-966")}
+    assert fixed == {"kafka-2.0.1": False, "kip-320": False, "kafka-7128": False, "kafka-1120": False,
+                     "kafka-2.6.1": True, "kip-497": True, "kip-966": True}
 
 
 @pytest.mark.parametrize("name, ends", [("kafka-2.0.1", False), ("kip-320", False), ("kafka-2.6.1", True)])
