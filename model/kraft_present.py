@@ -81,11 +81,8 @@ class KRaftPresentation(KafkaPresentation):
     def _kraft_phrase(self, prev, cur, name, params):
         R, p, spec = cur.R, params, self.spec
         if name == "apply_leader_and_isr":
-            r, e = p["r"], p["e"]
-            leader = cur.get("leader", r)
-            role = ("becomes leader" if leader == r else "learns the partition has no leader"
-                    if leader is None or leader >= R else f"becomes follower of r{leader}")
-            return f"r{r} applies the partition record of leader epoch {e} from the metadata log: {role}."
+            return super().phrase(prev, cur, name, params).replace(
+                "applies LeaderAndIsr of epoch", "applies the metadata log's partition record of leader epoch")
         if name == "controller_shrink_isr":
             return (f"The controller fences dead r{p['r']} and removes it from the ISR: ISR {_set(cur.isr())}, leader "
                     f"epoch stays {cur.get('q_epoch')}, the partition epoch moves on.")
@@ -157,4 +154,8 @@ class KRaftPresentation(KafkaPresentation):
             return "Controller", f"r{p['r']}", f"PartitionChangeRecord applied: ISR {_set(cu.isr())}"
         if name == "shrink_isr":
             return f"r{p['l']}", "Controller", f"AlterPartition: drop r{p['f']}"
-        return _message(name, params, pr, cu, self.R)
+        sender, receiver, text = _message(name, params, pr, cu, self.R)
+        return sender, receiver, text.replace("LeaderAndIsr epoch", "partition record of leader epoch")
+
+    def state_label(self, state):
+        return super().state_label(state).replace("ZK:", "controller:")

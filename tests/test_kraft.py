@@ -97,6 +97,21 @@ def test_show_says_why_kafka_4_0_rejects_the_stale_alter_partition(tmp_path):
     assert "in ZooKeeper" not in text
 
 
+def test_show_names_the_caught_up_replica_that_holds_back_the_hw(tmp_path):
+    spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=9)
+    inst = spec.action_named("produce", {"l": 0})
+    steps.append(("produce", {"l": 0}, spec.step(steps[-1][2], inst)))
+    path = str(tmp_path / "held.itf.json")
+    traces.save(traces.from_steps(spec, "no-committed-loss", "test", [(spec.action_named(n, p) if n else None, row)
+                                                                      for n, p, row in steps]), path)
+    r = isrcheck("show", path, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ("r1 is caught up but not in the ISR, so r0 keeps its HW at 0 until r1 has the records "
+            "(shouldWaitForReplicaToJoinIsr, KAFKA-15021)") in words(r.stdout)
+    r = isrcheck("show", path, "--format", "mermaid", cwd=tmp_path)
+    assert "partition record of leader epoch 1 applied" in r.stdout and "LeaderAndIsr" not in r.stdout
+
+
 # --- mechanism 1: truncate-on-fetch ---------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["kafka-3.9", "kafka-14704"])
 def test_a_diverging_fetch_truncates_in_a_second_step_and_only_the_bug_moves_the_hw_first(name):
