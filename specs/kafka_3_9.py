@@ -1,4 +1,5 @@
 """Kafka 3.9 in KRaft mode: truncate-on-fetch, AlterPartition with broker epochs, the 3.x high watermark."""
+from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kraft import KRaftReplication
 
@@ -14,7 +15,7 @@ class Kafka39(KRaftReplication):
                "epoch, broker epochs checked, KIP-903); the HW waits for the maximal ISR and caught-up eligible "
                "replicas and stops below min.insync.replicas; ELR off.")
     references = ("KIP-320", "KIP-497", "KIP-841", "KIP-903", "KAFKA-13141 (fixed here)", "KAFKA-14704 (fixed here)",
-                  "KAFKA-15021", "KAFKA-15583")
+                  "KAFKA-15021", "KAFKA-15583", "KIP-966 (ELR, off in 3.9: the last replica standing)")
     not_modelled = {"KIP-841": "the controller's check that an added replica is neither fenced nor shutting down "
                                "is not a separate fence here: fencing lags a crash by the session timeout, so the "
                                "model lets the controller accept any replica whose broker epoch is current (more "
@@ -29,6 +30,14 @@ class Kafka39(KRaftReplication):
                            "(kafka-14704 holds a HW over a diverging record at these bounds)",
         "strong-isr": "KIP-903: an AlterPartition built from a replica's previous incarnation is rejected for its "
                       "stale broker epoch (and no crash loses a record at these bounds: unflushed_loss=0)",
+    }
+    configurations = {
+        "last-replica-standing": Configuration(
+            bounds={"min_isr": 2, "unflushed_loss": 1}, expected={"no-committed-loss": "violated"},
+            why={"no-committed-loss": "KIP-966's last replica standing, ELR off: a record committed by both replicas, "
+                                      "the ISR shrinks to the leader, whose hard crash loses its unflushed tail; it "
+                                      "is re-elected as the last ISR member (kafka-4.0, ELR on, holds at these "
+                                      "bounds)"}),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "violated", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
