@@ -23,6 +23,10 @@ is re-read in KRaft terms, and the mechanisms that are new are added here:
 - the controller's ISR changes keep the leader epoch (metadata.version 3.6+), brokers learn them with
   ``apply_partition_change``; ELR (KIP-966) as in model/kafka.py when ``elr`` is on (4.0).
 
+Metadata changes are bounded by --max-epochs (each leader change is a new leader epoch); ISR changes need no
+bound: the partition epoch is a flag and the broker epochs are the flag ``pending_epochs_current`` (only
+equality with the registered epoch matters), so no counter grows.
+
 Departures (each a sound over-approximation for safety unless said):
 - lag: replica.lag.time.max.ms may pass at any moment (``lag_expires``); the second rule of
   Replica.updateFetchState (a fetch reaching the leader's LEO of the follower's previous fetch counts as
