@@ -44,9 +44,12 @@ Departures (each a sound over-approximation for safety unless said):
 - the DivergingEpoch response and the truncation are two steps (the HW checkpoint thread and a crash can come
   between them, as in Kafka); a truncation still runs after the follower moved to a new leader of the same
   partition (maybeTruncateToEpochEndOffsets truncates any partition still in the fetcher);
-- controlled shutdown is the clean ``shutdown`` (it may time out in Kafka; the ISR removal is the controller's
-  later ``controller_shrink_isr``/election); KIP-966's last known ELR (for unclean recovery, off by default) is
-  not modelled;
+- not exact: controlled shutdown is the clean ``shutdown`` followed by the controller's ``controller_shrink_isr``
+  or election (as when it times out in Kafka); the window where the controller has already removed a broker in
+  controlled shutdown from the ISR while it still fetches is not a state of its own (the broker is then
+  ineligible, so the HW does not wait for it and it is not re-added: what the leader's shrink of a lagging
+  follower also reaches, without the flush that makes the clean stop lose nothing);
+- KIP-966's last known ELR (for unclean recovery, off by default) is not modelled;
 - a crashed leader's in-flight AlterPartition dies with it (model/kafka.py, as for AlterIsr).
 """
 from __future__ import annotations
