@@ -18,6 +18,8 @@ is re-read in KRaft terms, and the mechanisms that are new are added here:
 - the 3.x high watermark: the minimum LEO over the maximal ISR and the caught-up, ISR-eligible replicas
   (shouldWaitForReplicaToJoinIsr, KAFKA-15021), no advance below min.insync.replicas (KAFKA-15583, 3.7);
   acks=all compares the maximal ISR with min(min.insync.replicas, replication factor);
+- controlled shutdown (KIP-841): the controller takes a broker that asks to shut down out of the ISR, and it is
+  ineligible (not re-added, not waited for) until it stops;
 - lag: ``caught_up``, set by a fetch that reaches the leader's LEO, cleared by ``lag_expires`` once the
   leader has appended past the follower; the leader drops only followers that are not caught up;
 - the controller's ISR changes keep the leader epoch (metadata.version 3.6+), brokers learn them with
@@ -32,10 +34,11 @@ Departures (each a sound over-approximation for safety unless said):
   Replica.updateFetchState (a fetch reaching the leader's LEO of the follower's previous fetch counts as
   caught up then) is not modelled: such a follower counts as lagging, which only permits more (it may be
   dropped, and the HW does not wait for it);
-- ISR eligibility (KIP-841: registered, not fenced, not in controlled shutdown) is the broker being up for
-  the leader's HW rule (the leader's metadata may still show a crashed broker as eligible, and then waits for
-  it: the model allows more), and the controller checks only the broker epoch (fencing after
-  broker.session.timeout.ms may lag a crash, so it may accept a broker that is down but not yet fenced);
+- ISR eligibility (KIP-841: registered, not fenced, not in controlled shutdown) is the broker being up and not in
+  controlled shutdown for the leader (its metadata may still show a crashed broker as eligible, and then waits
+  for it: the model allows more); the controller checks controlled shutdown and the broker epoch, not fencing
+  (fencing after broker.session.timeout.ms may lag a crash, so it may accept a broker that is down but not yet
+  fenced);
 - a broker applies the latest partition record of a leader epoch; a record of the same epoch in between is not
   applied on its own (MetadataDelta batches records; with two replicas the ISR of one leader epoch alternates
   between two values and every change in between fails the leader's compare-and-set);
@@ -44,17 +47,15 @@ Departures (each a sound over-approximation for safety unless said):
 - the DivergingEpoch response and the truncation are two steps (the HW checkpoint thread and a crash can come
   between them, as in Kafka); a truncation still runs after the follower moved to a new leader of the same
   partition (maybeTruncateToEpochEndOffsets truncates any partition still in the fetcher);
-- not exact: controlled shutdown is the clean ``shutdown`` followed by the controller's ``controller_shrink_isr``
-  or election (as when it times out in Kafka); the window where the controller has already removed a broker in
-  controlled shutdown from the ISR while it still fetches is not a state of its own (the broker is then
-  ineligible, so the HW does not wait for it and it is not re-added: what the leader's shrink of a lagging
-  follower also reaches, without the flush that makes the clean stop lose nothing);
+- controlled shutdown: the controller first moves leadership away (``elect_leader``, which may come any time),
+  then ``controlled_shutdown`` takes the broker out of the ISR; it stops with ``shutdown``, which may also come
+  without it (a controlled shutdown that timed out);
 - KIP-966's last known ELR (for unclean recovery, off by default) is not modelled;
 - a crashed leader's in-flight AlterPartition dies with it (model/kafka.py, as for AlterIsr).
 """
 from __future__ import annotations
 
-from isrcheck.model.expr import count_of, min_of, where
+from isrcheck.model.expr import all_of, count_of, min_of, where
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kraft_present import KRaftPresentation
 from isrcheck.model.layout import Field
@@ -91,6 +92,8 @@ class KRaftReplication(KafkaReplication):
                   doc="while truncating: the offset the DivergingEpoch response makes the follower truncate to"),
             Field("pending_epochs_current", 0, 1, (R,), boolean=True, axes=rep,
                   doc="as leader: the broker epochs its in-flight AlterPartition carries are still registered"),
+            Field("shutting_down", 0, 1, (R,), boolean=True, axes=rep,
+                  doc="the controller has the broker in controlled shutdown (BrokerHeartbeatManager)"),
         ]
 
     # ------------------------------------------------------------------------------------
@@ -110,7 +113,12 @@ class KRaftReplication(KafkaReplication):
 
     def may_join_isr(self, s, l, f):
         """Partition.isFollowerInSync (3.9): the follower reached the HW and the leader's epoch start offset."""
-        return super().may_join_isr(s, l, f) & (s.remote_leo[l][f] >= s.epoch_start[l])
+        return super().may_join_isr(s, l, f) & (s.remote_leo[l][f] >= s.epoch_start[l]) & self.isr_eligible(s, f)
+
+    def isr_eligible(self, s, i):
+        """Partition.isReplicaIsrEligible (3.9, KIP-841): the broker is neither fenced (here: up) nor in controlled
+        shutdown."""
+        return s.up[i] & ~s.shutting_down[i]
 
     def caught_up_now(self, s, l, f):
         """ReplicaState.isCaughtUp (3.9): at the leader's LEO, or there within replica.lag.time.max.ms."""
@@ -122,7 +130,7 @@ class KRaftReplication(KafkaReplication):
         maximal = s.isr[l][i] | (s.alter_pending[l] & s.pending_isr[l][i])
         if i == l:
             return maximal
-        return maximal | (self.caught_up_now(s, l, i) & s.up[i])
+        return maximal | (self.caught_up_now(s, l, i) & self.isr_eligible(s, i))
 
     def hw_may_advance(self, s, l):
         """Partition.isUnderMinIsr (3.7+, KAFKA-15583): no HW advance while the ISR is below the effective min ISR."""
@@ -147,8 +155,10 @@ class KRaftReplication(KafkaReplication):
     def alter_accepted(self, s, l):
         """ReplicationControlManager.alterPartition (3.9): l leads in the leader epoch and partition epoch the
         request carries (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION), and, with KIP-903 (3.5), every broker epoch
-        it carries is the broker's registered one (INELIGIBLE_REPLICA otherwise)."""
-        ok = super().alter_accepted(s, l)
+        it carries is the broker's registered one; KIP-841 (3.3): no replica it adds is in controlled shutdown
+        (INELIGIBLE_REPLICA otherwise)."""
+        ok = super().alter_accepted(s, l) & all_of(~(s.pending_isr[l][i] & ~s.isr[l][i] & s.shutting_down[i])
+                                                   for i in self.REPLICAS)
         return ok & s.pending_epochs_current[l] if self.checks_broker_epochs else ok
 
     def propose_isr(self, s, l, new_isr, when=True):
@@ -197,6 +207,21 @@ class KRaftReplication(KafkaReplication):
         if not self.elr:
             s.require(count_of(s.q_isr[i] for i in self.REPLICAS) > 1)
         self.commit_isr(s, [s.q_isr[i] & (i != r) for i in self.REPLICAS])
+
+    @action(r="REPLICAS")
+    def controlled_shutdown(self, s, r):
+        """The controller puts broker r, which asks to shut down, in controlled shutdown and takes it out of the ISR
+        (BrokerHeartbeatManager, ReplicationControlManager.handleBrokerInControlledShutdown, 3.9).
+
+        Leadership has moved away first (``elect_leader``); the leader epoch stays and the partition epoch moves
+        on; the last ISR member stays unless ELR is on (KIP-966). r keeps fetching until it stops, but is no
+        longer ISR-eligible (KIP-841).
+        """
+        s.require(self.may_stop & s.up[r] & ~s.shutting_down[r] & (s.q_leader != r) & (s.crashes < self.C))
+        s.shutting_down[r] = True
+        last = count_of(s.q_isr[i] for i in self.REPLICAS) == 1
+        leaves = s.q_isr[r] if self.elr else s.q_isr[r] & ~last
+        self.commit_isr(s, [s.q_isr[i] & (i != r) for i in self.REPLICAS], when=leaves)
 
     @action(l="REPLICAS")
     def alter_partition(self, s, l):
@@ -304,6 +329,7 @@ class KRaftReplication(KafkaReplication):
         """A stopped broker forgets its followers' fetch state and any DivergingEpoch it had not applied."""
         super().go_down(s, r)
         s.diverging_end[r] = 0
+        s.shutting_down[r] = False          # the next incarnation registers afresh
         for i in self.REPLICAS:
             s.caught_up[r][i] = False
 
@@ -327,9 +353,12 @@ class KRaftReplication(KafkaReplication):
     def isr_regrows(self, s):
         """A live follower that keeps fetching is eventually back in the acting leader's ISR.
 
-        Fairness as for hw-advances. Stated for the last replica as the follower (model/kafka.py).
+        Fairness as for hw-advances. Stated for the last replica as the follower (model/kafka.py); a follower in
+        controlled shutdown is leaving and owes nothing (KIP-841 keeps it out of the ISR until it stops).
         """
-        return KafkaReplication.isr_regrows(self, s)
+        out, back = KafkaReplication.isr_regrows(self, s)
+        leaving = s.shutting_down[self.R - 1]
+        return out & ~leaving, back | leaving
 
     @leads_to("truncation-terminates", fairness=[weak("truncate_on_fetch_response"), weak("apply_leader_and_isr"),
                                                  weak("elect_leader"), weak("restart"), weak("controller_shrink_isr"),

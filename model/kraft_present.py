@@ -46,6 +46,9 @@ def _alter_outcome(prev, l, R, spec):
         return False, f"rejected, the partition epoch moved on since r{l} learnt it (INVALID_UPDATE_VERSION)."
     added = [i for i in _pending(prev, l, R) if not _flag(prev, "isr", l, i)]
     who = ", ".join(f"r{i}" for i in added) or "a member"
+    leaving = [i for i in added if _flag(prev, "shutting_down", i)]
+    if leaving:
+        return False, (f"rejected, r{leaving[0]} is in controlled shutdown (INELIGIBLE_REPLICA, KIP-841).")
     if not _flag(prev, "pending_epochs_current", l):
         if spec.checks_broker_epochs:
             return False, (f"rejected, the broker epoch it carries for {who} is stale ({who} registered again since "
@@ -61,7 +64,8 @@ class KRaftPresentation(KafkaPresentation):
     narrated = (KafkaPresentation.narrated - {"truncate_by_epoch", "exit_out_of_range", "fetch_response_lost",
                                               "controller_failover", "apply_stale_leader_and_isr", "alter_isr",
                                               "restart_unnoticed"}
-                | {"truncate_on_fetch_response", "lag_expires", "alter_partition", "apply_partition_change"})
+                | {"truncate_on_fetch_response", "lag_expires", "alter_partition", "apply_partition_change",
+                   "controlled_shutdown"})
 
     def explain(self, trace, invariant=None):
         """As the Kafka family's, with the controller's state in the metadata log rather than ZooKeeper."""
@@ -86,6 +90,11 @@ class KRaftPresentation(KafkaPresentation):
         if name == "controller_shrink_isr":
             return (f"The controller fences dead r{p['r']} and removes it from the ISR: ISR {_set(cur.isr())}, leader "
                     f"epoch stays {cur.get('q_epoch')}, the partition epoch moves on.")
+        if name == "controlled_shutdown":
+            r = p["r"]
+            kept = " (the last ISR member stays)" if r in cur.isr() else ""
+            return (f"r{r} asks to shut down: the controller puts it in controlled shutdown and takes it out of the "
+                    f"ISR{kept}: ISR {_set(cur.isr())}, leader epoch stays {cur.get('q_epoch')}.")
         if name == "apply_partition_change":
             return (f"Leader r{p['r']} applies the controller's ISR change of its leader epoch: ISR "
                     f"{_set(cur.isr())}, new partition epoch.")
@@ -150,6 +159,8 @@ class KRaftPresentation(KafkaPresentation):
         if name == "alter_partition":
             ok = _alter_outcome(pr, p["l"], self.R, self.spec)[0]
             return f"r{p['l']}", "Controller", f"AlterPartition: {'accepted' if ok else 'rejected'}"
+        if name == "controlled_shutdown":
+            return f"r{p['r']}", "Controller", f"controlled shutdown: ISR {_set(cu.isr())}"
         if name == "apply_partition_change":
             return "Controller", f"r{p['r']}", f"PartitionChangeRecord applied: ISR {_set(cu.isr())}"
         if name == "shrink_isr":

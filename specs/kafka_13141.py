@@ -11,7 +11,6 @@ class Kafka13141(Kafka39):
     missing_fence = ("The leader records a follower's fetch offset even when the fetch is answered with "
                      "DivergingEpoch; since 2.7.2/3.0 ReplicaManager.updateFollowerFetchState skips such a read.")
     references = ("KAFKA-13141",)
-    not_modelled = {}
     records_diverging_fetch = True
     expected = {**Kafka39.expected, **{name: "violated" for name in (
         "no-committed-loss", "no-committed-loss-anywhere", "hw-log-matching", "consistent-reads", "hw-monotonic",

@@ -12,7 +12,6 @@ class Kafka14617(Kafka40):
                      "previous incarnation; KIP-903 (3.5) sends each member's broker epoch and the controller "
                      "rejects a stale one (INELIGIBLE_REPLICA).")
     references = ("KAFKA-14617", "KIP-903")
-    not_modelled = {}
     checks_broker_epochs = False
     expected = {**Kafka40.expected, **{name: "violated" for name in (
         "no-committed-loss", "no-committed-loss-anywhere", "consistent-reads", "hw-monotonic", "strong-live-isr")}}

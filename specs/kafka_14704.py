@@ -11,7 +11,6 @@ class Kafka14704(Kafka39):
     missing_fence = ("The follower applies the HW of a DivergingEpoch response before it truncates; since 3.5 "
                      "AbstractFetcherThread.processFetchRequest truncates first and leaves the HW to the next fetch.")
     references = ("KAFKA-14704",)
-    not_modelled = {}
     hw_before_truncation = True
     expected = {**Kafka39.expected, "hw-log-matching": "violated"}
     expected_why = {**KafkaReplication.expected_why,

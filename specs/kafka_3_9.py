@@ -16,10 +16,6 @@ class Kafka39(KRaftReplication):
                "replicas and stops below min.insync.replicas; ELR off.")
     references = ("KIP-320", "KIP-497", "KIP-841", "KIP-903", "KAFKA-13141 (fixed here)", "KAFKA-14704 (fixed here)",
                   "KAFKA-15021", "KAFKA-15583", "KIP-966 (ELR, off in 3.9: the last replica standing)")
-    not_modelled = {"KIP-841": "the controller's check that an added replica is neither fenced nor shutting down "
-                               "is not a separate fence here: fencing lags a crash by the session timeout, so the "
-                               "model lets the controller accept any replica whose broker epoch is current (more "
-                               "behaviour, sound for safety), and a restarted broker is unfenced again"}
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY}}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-13141 fixed: a fetch answered with DivergingEpoch does not update the follower's "
@@ -29,7 +25,8 @@ class Kafka39(KRaftReplication):
         "hw-log-matching": "KAFKA-14704 fixed: a follower truncates on DivergingEpoch before it applies any HW "
                            "(kafka-14704 holds a HW over a diverging record at these bounds)",
         "strong-isr": "KIP-903: an AlterPartition built from a replica's previous incarnation is rejected for its "
-                      "stale broker epoch (and no crash loses a record at these bounds: unflushed_loss=0)",
+                      "stale broker epoch, and KIP-841: one adding a broker in controlled shutdown too (and no "
+                      "crash loses a record at these bounds: unflushed_loss=0)",
     }
     configurations = {
         "last-replica-standing": Configuration(

@@ -9,7 +9,6 @@ class Kafka40(Kafka39):
                "replicas that leave an ISR below min.insync.replicas stay electable (ELR) unless their last stop "
                "was unclean; here with min.insync.replicas=2 and hard crashes that lose the unflushed log tail.")
     references = ("KIP-966", "KIP-903")
-    not_modelled = {}
     defaults = {**Kafka39.defaults, "elr": 1, "min_isr": 2, "unflushed_loss": 1}
     expected = {**Kafka39.expected, "strong-isr": "violated"}
     expected_why = {**KafkaReplication.expected_why,
@@ -22,8 +21,8 @@ class Kafka40(Kafka39):
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "violated", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
     expected_liveness_why = {
-        "hw-advances": "KIP-966 by design (as kip-966): the leader's ISR shrinks to itself, below min.insync.replicas, "
-                       "and the removed follower stops; the HW may not advance below min.insync.replicas, so a record "
+        "hw-advances": "KIP-966 by design (as kip-966): the leader's ISR shrinks to itself, below min.insync.replicas "
+                       "(here the follower's controlled shutdown), and the removed follower stops; the HW may not advance below min.insync.replicas, so a record "
                        "appended before stays above it until a replica returns. Fairness: weak fetch, "
                        "apply_leader_and_isr, truncate_on_fetch_response, alter_partition, apply_partition_change "
                        "(stopped brokers need not restart)"}

@@ -120,7 +120,7 @@ def test_a_diverging_fetch_truncates_in_a_second_step_and_only_the_bug_moves_the
     before, after = state(spec, steps[-2][2]), state(spec, steps[-1][2])
     assert after["truncating"][0] and after["leo"][0] == before["leo"][0] == 1     # no records, no truncation yet
     assert after["diverging_end"][0] == 0
-    assert after["hw"][0] == (1 if name == "kafka-14704" else before["hw"][0] == 0 and 0)
+    assert before["hw"][0] == 0 and after["hw"][0] == (1 if name == "kafka-14704" else 0)
     assert after["remote_leo"][1][0] == before["remote_leo"][1][0]                  # the leader records nothing
     assert spec.action_named("fetch", {"f": 0, "l": 1}) not in spec.enabled(steps[-1][2])
     row = spec.step(steps[-1][2], spec.action_named("truncate_on_fetch_response", {"f": 0}))
@@ -163,6 +163,22 @@ def test_an_isr_shrink_by_the_controller_keeps_the_leader_epoch():
     assert not after["q_isr"][1] and after["q_epoch"] == s["q_epoch"] and not after["zk_version_current"][0]
     row = spec.step(row, spec.action_named("apply_partition_change", {"r": 0}))
     assert state(spec, row)["isr"][0] == after["q_isr"] and state(spec, row)["zk_version_current"][0]
+
+
+def test_controlled_shutdown_takes_a_live_follower_out_of_the_isr_for_good():
+    """KIP-841: in controlled shutdown the follower keeps fetching, but is neither re-added nor waited for."""
+    spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=4)
+    row = steps[-1][2]
+    epoch = state(spec, row)["q_epoch"]
+    for name, params in [("controlled_shutdown", {"r": 1}), ("apply_partition_change", {"r": 0}),
+                         ("produce", {"l": 0}), ("fetch", {"f": 1, "l": 0})]:
+        row = spec.step(row, spec.action_named(name, params))
+        assert row is not None, name
+    s = state(spec, row)
+    assert s["shutting_down"][1] and s["up"][1] and s["q_epoch"] == epoch
+    assert s["q_isr"] == [True, False] and s["isr"][0] == [True, False]
+    assert s["leo"][1] == 1 and not s["alter_pending"][0]           # fetched the record, not proposed for the ISR
+    assert s["hw"][0] == 1                                           # the leader did not wait for it either
 
 
 # --- mechanisms 3 and 4: the 3.x HW and the lag ---------------------------------------------------------------
