@@ -51,6 +51,9 @@ Departures (each a sound over-approximation for safety unless said):
   then ``controlled_shutdown`` takes the broker out of the ISR; it stops with ``shutdown``, which may also come
   without it (a controlled shutdown that timed out);
 - KIP-966's last known ELR (for unclean recovery, off by default) is not modelled;
+- the ZooKeeper-era options add nothing here: ``fetch_response_loss`` (its action is not modelled for
+  truncate-on-fetch: setting it removes no behaviour and adds none) and ``controller_failover`` (the KRaft
+  quorum fences a stale controller; its fields stay at their initial values);
 - a crashed leader's in-flight AlterPartition dies with it (model/kafka.py, as for AlterIsr).
 """
 from __future__ import annotations
@@ -186,7 +189,7 @@ class KRaftReplication(KafkaReplication):
     # ------------------------------------------------------------------------------------
     truncate_by_epoch = None         # 2.7+: truncation on fetch (DivergingEpoch) instead
     exit_out_of_range = None         # 0.10.2-2.0 only
-    fetch_response_lost = None       # a lost response is a fetch not taken: the leader's side is the diverging case
+    fetch_response_lost = None       # not modelled for truncate-on-fetch (see the module doc)
     controller_failover = None       # ZooKeeper controller epochs; the KRaft quorum fences a stale controller
     apply_stale_leader_and_isr = None
     alter_isr = None                 # renamed AlterPartition (3.2, KIP-841): alter_partition
