@@ -292,6 +292,23 @@ class KafkaReplication(Spec):
         end = where(is_latest, s.leo[r], where(undefined, -1, next_start))
         return epoch, end
 
+    def offset_truncation_state(self, s, f, leader_epoch, leader_end):
+        """AbstractFetcherThread.getOffsetTruncationState (2.0+): (offset, done) for follower f, given the leader's
+        (epoch, end offset) for f's latest epoch (-1, -1: UNDEFINED, f goes back to its HW).
+
+        f looks up the largest epoch <= the leader's in its own cache; holding that same epoch it truncates to
+        the smaller end offset (done), else to its own end of the earlier epoch and goes round again.
+        """
+        follower_epoch, follower_end = self.end_offset_for_epoch(s, f, leader_epoch)
+        empty = s.leo[f] == 0
+        offset = where(empty, 0,
+                 where(leader_end < 0, s.hw[f],                                 # leader has no such epoch
+                 where(follower_end < 0, min_of([leader_end, s.leo[f]]),
+                 where(follower_epoch != leader_epoch, min_of([follower_end, s.leo[f]]),   # go round again
+                       min_of([leader_end, follower_end, s.leo[f]])))))
+        done = empty | (leader_end < 0) | (follower_end < 0) | (follower_epoch == leader_epoch)
+        return offset, done
+
     def truncate_to(self, s, r, offset):
         """Drop r's log from ``offset`` on (Log.truncateTo); the flush point follows it down, and the HW too from 2.4.
 
@@ -370,7 +387,7 @@ class KafkaReplication(Spec):
             new = where(when, new, old)
         s.hw[l] = new
         if self.acks_all:
-            enough = count_of(self.hw_isr_member(s, l, i) for i in self.REPLICAS) >= self.min_isr
+            enough = self.enough_replicas(s, l)
             for m in self.RECORDS:
                 for o in self.OFFSETS:
                     acked = (enough & (s.acked_at[m - 1] < 0) & (o >= old) & (o < new) & (o >= s.ack_from[l])
@@ -380,12 +397,18 @@ class KafkaReplication(Spec):
 
     def write_isr(self, s, l, new_isr, when=True):
         """A leader's ISR change (where ``when``): a conditional ZooKeeper write, fenced by the cached zkVersion."""
+        for i in self.REPLICAS:
+            s.isr[l][i] = where(when, new_isr[i], s.isr[l][i])
+        self.commit_isr(s, new_isr, writer=l, when=when)
+
+    def commit_isr(self, s, new_isr, writer=None, when=True):
+        """The quorum's ISR becomes ``new_isr`` in the current leader epoch (where ``when``); ``writer`` alone
+        learns the new zkVersion (partition epoch)."""
         if self.elr:
             self.update_elr(s, new_isr, when)
         for i in self.REPLICAS:
-            s.isr[l][i] = where(when, new_isr[i], s.isr[l][i])
             s.q_isr[i] = where(when, new_isr[i], s.q_isr[i])
-        self.bump_zk_version(s, writer=l, when=when)
+        self.bump_zk_version(s, writer=writer, when=when)
         for e in self.EPOCHS:   # what the controller resends for the current epoch (e.g. on broker startup)
             current = when & (s.q_epoch == e)
             s.req_zk_version_current[e - 1] = s.req_zk_version_current[e - 1] | current
@@ -472,6 +495,21 @@ class KafkaReplication(Spec):
     def hw_isr_member(self, s, l, i):
         """Whether leader l waits for replica i before raising its HW: its current ISR (before KIP-497's maximal ISR)."""
         return s.isr[l][i]
+
+    def alter_accepted(self, s, l):
+        """async_isr: the controller commits leader l's pending ISR change: l still leads in the leader epoch and
+        partition epoch (zkVersion) it last learnt."""
+        return (s.q_leader == l) & (s.leader_epoch[l] == s.q_epoch) & self.isr_write_succeeds(s, l)
+
+    def follower_out_of_sync(self, s, l, f):
+        """Partition.getOutOfSyncReplicas: whether leader l may drop follower f from its ISR (async_isr versions).
+        Any follower: the lag (replica.lag.time.max.ms) is not timed."""
+        return True
+
+    def enough_replicas(self, s, l):
+        """Partition.checkEnoughReplicasReachOffset: the ISR the HW waits for has min.insync.replicas members,
+        so records below the HW are acknowledged to acks=all producers."""
+        return count_of(self.hw_isr_member(s, l, i) for i in self.REPLICAS) >= self.min_isr
 
     def hw_may_advance(self, s, l):
         """Extra condition for leader l to raise its HW at all (KIP-966: an ISR of at least min.insync.replicas)."""
@@ -746,7 +784,8 @@ class KafkaReplication(Spec):
         """
         if self.async_isr:
             # 2.7+ (KIP-497): the leader sends AlterIsr and keeps its current ISR until the controller commits
-            s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & ~s.alter_pending[l])
+            s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & ~s.alter_pending[l]
+                      & self.follower_out_of_sync(s, l, f))
             self.propose_isr(s, l, [s.isr[l][i] & (i != f) for i in self.REPLICAS])
             return
         s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & self.isr_write_succeeds(s, l))
@@ -766,7 +805,7 @@ class KafkaReplication(Spec):
             s.require(False)
             return
         s.require(s.alter_pending[l] & s.up[l])
-        ok = (s.q_leader == l) & (s.leader_epoch[l] == s.q_epoch) & self.isr_write_succeeds(s, l)
+        ok = self.alter_accepted(s, l)
         proposed = [s.pending_isr[l][i] for i in self.REPLICAS]
         self.clear_pending_isr(s, l)
         self.write_isr(s, l, proposed, when=ok)

@@ -232,15 +232,15 @@ def _truncated(prev, cur, r):
     return old != cur.log(r)[:len(old)]
 
 
-def _changes(prev, cur, name, params, marked=()):
-    """Clauses for what else changed: truncations (the rule in full unless a mark will give it), HWs, ISR."""
+def _changes(prev, cur, name, params, marked=(), rule=truncation_rule):
+    """Clauses for what else changed: truncations (``rule`` in full unless a mark will give it), HWs, ISR."""
     R = cur.R
     out = []
     said = set()
     for r in range(R):
         if _truncated(prev, cur, r):
             out.append(f"r{r} truncates its log to offset {len(cur.log(r))}" if r in marked
-                       else truncation_rule(prev, cur, name, params, r))
+                       else rule(prev, cur, name, params, r))
             said.add(r)
     if name == "fetch":
         said.add(params.get("f"))
@@ -496,6 +496,14 @@ class KafkaPresentation(Presentation):
     participants = ("Controller", "Producer")
     replica_params = ("r", "l", "f")
 
+    def phrase(self, prev, cur, name, params):
+        """The sentence of one step (a family built on this one narrates its own actions here)."""
+        return _action_phrase(prev, cur, name, params)
+
+    def truncation(self, prev, cur, name, params, r):
+        """Why r's log got shorter in this step, and the protocol rule that allowed it."""
+        return truncation_rule(prev, cur, name, params, r)
+
     def lost(self, trace, invariant=None):
         """The acknowledged record missing from the final acting leader (no-committed-loss, hw-monotonic)."""
         invariant, steps = self.steps(trace, invariant)
@@ -518,7 +526,7 @@ class KafkaPresentation(Presentation):
         for i, (name, params, _) in enumerate(steps):
             prev = states[i - 1] if i else None
             cur = states[i]
-            phrase = _action_phrase(prev or cur, cur, name, params)
+            phrase = self.phrase(prev or cur, cur, name, params)
             if prev is None:
                 lines.append(Line(i, phrase))
                 continue
@@ -533,8 +541,8 @@ class KafkaPresentation(Presentation):
                         lost_seen.add((r, m))
                         what = "acknowledged" if m in prev.acked() else "consumer-visible"
                         marks.append((r, Line(i, f"Committed record {m} ({what}, offset {o}) disappears from r{r}: "
-                                                 f"{truncation_rule(prev, cur, name, params, r)}.", "lost")))
-            extra = _changes(prev, cur, name, params, {r for r, _ in marks})
+                                                 f"{self.truncation(prev, cur, name, params, r)}.", "lost")))
+            extra = _changes(prev, cur, name, params, {r for r, _ in marks}, self.truncation)
             if extra:
                 phrase = phrase[:-1] + "; " + "; ".join(extra) + "."
             lines.append(Line(i, phrase))

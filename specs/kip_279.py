@@ -1,6 +1,5 @@
 """Kafka 2.0 (KIP-279): the OffsetsForLeaderEpoch answer carries the epoch, matched backwards."""
 from isrcheck.model.configuration import Configuration
-from isrcheck.model.expr import min_of, where
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_101 import Kip101
 
@@ -47,14 +46,6 @@ class Kip279(Kip101):
     }
 
     def truncation_point(self, s, f, l):
-        """AbstractFetcherThread.getOffsetTruncationState (2.0)."""
+        """AbstractFetcherThread.getOffsetTruncationState (2.0) on l's OffsetsForLeaderEpoch answer."""
         leader_epoch, leader_end = self.end_offset_for_epoch(s, l, self.cache_latest_epoch(s, f))
-        follower_epoch, follower_end = self.end_offset_for_epoch(s, f, leader_epoch)
-        empty = s.leo[f] == 0
-        offset = where(empty, 0,
-                 where(leader_end < 0, s.hw[f],                                 # leader has no such epoch
-                 where(follower_end < 0, min_of([leader_end, s.leo[f]]),
-                 where(follower_epoch != leader_epoch, min_of([follower_end, s.leo[f]]),   # go round again
-                       min_of([leader_end, follower_end, s.leo[f]])))))
-        done = empty | (leader_end < 0) | (follower_end < 0) | (follower_epoch == leader_epoch)
-        return offset, done
+        return self.offset_truncation_state(s, f, leader_epoch, leader_end)

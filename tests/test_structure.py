@@ -19,6 +19,7 @@ from isrcheck.checker.trace import load, spec_for
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kafka_present import KafkaPresentation
+from isrcheck.model.kraft_present import KRaftPresentation
 from isrcheck.model.spec import action
 from isrcheck.specs import SPECS
 from isrcheck.specs.tla.present import TlaPresentation
@@ -88,7 +89,7 @@ def test_each_family_narrates_exactly_the_actions_its_specs_declare():
     declared = {}
     for cls in SPECS.values():
         declared.setdefault(cls.presentation_class, set()).update(n for n, _ in cls._members("__isrcheck_action__"))
-    assert set(declared) == {KafkaPresentation, TlaPresentation}
+    assert set(declared) == {KafkaPresentation, KRaftPresentation, TlaPresentation}
     for presentation, names in declared.items():
         assert presentation.narrated == names, presentation.__name__
 

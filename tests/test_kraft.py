@@ -1,0 +1,209 @@
+"""The KRaft-era family (model/kraft.py): its verdicts on the command line, and each mechanism on a real state.
+
+The states come from the saved counterexamples (counterexamples/kafka-*/): the steps of a trace are re-run on
+the scalar backend of the spec under test, so each test reaches its state through the model's own actions and
+then checks one step against what Kafka does (and what the bug versions do instead).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from isrcheck.checker import trace as traces
+from isrcheck.specs import SPECS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAVED = os.path.join(ROOT, "counterexamples")
+
+
+def isrcheck(*args, cwd):
+    return subprocess.run(["isrcheck", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def words(text):
+    """The text with its line wrapping undone."""
+    return " ".join(text.split())
+
+
+def walk(spec_name, saved, upto=None, **bounds):
+    """Re-run the steps of a saved trace on ``spec_name``: [(action name, params, row)] of every step it takes."""
+    spec = SPECS[spec_name](**bounds)
+    steps = traces.load(os.path.join(SAVED, saved)).steps
+    row = spec.initial_row()
+    out = [(None, {}, row)]
+    for name, params, _ in steps[1:upto]:
+        row = spec.step(row, spec.action_named(name, params))
+        assert row is not None, f"{name}({params}) is disabled on {spec_name}"
+        out.append((name, params, row))
+    return spec, out
+
+
+def state(spec, row):
+    return spec.layout.decode(row)
+
+
+# --- the command line, at the defaults ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["kafka-3.9", pytest.param("kafka-4.0", marks=pytest.mark.long)])   # 4.0: ~18 s
+def test_check_all_meets_every_expectation(name, tmp_path):
+    """Every invariant as expected (only the benign split brain breaks, and kafka-4.0's strong-isr by design);
+    --all checks the properties too, and hw-advances' expected violation makes the exit code 1, as for kip-320."""
+    r = isrcheck("check", "--spec", name, "--all", "--format", "json", cwd=tmp_path)
+    cls = SPECS[name]
+    assert r.returncode == (1 if "violated" in cls.liveness_expected()[0].values() else 0), r.stderr
+    report = json.loads(r.stdout)
+    assert report["verdicts"] == cls.expected
+    assert {p: v["verdict"] for p, v in report["properties"].items()} == cls.liveness_expected()[0]
+    assert report["benign"] == ["single-acting-leader"] and report["never_fired"] == []
+    assert [inv for inv, v in cls.expected.items() if v == "violated"] == \
+        ["single-acting-leader"] + (["strong-isr"] if name == "kafka-4.0" else [])
+
+
+@pytest.mark.parametrize("name, invariant, phrases", [
+    ("kafka-13141", "no-committed-loss", ["DivergingEpoch", "records r0's fetch offset 1 although it diverges"]),
+    ("kafka-14704", "hw-log-matching", ["DivergingEpoch", "applies the response's HW 1 before truncating"]),
+    ("kafka-14617", "no-committed-loss", ["accepted, although r1 registered again", "no broker-epoch check"]),
+])
+def test_a_bug_version_breaks_what_its_ticket_says_and_show_names_the_step(name, invariant, phrases, tmp_path):
+    r = isrcheck("check", "--spec", name, "--invariant", invariant, cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    path = tmp_path / "isrcheck-out" / name / f"{invariant}.itf.json"
+    assert SPECS[name].expected[invariant] == "violated" and invariant in SPECS[name].expected_why
+    shown = isrcheck("show", str(path), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    for w in phrases:
+        assert w in words(shown.stdout)
+    # the fixed version keeps the invariant at the same bounds
+    fixed = "kafka-4.0" if name == "kafka-14617" else "kafka-3.9"
+    assert SPECS[fixed]().bounds == SPECS[name]().bounds
+    r = isrcheck("check", "--spec", fixed, "--invariant", invariant, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_show_says_why_kafka_4_0_rejects_the_stale_alter_partition(tmp_path):
+    """kafka-14617's losing run, on kafka-4.0: the controller turns the AlterPartition down (KIP-903)."""
+    spec, steps = walk("kafka-4.0", "kafka-14617/no-committed-loss.itf.json", upto=13)
+    assert steps[-1][0] == "alter_partition"
+    path = str(tmp_path / "rejected.itf.json")
+    trace = traces.from_steps(spec, "no-committed-loss", "test", [(spec.action_named(n, p) if n else None, row)
+                                                   for n, p, row in steps])
+    traces.save(trace, path)
+    r = isrcheck("show", path, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = words(r.stdout)
+    assert "rejected, the broker epoch it carries for r1 is stale" in text and "KIP-903" in text
+    assert "in ZooKeeper" not in text
+
+
+def test_show_names_the_caught_up_replica_that_holds_back_the_hw(tmp_path):
+    spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=9)
+    inst = spec.action_named("produce", {"l": 0})
+    steps.append(("produce", {"l": 0}, spec.step(steps[-1][2], inst)))
+    path = str(tmp_path / "held.itf.json")
+    traces.save(traces.from_steps(spec, "no-committed-loss", "test", [(spec.action_named(n, p) if n else None, row)
+                                                                      for n, p, row in steps]), path)
+    r = isrcheck("show", path, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ("r1 is caught up but not in the ISR, so r0 keeps its HW at 0 until r1 has the records "
+            "(shouldWaitForReplicaToJoinIsr, KAFKA-15021)") in words(r.stdout)
+    r = isrcheck("show", path, "--format", "mermaid", cwd=tmp_path)
+    assert "partition record of leader epoch 1 applied" in r.stdout and "LeaderAndIsr" not in r.stdout
+
+
+# --- mechanism 1: truncate-on-fetch ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["kafka-3.9", "kafka-14704"])
+def test_a_diverging_fetch_truncates_in_a_second_step_and_only_the_bug_moves_the_hw_first(name):
+    spec, steps = walk(name, "kafka-14704/hw-log-matching.itf.json")
+    assert steps[-1][0] == "fetch"
+    before, after = state(spec, steps[-2][2]), state(spec, steps[-1][2])
+    assert after["truncating"][0] and after["leo"][0] == before["leo"][0] == 1     # no records, no truncation yet
+    assert after["diverging_end"][0] == 0
+    assert before["hw"][0] == 0 and after["hw"][0] == (1 if name == "kafka-14704" else 0)
+    assert after["remote_leo"][1][0] == before["remote_leo"][1][0]                  # the leader records nothing
+    assert spec.action_named("fetch", {"f": 0, "l": 1}) not in spec.enabled(steps[-1][2])
+    row = spec.step(steps[-1][2], spec.action_named("truncate_on_fetch_response", {"f": 0}))
+    done = state(spec, row)
+    assert done["leo"][0] == 0 and done["hw"][0] == 0 and not done["truncating"][0]
+    assert done["log_record"][0] == [0] * spec.L
+
+
+@pytest.mark.parametrize("name, recorded", [("kafka-3.9", False), ("kafka-13141", True)])
+def test_the_leader_records_a_diverging_fetch_only_with_kafka_13141(name, recorded):
+    spec, steps = walk(name, "kafka-13141/no-committed-loss.itf.json", upto=10)
+    assert steps[-1][0] == "fetch"
+    before, after = state(spec, steps[-2][2]), state(spec, steps[-1][2])
+    assert after["truncating"][0]
+    assert (after["remote_leo"][1][0] == 1) is recorded and before["remote_leo"][1][0] != 1
+    assert (after["hw"][1] > before["hw"][1]) is recorded
+
+
+# --- mechanism 2: AlterPartition and broker epochs ------------------------------------------------------------
+@pytest.mark.parametrize("name, accepted", [("kafka-4.0", False), ("kafka-14617", True)])
+def test_alter_partition_with_a_stale_broker_epoch_is_rejected_unless_kip_903_is_removed(name, accepted):
+    spec, steps = walk(name, "kafka-14617/no-committed-loss.itf.json", upto=13)
+    names = [n for n, _, _ in steps]
+    assert names[-3:] == ["crash", "restart", "alter_partition"]
+    pending = state(spec, steps[-4][2])
+    assert pending["alter_pending"][0] and pending["pending_epochs_current"][0]
+    assert not state(spec, steps[-2][2])["pending_epochs_current"][0]       # r1 registered again
+    after = state(spec, steps[-1][2])
+    assert bool(after["q_isr"][1]) is accepted and bool(after["isr"][0][1]) is accepted
+    assert not after["alter_pending"][0]                                     # either way the request is answered
+
+
+def test_an_isr_shrink_by_the_controller_keeps_the_leader_epoch():
+    spec, steps = walk("kafka-4.0", "kafka-4.0/strong-isr.itf.json")
+    row = steps[-1][2]
+    s = state(spec, row)
+    assert s["q_isr"][1] and not s["up"][1]
+    row = spec.step(row, spec.action_named("controller_shrink_isr", {"r": 1}))
+    after = state(spec, row)
+    assert not after["q_isr"][1] and after["q_epoch"] == s["q_epoch"] and not after["zk_version_current"][0]
+    row = spec.step(row, spec.action_named("apply_partition_change", {"r": 0}))
+    assert state(spec, row)["isr"][0] == after["q_isr"] and state(spec, row)["zk_version_current"][0]
+
+
+def test_controlled_shutdown_takes_a_live_follower_out_of_the_isr_for_good():
+    """KIP-841: in controlled shutdown the follower keeps fetching, but is neither re-added nor waited for."""
+    spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=4)
+    row = steps[-1][2]
+    epoch = state(spec, row)["q_epoch"]
+    for name, params in [("controlled_shutdown", {"r": 1}), ("apply_partition_change", {"r": 0}),
+                         ("produce", {"l": 0}), ("fetch", {"f": 1, "l": 0})]:
+        row = spec.step(row, spec.action_named(name, params))
+        assert row is not None, name
+    s = state(spec, row)
+    assert s["shutting_down"][1] and s["up"][1] and s["q_epoch"] == epoch
+    assert s["q_isr"] == [True, False] and s["isr"][0] == [True, False]
+    assert s["leo"][1] == 1 and not s["alter_pending"][0]           # fetched the record, not proposed for the ISR
+    assert s["hw"][0] == 1                                           # the leader did not wait for it either
+
+
+# --- mechanisms 3 and 4: the 3.x HW and the lag ---------------------------------------------------------------
+def test_a_caught_up_replica_outside_the_isr_holds_back_the_hw_until_its_lag_expires():
+    spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=9)
+    row = steps[-1][2]
+    s = state(spec, row)
+    assert s["isr"][0] == [True, False] and s["caught_up"][0][1] and s["hw"][0] == 0 < s["leo"][0] == 1
+    held = state(spec, spec.step(row, spec.action_named("produce", {"l": 0})))
+    assert held["hw"][0] == 0                                          # shouldWaitForReplicaToJoinIsr
+    row = spec.step(row, spec.action_named("lag_expires", {"l": 0, "f": 1}))
+    free = state(spec, spec.step(row, spec.action_named("produce", {"l": 0})))
+    assert free["hw"][0] == 2 and free["acked_at"] == [0, 1]
+
+
+def test_the_leader_drops_only_a_follower_that_is_not_caught_up():
+    spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=5)
+    assert [n for n, _, _ in steps[-2:]] == ["apply_leader_and_isr", "lag_expires"]
+    shrink = spec.action_named("shrink_isr", {"l": 0, "f": 1})
+    assert shrink not in spec.enabled(steps[-2][2])                  # in the ISR at election: caught up
+    assert shrink in spec.enabled(steps[-1][2])
+
+
+def test_no_hw_advance_below_min_insync_replicas():
+    spec, steps = walk("kafka-4.0", "kafka-4.0/hw-advances.itf.json")
+    s = state(spec, steps[-1][2])
+    assert s["isr"][0] == [True, False] and spec.min_isr == 2 and s["hw"][0] < s["leo"][0]
+    assert not spec.holds(steps[-1][2], spec.properties["hw-advances"].goal)
