@@ -377,9 +377,10 @@ class KafkaReplication(Spec):
         still waiting in this leader's purgatory (``ack_from``). Only where ``when`` holds.
         """
         old = s.hw[l]
-        known = [where(self.hw_isr_member(s, l, i), s.leo[l] if i == l else s.remote_leo[l][i], self.L)
-                 for i in self.REPLICAS]
-        new = max_of([old, min_of(known)])
+        members = [self.hw_isr_member(s, l, i) for i in self.REPLICAS]
+        known = [where(members[i], s.leo[l] if i == l else s.remote_leo[l][i], self.L) for i in self.REPLICAS]
+        # an empty ISR view leaves the HW alone (0.8-2.x: ``allLogEndOffsets.min`` of nothing throws)
+        new = where(any_of(members), max_of([old, min_of(known)]), old)
         may_advance = self.hw_may_advance(s, l)
         if may_advance is not True:
             new = where(may_advance, new, old)
