@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from isrcheck.checker.bfs import search
 from isrcheck.checker.registry import resolve
 from isrcheck.checker.trace import Trace, from_steps, save
-from isrcheck.model.configuration import configurations
+from isrcheck.model.configuration import configuration_of
 from isrcheck.model.spec import Spec
 
 
@@ -106,9 +106,8 @@ def check(spec, invariants=None, *, max_states=None, max_depth=None, time_limit=
     result = search(instance, names, symmetry=symmetry, max_states=max_states, max_depth=max_depth,
                     time_limit=time_limit)
     traces = {inv: from_steps(instance, inv, "local", v.steps) for inv, v in result.violations.items()}
-    conf = next((name for name, c in configurations(cls).items()
-                 if {**cls.defaults, **c.bounds} == dict(instance.bounds)), None)
-    expected = configurations(cls)[conf].expected if conf else {}
+    conf, declared = configuration_of(cls, instance.bounds)
+    expected = declared.expected if declared else {}
     return CheckResult(instance.name, dict(instance.bounds), result.verdicts,
                        {inv: want for inv, want in expected.items() if inv in names},
                        result.distinct_states, result.transitions, result.depth, result.seconds, result.complete,

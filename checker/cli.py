@@ -28,6 +28,7 @@ from isrcheck.model.spec import BoundsError
 from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
+EXIT_NOT_INDUCTIVE = 4            # prove: no counterexample, and no proof either (a lemma is missing)
 OUT_DIR = "isrcheck-out"          # traces of ordinary runs; counterexamples/ is the gate's golden store
 MAX_SECONDS = 366 * 24 * 3600     # a time budget longer than a year is a mistake
 
@@ -433,10 +434,14 @@ def _load_trace(path, spec_ref=None):
               help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz); html: a "
                    "self-contained page stepped with the keyboard (needs --output)")
 @click.option("--output", default=None, help="write to this file instead of stdout")
+@click.option("--compact", is_flag=True,
+              help="text: each step as only the cells it changed (old → new), one replica a line: fits 80 columns")
 @TRACE_SPEC
-def show(trace_path, fmt, output, spec_ref):
+def show(trace_path, fmt, output, compact, spec_ref):
     """Print a trace step by step in its protocol's terms, and say what went wrong."""
     from isrcheck.checker import export
+    if compact and fmt != "text":
+        raise UserError("--compact is a layout of --format text")
     if fmt == "html" and output is None:
         raise UserError("--format html writes a page: name the file with --output FILE")
     trace, spec = _load_trace(trace_path, spec_ref)
@@ -456,16 +461,30 @@ def show(trace_path, fmt, output, spec_ref):
         text = (export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace)
         click.echo(show_mod.printable(text, newlines=True))
         return
-    show_mod.print_trace(_out(), spec, trace)
+    show_mod.print_trace(_out(), spec, trace, compact)
+
+
+FORMAT_JSON = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+
+
+def _trace_json(trace_path, trace, **more):
+    """The head of ``replay`` and ``minimize``'s ``--format json`` object: which trace of what."""
+    return {"tool": "isrcheck", "version": __version__, "trace": trace_path, "spec": trace.spec,
+            "bounds": trace.bounds, "invariant": trace.invariant, "lasso": is_lasso(trace), **more}
 
 
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
 @TRACE_SPEC
-def replay(trace_path, spec_ref):
+@FORMAT_JSON
+def replay(trace_path, spec_ref, fmt):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
     trace, spec = _load_trace(trace_path, spec_ref)
     result = (replay_lasso if is_lasso(trace) else replay_trace)(spec, trace)
+    if fmt == "json":
+        click.echo(json.dumps(_trace_json(trace_path, trace, reproduces=result.ok, message=result.message,
+                                          states=len(trace.steps), failed_step=result.failed_step), indent=1))
+        sys.exit(EXIT_HOLDS if result.ok else EXIT_VIOLATED)
     console = _out()
     if result.ok:
         console.print(f"[green]reproduces:[/] {show_mod.markup_safe(result.message)}")
@@ -488,8 +507,9 @@ def replay(trace_path, spec_ref):
 @click.option("--z3-timeout", type=Seconds(), default=None, help="seconds")
 @bound_options
 @click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where a refuting trace is written")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @stop.memory_option
-def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
+def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
     stop.polled()
     from isrcheck.checker.induction import prove as k_induction, render_states
@@ -514,8 +534,17 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
         used = (f"{len(lemmas)} lemmas (the spec's for this invariant; {settings or 'no options'})" if declared
                 else ", ".join(lemmas) or "none")
     cpu = time.process_time() - cpu
+    wall = time.perf_counter() - start
+    path = None
+    if result.verdict == "refuted":
+        path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+    code = {"proved": EXIT_HOLDS, "refuted": EXIT_VIOLATED, "not-inductive": EXIT_NOT_INDUCTIVE}.get(result.verdict,
+                                                                                                    EXIT_BUDGET)
+    if fmt == "json":
+        click.echo(json.dumps(report.proof_json(spec, result, used, wall, cpu, path), indent=1, default=int))
+        sys.exit(code)
     console = _out()
-    head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {time.perf_counter() - start:.1f} s "
+    head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {wall:.1f} s "
             f"({cpu:.1f} s CPU; {'search' if auto_lemmas else 'base'} {result.base_seconds:.1f} s, "
             f"{'SAT' if auto_lemmas else 'step'} {result.step_seconds:.1f} s)")
     if result.verdict == "proved":
@@ -524,20 +553,18 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
         if auto_lemmas and result.lemmas:
             console.print("the smallest lemmas learned:\n" + "\n".join(f"  {text}" for text in result.lemmas[:3]),
                           soft_wrap=True)
-        sys.exit(EXIT_HOLDS)
-    if result.verdict == "refuted":
-        path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+    elif result.verdict == "refuted":
         console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
                       f"read it: {show_mod.markup_safe(show_command(type(spec), path))}")
-        sys.exit(EXIT_VIOLATED)
-    if result.verdict == "not-inductive":
-        console.print(f"[yellow]not inductive[/] · {head}\nthe counterexample to induction below is consistent "
-                      f"but unreachable: add a lemma (an invariant of the spec) that rules it out")
+    elif result.verdict == "not-inductive":
+        console.print(f"[yellow]not inductive[/] (exit {EXIT_NOT_INDUCTIVE}) · {head}\nthe counterexample to "
+                      f"induction below is consistent but unreachable: add a lemma (an invariant of the spec) that "
+                      f"rules it out")
         console.print(render_states(spec, [st for _, st in result.steps], [a for a, _ in result.steps],
                                     failing=result.failing, title="counterexample to induction"))
-        sys.exit(EXIT_VIOLATED)
-    console.print(f"[yellow]unknown[/]: {result.reason} · {head}")
-    sys.exit(EXIT_BUDGET)
+    else:
+        console.print(f"[yellow]unknown[/]: {result.reason} · {head}")
+    sys.exit(code)
 
 
 def _auto_lemma_proof(spec, invariant, z3_timeout):
@@ -599,16 +626,19 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
     seconds = parse_budget(budget)
     check_out_dir(out_dir, spec.name, names)
     progress = Progress(not no_progress)
+    if seed is None:      # chosen here, so that every trace written (even one a stop keeps) records it
+        import random
+        seed = random.getrandbits(32)
+    _err().print(f"fuzz: seed {seed} (`--seed {seed}` repeats these runs)", markup=False)
     sink = TraceSink(spec, "fuzz", out_dir, seed=seed)
 
     def report_progress(runs, transitions, distinct, seconds, **_):
         progress(depth=runs, frontier=transitions, distinct=distinct, seconds=seconds)
     try:
         result = run_fuzz(spec, names, seconds, seed=seed, max_steps=max_steps or DEFAULT_MAX_STEPS,
-                          derandomize=seed is not None, progress=report_progress, on_violation=sink)
+                          derandomize=True, progress=report_progress, on_violation=sink)
     finally:
         progress.done()
-    sink.meta["seed"] = result.seed
     finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)
 
 
@@ -616,7 +646,8 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
 @click.argument("trace_path", metavar="TRACE")
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
 @TRACE_SPEC
-def minimize(trace_path, output, spec_ref):
+@FORMAT_JSON
+def minimize(trace_path, output, spec_ref, fmt):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
@@ -635,10 +666,16 @@ def minimize(trace_path, output, spec_ref):
                  markup=False)
     steps = ddmin(spec, trace)
     save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
-    _out().print(f"{len(trace.steps)} → {len(steps)} states: {show_mod.printable(out)}", markup=False)
+    if fmt == "json":
+        click.echo(json.dumps(_trace_json(trace_path, trace, output=out, states=len(trace.steps),
+                                          minimized_states=len(steps),
+                                          stopped_by=stop.reason() if stop.interrupted() else None), indent=1))
+    else:
+        _out().print(f"{len(trace.steps)} → {len(steps)} states: {show_mod.printable(out)}", markup=False)
     if stop.interrupted():
-        _out().print(f"stopped by {stop.reason()}: the shortest trace found so far is saved (it still violates "
-                     f"{trace.invariant}); minimize it again to go on")
+        if fmt == "text":
+            _out().print(f"stopped by {stop.reason()}: the shortest trace found so far is saved (it still "
+                         f"violates {trace.invariant}); minimize it again to go on")
         sys.exit(EXIT_BUDGET)
 
 
