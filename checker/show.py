@@ -110,7 +110,7 @@ def render_compact(console: Console, spec, trace, explanations=None):
 
 def _changes(present, field, label, old, new, depth):
     """The changed cells of one value (all of it when ``old`` is None): an array that is not a replica set
-    element by element (``req_leader[2] - → r0``), anything else whole."""
+    element by element (``name[2] 0 → 1``), anything else whole."""
     if old is not None and old == new:
         return []
     rank = len(field.shape) - depth
