@@ -201,10 +201,13 @@ def cli():
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
+@click.option("--coverage", "coverage", is_flag=True,
+              help="local engine: per action, how often it was enabled and fired and the states it reached first "
+                   "(always in --format json)")
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions,
-          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, no_progress,
-          **kw):
+          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, coverage,
+          no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
     spec = make_spec(spec_name, collect_bounds(kw))
@@ -273,7 +276,8 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         if fmt == "json":
             click.echo(json.dumps(obj, indent=1))
         sys.exit(EXIT_BUDGET if stop.interrupted() else code)
-    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live)
+    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live,
+           coverage=coverage)
 
 
 def pick_properties(spec, names, every):
@@ -322,7 +326,7 @@ class TraceSink:
         self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name, violation.invariant))
 
 
-def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=None, **meta):
+def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=None, coverage=False, **meta):
     """Save the final traces, print the report, exit 1 / 3 / 0 (benign observations never fail).
 
     A stop by a signal is exit 3 even when violations were found: the verdicts are partial.
@@ -333,7 +337,7 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=
         sink(v)
     trace_files = {inv: sink.files[inv] for inv in result.violations}
     if fmt == "text":
-        report.print_text(_out(), spec, engine, result, trace_files, observed)
+        report.print_text(_out(), spec, engine, result, trace_files, observed, coverage)
     live, live_json = finish_liveness(spec, liveness, out_dir, fmt) if liveness else (EXIT_HOLDS, {})
     if fmt == "json":
         click.echo(json.dumps({**report.as_json(spec, engine, result, trace_files, observed), **live_json}, indent=1))

@@ -46,6 +46,7 @@ def as_json(spec, engine, result, trace_files, observed=()):
         "collision_probability": result.collision_probability, "complete": result.complete,
         "budget_hit": result.budget_hit, "never_fired": result.never_fired,
         "trace_file": first, "trace_files": trace_files,
+        "coverage": result.coverage.as_json() if getattr(result, "coverage", None) is not None else None,
         "trace_lengths": {k: len(v.steps) for k, v in result.violations.items()},
     }
 
@@ -57,7 +58,7 @@ def _bytes(n):
         n /= 1024
 
 
-def print_text(console: Console, spec, engine, result, trace_files, observed=()):
+def print_text(console: Console, spec, engine, result, trace_files, observed=(), coverage=False):
     bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
     console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{spec.name}[/] · {bounds} · engine {engine}")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -79,6 +80,8 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
         table.add_row(inv, shown, expected, trace)
     console.print(table)
     (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
+    if coverage:
+        print_coverage(console, result)
     if getattr(result, "seed", None) is not None:
         console.print(f"seed {result.seed}: `--seed {result.seed}` repeats these runs (while no time budget cuts "
                       f"them short)")
@@ -105,6 +108,23 @@ def _print_expectations(console, spec, result, configuration, want, why, as_expe
         off = [inv for inv, v in want.items() if result.verdicts[inv] not in (v, "unknown")]
         console.print(f"[bold yellow]not as expected:[/] {', '.join(off)} (see the expected column; "
                       f"{spec.name} declares these verdicts at {where})", soft_wrap=True)
+
+
+def print_coverage(console, result):
+    """``--coverage``: per action, how often it was enabled and fired and how many states it reached first."""
+    if getattr(result, "coverage", None) is None:
+        console.print("[yellow]no coverage: only the local exhaustive engine counts it[/]")
+        return
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, title_justify="left",
+                  title="coverage" + ("" if result.complete else " (of the states explored)"))
+    for column in ("action", "instances fired", "enabled", "fired", "new states"):
+        table.add_column(column, justify="left" if column == "action" else "right")
+    for name, c in result.coverage.by_action().items():
+        never = c["fired"] == 0
+        table.add_row(f"[bold yellow]{name}[/]" if never else name, f"{c['instances_fired']}/{c['instances']}",
+                      f"{c['enabled']:,}", "[bold yellow]0 (never)[/]" if never else f"{c['fired']:,}",
+                      f"{c['new_states']:,}")
+    console.print(table)
 
 
 def _print_search_summary(console, result):

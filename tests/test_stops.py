@@ -239,7 +239,8 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert resumed.returncode == 1, resumed.stderr
     assert "Traceback" not in resumed.stderr and re.search(r"snapshot \d+ s ago", resumed.stderr)
     got = json.loads(resumed.stdout)
-    for key in ("verdicts", "distinct_states", "transitions", "depth", "complete", "never_fired", "trace_lengths"):
+    for key in ("verdicts", "distinct_states", "transitions", "depth", "complete", "never_fired", "trace_lengths",
+                "coverage"):
         assert got[key] == want[key], key
     assert set(got["trace_files"]) == set(want["trace_files"]) and want["trace_files"]
     for inv in want["trace_files"]:
