@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from isrcheck.checker import __version__, report, show as show_mod, stop
+from isrcheck.checker import __version__, report, settings, show as show_mod, stop
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, itf_text, load,
@@ -224,8 +224,26 @@ def check_out_dir(out_dir, spec_name, names):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="isrcheck")
-def cli():
-    """Model checker and property fuzzer for Kafka's partition replication protocol."""
+@click.option("--config", "config", metavar="FILE", default=None,
+              help="settings file (default: isrcheck.toml, or pyproject.toml's [tool.isrcheck], in this directory)")
+@click.option("--profile", "profile", metavar="NAME", envvar="ISRCHECK_PROFILE", default=None,
+              help="a profile of the settings file, over the rest of it (or set ISRCHECK_PROFILE)")
+@click.pass_context
+def cli(ctx, config, profile):
+    """Model checker and property fuzzer for Kafka's partition replication protocol.
+
+    Options a command does not get on the command line come from the settings file, if there is one
+    (see the README, "Settings in a file")."""
+    path = config if config is not None else settings.find()
+    if path is None:
+        if profile is not None:
+            raise UserError(f"--profile {profile}: there is no settings file (isrcheck.toml, or pyproject.toml "
+                            f"with [tool.isrcheck]) here; name one with --config FILE")
+        return
+    try:
+        ctx.default_map = settings.default_map(cli, path, profile)
+    except settings.SettingsError as e:
+        raise UserError(str(e)) from None
 
 
 @cli.command()
