@@ -29,6 +29,8 @@ class CheckResult:
     the way ``isrcheck show`` does, and ``save`` writes it as an ITF file the command line reads.
     ``expected`` is what the spec declares for these bounds when they are one of its configurations (its
     defaults or a named one, ``configuration``), for the invariants checked; else it is empty.
+    ``coverage`` is the search's action coverage, as ``--format json`` has it (``actions``: per action,
+    ``instances``: per action instance, each with ``enabled``, ``fired`` and ``new_states``).
     """
     spec: str
     bounds: dict
@@ -43,6 +45,7 @@ class CheckResult:
     traces: dict = field(default_factory=dict)
     configuration: str | None = None     # the spec's configuration these bounds are, if any
     instance: Spec | None = field(default=None, repr=False)
+    coverage: dict = field(default_factory=dict, repr=False)
 
     @property
     def holds(self):
@@ -111,7 +114,7 @@ def check(spec, invariants=None, *, max_states=None, max_depth=None, time_limit=
     return CheckResult(instance.name, dict(instance.bounds), result.verdicts,
                        {inv: want for inv, want in expected.items() if inv in names},
                        result.distinct_states, result.transitions, result.depth, result.seconds, result.complete,
-                       result.budget_hit, traces, conf, instance)
+                       result.budget_hit, traces, conf, instance, result.coverage.as_json())
 
 
 __all__ = ["check", "CheckResult", "Trace"]

@@ -66,3 +66,10 @@ def test_json_always_has_coverage_and_text_on_request(tmp_path):
     assert rows["fetch"] == [f"{fetch['instances_fired']}/{fetch['instances']}", f"{fetch['enabled']:,}",
                              f"{fetch['fired']:,}", f"{fetch['new_states']:,}"]
     assert "never fired: exit_out_of_range" in r.stdout
+
+
+def test_the_python_api_has_it():
+    import isrcheck
+    result = isrcheck.check("kip-320", "no-committed-loss", max_epochs=2, max_crashes=0)
+    fired = sum(c["fired"] for c in result.coverage["actions"].values())
+    assert fired == result.transitions and result.coverage["instances"]["fetch(f=1, l=0)"]["fired"] > 0
