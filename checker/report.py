@@ -30,8 +30,8 @@ def as_json(spec, engine, result, trace_files, observed=()):
     """The ``--format json`` object (stable keys; see the README).
 
     ``benign`` lists the invariants whose verdict does not count towards the exit code; ``configuration``,
-    ``expected`` and ``as_expected`` are :func:`expectations`; ``seed`` and ``found`` (per invariant: how long to find, and trace lengths
-    before and after shrinking) are the fuzzer's (else null).
+    ``expected`` and ``as_expected`` are :func:`expectations`; ``seed`` and ``found`` (per invariant: how long
+    to find, and trace lengths before and after shrinking) are the fuzzer's (else null).
     """
     first = next((f for inv, f in trace_files.items() if inv not in observed), None)
     configuration, expected, _, as_expected = expectations(spec, result)
