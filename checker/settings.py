@@ -1,7 +1,7 @@
 """Settings from a file, so CI and laptops do not retype flag sets: ``[tool.isrcheck]`` in pyproject.toml,
 or an ``isrcheck.toml``, in the current directory (or the file ``--config`` names), with named profiles::
 
-    [tool.isrcheck]                 # every command that has the option (isrcheck.toml: top level)
+    [tool.isrcheck]                 # every command whose option takes the value (isrcheck.toml: top level)
     replicas = 3
     [tool.isrcheck.check]           # only `isrcheck check`: any of its options, as spelled on the command line
     time-limit = 600
@@ -101,8 +101,14 @@ def _commands(group, path, settings, prefix):
         having = [name for name, cmd in commands.items() if key in _keys(cmd)]
         if not having:
             raise SettingsError(f"{path}: {where}: {key!r} is no option of any command")
-        for name in having:
-            out.setdefault(name, {}).update(_value(commands[name], key, value, path, where))
+        errors = []
+        for name in having:             # the commands whose option takes the value (format = "json": not show)
+            try:
+                out.setdefault(name, {}).update(_value(commands[name], key, value, path, where))
+            except SettingsError as e:
+                errors.append(e)
+        if len(errors) == len(having):
+            raise errors[0]
     for name in (k for k in settings if k in commands):
         if not isinstance(settings[name], dict):
             raise SettingsError(f"{path}: {where}: {name} must be a table of {name}'s options ([{prefix}{name}])")

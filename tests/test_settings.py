@@ -50,6 +50,14 @@ def test_flags_over_profile_over_file_over_defaults(tmp_path):
     assert bounds(r) == (4, 1)                                                           # no file: the spec's
 
 
+def test_a_shared_key_applies_where_the_option_takes_the_value(tmp_path):
+    (tmp_path / "isrcheck.toml").write_text('format = "json"\n')     # show has --format too, without json
+    assert json.loads(isrcheck(tmp_path, "list", "acks-1").stdout)[0]["spec"] == "acks-1"
+    trace = os.path.join(REPO, "counterexamples", "acks-1", "no-committed-loss.itf.json")
+    assert isrcheck(tmp_path, "show", trace).stdout.startswith("acks-1 · ")
+    assert json.loads(isrcheck(tmp_path, "replay", trace).stdout)["reproduces"] is True
+
+
 def test_pyproject_tool_table_and_a_named_file(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "team"\n')             # no [tool.isrcheck]: ignored
     assert isrcheck(tmp_path, "list", "acks-1").stdout.startswith("acks-1 ─")
