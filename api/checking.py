@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from isrcheck.checker.bfs import search
 from isrcheck.checker.registry import resolve
 from isrcheck.checker.trace import Trace, from_steps, save
-from isrcheck.model.configuration import configurations
+from isrcheck.model.configuration import configuration_of
 from isrcheck.model.spec import Spec
 
 
@@ -29,6 +29,8 @@ class CheckResult:
     the way ``isrcheck show`` does, and ``save`` writes it as an ITF file the command line reads.
     ``expected`` is what the spec declares for these bounds when they are one of its configurations (its
     defaults or a named one, ``configuration``), for the invariants checked; else it is empty.
+    ``coverage`` is the search's action coverage, as ``--format json`` has it (``actions``: per action,
+    ``instances``: per action instance, each with ``enabled``, ``fired`` and ``new_states``).
     """
     spec: str
     bounds: dict
@@ -43,6 +45,7 @@ class CheckResult:
     traces: dict = field(default_factory=dict)
     configuration: str | None = None     # the spec's configuration these bounds are, if any
     instance: Spec | None = field(default=None, repr=False)
+    coverage: dict = field(default_factory=dict, repr=False)
 
     @property
     def holds(self):
@@ -106,13 +109,12 @@ def check(spec, invariants=None, *, max_states=None, max_depth=None, time_limit=
     result = search(instance, names, symmetry=symmetry, max_states=max_states, max_depth=max_depth,
                     time_limit=time_limit)
     traces = {inv: from_steps(instance, inv, "local", v.steps) for inv, v in result.violations.items()}
-    conf = next((name for name, c in configurations(cls).items()
-                 if {**cls.defaults, **c.bounds} == dict(instance.bounds)), None)
-    expected = configurations(cls)[conf].expected if conf else {}
+    conf, declared = configuration_of(cls, instance.bounds)
+    expected = declared.expected if declared else {}
     return CheckResult(instance.name, dict(instance.bounds), result.verdicts,
                        {inv: want for inv, want in expected.items() if inv in names},
                        result.distinct_states, result.transitions, result.depth, result.seconds, result.complete,
-                       result.budget_hit, traces, conf, instance)
+                       result.budget_hit, traces, conf, instance, result.coverage.as_json())
 
 
 __all__ = ["check", "CheckResult", "Trace"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from isrcheck.checker import checkpoint as checkpoint_mod, stop
+from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
 from isrcheck.checker.visited import VisitedSet
 
@@ -47,6 +48,7 @@ class SearchResult:
     budget_hit: str | None
     never_fired: list
     fingerprint_bits: int = 64       # a pair of distinct states collides with probability <= 2**-bits
+    coverage: object = None          # checker.coverage.Coverage: per action instance, enabled / fired / new states
 
     @property
     def verdicts(self):
@@ -88,11 +90,12 @@ class Search:
         self.chunk = chunk
 
     # --- successor generation ----------------------------------------------------------
-    def expand(self, batch, fps):
+    def expand(self, batch, fps, coverage=None):
         """Every enabled (parent, action) of a chunk whose successor differs from its parent.
 
         Returns parts ``(action id, parent rows, {column: new values or a constant}, fingerprints)``,
-        one per action instance that fired; rows ascend within a part.
+        one per action instance that fired; rows ascend within a part. ``coverage`` (a
+        :class:`checker.coverage.Coverage`) counts each instance's enabled rows and its moves.
         """
         spec, fp = self.spec, self.fingerprint
         parts = []
@@ -100,6 +103,8 @@ class Search:
             rows = np.flatnonzero(spec.guard_batch(inst, batch))
             if rows.size == 0:
                 continue
+            if coverage is not None:
+                coverage.counts[ENABLED, inst.id] += rows.size
             update = spec.update_batch(inst, batch, rows)
             new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
                         for c, v in update._written.items()}
@@ -116,6 +121,8 @@ class Search:
                 h = None
             if rows.size:
                 parts.append((inst.id, rows, new_cols, h))
+                if coverage is not None:
+                    coverage.counts[FIRED, inst.id] += rows.size
         return parts
 
     @staticmethod
@@ -209,13 +216,13 @@ class Search:
         spec = self.spec
         start = time.perf_counter()
         self.snapshot_time, self.snapshot_bytes = None, 0
-        fired = np.zeros(len(spec.actions), dtype=bool)
+        coverage = self.coverage = Coverage(spec.actions)
         violations = {}
         pending = list(self.invariants)
         ident = checkpoint and self.identity()
         if resume:
             frontier, frontier_fps, visited, parents, actions, level_start, transitions, depth, elapsed = \
-                self._restore(checkpoint, ident, fired, violations, pending, on_violation)
+                self._restore(checkpoint, ident, coverage, violations, pending, on_violation)
         else:
             elapsed = 0.0
             init = spec.initial_row()[:, None]
@@ -247,9 +254,8 @@ class Search:
             for cs in range(0, frontier.shape[1], self.chunk):
                 kept, before = len(new), dict(violations)
                 try:
-                    found, moves, fired_ids = self._successors(frontier, frontier_fps, cs, visited)
+                    found, moves = self._successors(frontier, frontier_fps, cs, visited, coverage)
                     transitions += moves
-                    fired[fired_ids] = True
                     if found is None:
                         continue
                     rows, row_fps, win_parent, win_action = found
@@ -258,6 +264,7 @@ class Search:
                         on_states(rows)
                     new.append((rows, row_fps, (level_start[-1] + cs + win_parent).astype(np.uint32),
                                 win_action.astype(np.uint16)))
+                    coverage.add_new(new[-1][3])
                 except (KeyboardInterrupt, MemoryError) as e:   # stop cleanly: what was found so far is kept
                     budget_hit = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else stop.out_of_memory()
                     if len(new) == kept:        # this chunk's states were not kept, so neither are its violations
@@ -301,7 +308,7 @@ class Search:
             if checkpoint and time.perf_counter() - last_snapshot >= checkpoint_every:
                 try:
                     self._snapshot(checkpoint, ident, frontier, frontier_fps, visited, parents, actions,
-                                   level_start, fired, violations, transitions, depth,
+                                   level_start, coverage, violations, transitions, depth,
                                    elapsed + time.perf_counter() - start)
                 except OSError as e:
                     budget_hit = f"checkpoint write failed ({e.strerror or e})"
@@ -312,37 +319,40 @@ class Search:
         for v in violations.values():
             v.steps = self.trace(v.state_id, *self.tree)
         retained = visited.nbytes + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions)
-        never = sorted({a.name for a in spec.actions} - {a.name for a in spec.actions if fired[a.id]})
+        never = coverage.never_fired()
         return SearchResult(
             invariants=[i.name for i in self.invariants], violations=violations,
             distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
             seconds=elapsed + time.perf_counter() - start, peak_memory_bytes=peak_memory(),
             retained_bytes=retained, complete=complete, budget_hit=budget_hit,
-            never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits)
+            never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits, coverage=coverage)
 
     # --- checkpoints ------------------------------------------------------------------------
     def identity(self):
         return checkpoint_mod.identity(self.spec, [i.name for i in self.invariants], self.symmetry is not None)
 
-    def _snapshot(self, directory, ident, frontier, frontier_fps, visited, parents, actions, level_start, fired,
+    def _snapshot(self, directory, ident, frontier, frontier_fps, visited, parents, actions, level_start, coverage,
                   violations, transitions, depth, seconds):
         """Everything the search needs to go on from the start of level ``depth``: a consistent snapshot."""
         arrays = {"visited": visited.fps, "parents": np.concatenate(parents), "actions": np.concatenate(actions),
-                  "frontier": frontier, "frontier_fps": frontier_fps, "fired": fired}
+                  "frontier": frontier, "frontier_fps": frontier_fps, "coverage": coverage.counts}
         counters = {"depth": depth, "transitions": transitions, "level_start": level_start, "seconds": seconds,
                     "violations": {n: [v.state_id, v.level] for n, v in violations.items()}}
         self.snapshot_bytes = checkpoint_mod.write(directory, ident, arrays, counters)
         self.snapshot_time = time.time()
 
-    def _restore(self, directory, ident, fired, violations, pending, on_violation):
+    def _restore(self, directory, ident, coverage, violations, pending, on_violation):
         arrays, c = checkpoint_mod.read(directory, ident)
+        if arrays.get("coverage", np.empty(0)).shape != coverage.counts.shape:
+            raise checkpoint_mod.CheckpointError(f"--resume {directory}: the snapshot has no coverage counts of "
+                                                 f"this spec's actions (written by an older isrcheck?)")
         visited = VisitedSet()
         visited.fps = arrays["visited"]
         level_start = [int(x) for x in c["level_start"]]
         bounds = level_start[1:]
         parents = np.split(arrays["parents"], bounds)
         actions = np.split(arrays["actions"], bounds)
-        fired[:] = arrays["fired"]
+        coverage.counts[:] = arrays["coverage"]
         for name, (state_id, level) in c["violations"].items():
             inv = next(i for i in pending if i.name == name)
             pending.remove(inv)
@@ -354,19 +364,17 @@ class Search:
         return (arrays["frontier"], arrays["frontier_fps"], visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _successors(self, frontier, frontier_fps, cs, visited):
+    def _successors(self, frontier, frontier_fps, cs, visited, coverage=None):
         """The new states reached from one chunk of the frontier, added to the visited set.
 
-        Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None,
-        transitions taken, ids of the action instances that fired).
+        Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
         batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
         fps = frontier_fps[cs:cs + self.chunk]
-        parts = self.expand(batch, fps)
+        parts = self.expand(batch, fps, coverage)
         if not parts:
-            return None, 0, []
+            return None, 0
         sizes = np.array([p[1].size for p in parts])
-        fired = [p[0] for p in parts]
         part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         if self.symmetry is None:
             succ_fp = np.concatenate([p[3] for p in parts])
@@ -377,7 +385,7 @@ class Search:
             succ_fp = self.symmetry.canonical(succ_rows)
         winners, win_parent, win_action, fresh, at = self.dedupe(parts, succ_fp, visited)
         if winners.size == 0:
-            return None, int(sizes.sum()), fired
+            return None, int(sizes.sum())
         visited.add(fresh, at)
         part_w = np.searchsorted(part_start, winners, side="right") - 1
         if succ_rows is None:
@@ -386,7 +394,7 @@ class Search:
         else:
             rows = succ_rows[:, winners]
             row_fps = self.fingerprint.full(rows)
-        return (rows, row_fps, win_parent, win_action), int(sizes.sum()), fired
+        return (rows, row_fps, win_parent, win_action), int(sizes.sum())
 
     def _check(self, rows, first_id, level, pending, violations):
         """Check pending invariants on new rows; the first violating row of each becomes its counterexample.

@@ -11,23 +11,25 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from isrcheck.checker import __version__, report, show as show_mod, stop
+from isrcheck.checker import __version__, report, settings, show as show_mod, stop
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
-from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, load, replay as replay_trace,
-                                    replay_lasso, save, spec_for)
+from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, itf_text, load,
+                                    replay as replay_trace, replay_lasso, save, spec_for)
 from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
+EXIT_NOT_INDUCTIVE = 4            # prove: no counterexample, and no proof either (a lemma is missing)
 OUT_DIR = "isrcheck-out"          # traces of ordinary runs; counterexamples/ is the gate's golden store
 MAX_SECONDS = 366 * 24 * 3600     # a time budget longer than a year is a mistake
 
@@ -91,20 +93,65 @@ def parse_settings(settings):
     return out
 
 
+def count(n):
+    """A count for a progress line: exact below a million, then in millions (``11.63M``), so lines stay short."""
+    return f"{n:,.0f}" if n < 1_000_000 else f"{n / 1e6:,.2f}M"
+
+
 class Progress:
-    """Live search progress on stderr: a redrawn line on a terminal, a line every few seconds otherwise."""
+    """Live progress on stderr: a redrawn line on a terminal; otherwise (CI logs) a plain line every few seconds,
+    never wrapped and short enough for 80 columns. Each engine's line names its own units."""
 
     def __init__(self, enabled):
         self.enabled = enabled
         self.console = _err()
         self.last = float("-inf")             # the first line at once: the user sees the work has started
         self.live = self.console.is_terminal
+        self.ticker = None
 
     def __call__(self, depth, frontier, distinct, seconds, snapshot=None, **_):
+        """The exhaustive search (and liveness's exploration): BFS level, frontier, distinct states, rate."""
         rate = distinct / seconds if seconds > 0 else 0
         saved = "" if snapshot is None else f" · snapshot {time.time() - snapshot:,.0f} s ago"
-        self.line(f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · {rate:,.0f} states/s"
-                  + saved)
+        self.line(f"depth {depth} · frontier {count(frontier)} · {count(distinct)} states · {count(rate)}/s" + saved)
+
+    def fuzz(self, runs, transitions, distinct, seconds, **_):
+        """The fuzzer: executions run, steps taken in them, distinct states seen."""
+        self.line(f"fuzz: {count(runs)} runs · {count(transitions)} steps · {count(distinct)} states · "
+                  f"{seconds:,.0f} s")
+
+    def bmc(self, most):
+        """A callback for bounded model checking: the depth checked (of ``most``) and the solver's time on it."""
+        before = [0.0]
+
+        def report(depth, seconds, **_):
+            self.line(f"bmc: depth {depth} of {most} checked · {seconds - before[0]:,.1f} s on it · "
+                      f"{seconds:,.0f} s in all")
+            before[0] = seconds
+        return report
+
+    def phase(self, name):
+        """A phase that reports nothing while it runs (a solver call): its name now, then its elapsed time every
+        few seconds, until the next phase or :meth:`done`."""
+        self._stop_ticker()
+        if not self.enabled:
+            return
+        start, stopped = time.monotonic(), threading.Event()
+        self.last = float("-inf")
+        self.line(name)
+
+        def tick():
+            while not stopped.wait(1.0):
+                self.line(f"{name} · {time.monotonic() - start:,.0f} s")
+        thread = threading.Thread(target=tick, daemon=True)
+        thread.start()
+        self.ticker = (stopped, thread)
+
+    def _stop_ticker(self):
+        if self.ticker is not None:
+            self.ticker[0].set()
+            self.ticker[1].join()
+            self.ticker = None
 
     def line(self, text):
         """Show one progress line (with the memory in use), unless one was shown a moment ago."""
@@ -115,11 +162,12 @@ class Progress:
         import resource
         line = f"{text} · {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB"
         if self.live:
-            self.console.print(line, end="\r", soft_wrap=True)
+            self.console.print(line, end="\r", soft_wrap=True, markup=False)
         else:
-            self.console.print(line)
+            self.console.print(line, soft_wrap=True, markup=False)
 
     def done(self):
+        self._stop_ticker()
         if self.enabled and self.live:
             self.console.print(" " * 100, end="\r")
 
@@ -130,6 +178,16 @@ def bound_options(fn):
                           help=f"bound: {flag.replace('_', ' ')} (default: the spec's)")(fn)
     return click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
                         help="other model option, e.g. --set unflushed_loss=1 (see `isrcheck list`)")(fn)
+
+
+ITF_FORM = click.option("--itf", "itf", type=click.Choice(["compact", "typed"]), default="compact", show_default=True,
+                        help="how traces are written: compact (cells as integers and booleans) or typed (sets of "
+                             "replicas as #set, replica ids as names, 'none' for no replica) for ITF viewers")
+
+
+def _typed_itf(spec, trace):
+    """``show --format itf``: the trace in typed ITF."""
+    return itf_text(trace, spec)
 
 
 def collect_bounds(kw):
@@ -166,8 +224,26 @@ def check_out_dir(out_dir, spec_name, names):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="isrcheck")
-def cli():
-    """Model checker and property fuzzer for Kafka's partition replication protocol."""
+@click.option("--config", "config", metavar="FILE", default=None,
+              help="settings file (default: isrcheck.toml, or pyproject.toml's [tool.isrcheck], in this directory)")
+@click.option("--profile", "profile", metavar="NAME", envvar="ISRCHECK_PROFILE", default=None,
+              help="a profile of the settings file, over the rest of it (or set ISRCHECK_PROFILE)")
+@click.pass_context
+def cli(ctx, config, profile):
+    """Model checker and property fuzzer for Kafka's partition replication protocol.
+
+    Options a command does not get on the command line come from the settings file, if there is one
+    (see the README, "Settings in a file")."""
+    path = config if config is not None else settings.find()
+    if path is None:
+        if profile is not None:
+            raise UserError(f"--profile {profile}: there is no settings file (isrcheck.toml, or pyproject.toml "
+                            f"with [tool.isrcheck]) here; name one with --config FILE")
+        return
+    try:
+        ctx.default_map = settings.default_map(cli, path, profile)
+    except settings.SettingsError as e:
+        raise UserError(str(e)) from None
 
 
 @cli.command()
@@ -200,10 +276,14 @@ def cli():
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
+@ITF_FORM
+@click.option("--coverage", "coverage", is_flag=True,
+              help="local engine: per action, how often it was enabled and fired and the states it reached first "
+                   "(always in --format json)")
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions,
-          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, no_progress,
-          **kw):
+          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, itf, coverage,
+          no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
     spec = make_spec(spec_name, collect_bounds(kw))
@@ -226,14 +306,14 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
     if (checkpoint or resume) and not os.access(checkpoint or resume, os.W_OK | os.X_OK):
         raise UserError(f"--{'checkpoint' if checkpoint else 'resume'} {checkpoint or resume}: not a writable "
                         f"directory")
-    sink = TraceSink(spec, engine, out_dir, symmetry=symmetry)
+    sink = TraceSink(spec, engine, out_dir, typed=itf == "typed", symmetry=symmetry)
     progress = Progress(not no_progress)
     result = None
     if names:           # the invariants first: their traces are written as found, and a stop keeps them
         try:
             if engine == "bmc":
                 from isrcheck.checker.bmc import bmc
-                result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress,
+                result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress.bmc(depth),
                              on_violation=sink)
             elif engine == "spark":
                 from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
@@ -268,11 +348,12 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry, "
                      "--checkpoint or --resume checks them", markup=False)
     if result is None:
-        code, obj = finish_liveness(spec, live, out_dir, fmt)
+        code, obj = finish_liveness(spec, live, out_dir, fmt, sink.typed)
         if fmt == "json":
             click.echo(json.dumps(obj, indent=1))
         sys.exit(EXIT_BUDGET if stop.interrupted() else code)
-    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live)
+    finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live,
+           coverage=coverage)
 
 
 def pick_properties(spec, names, every):
@@ -286,14 +367,14 @@ def pick_properties(spec, names, every):
     return list(dict.fromkeys(names))
 
 
-def finish_liveness(spec, results, out_dir, fmt):
+def finish_liveness(spec, results, out_dir, fmt, typed=False):
     """Save a lasso per violated property and print the verdicts (text); (exit code: 1 violated, 3 unknown, else 0;
     the ``--format json`` object)."""
     from isrcheck.checker.liveness import lasso_trace
     files = {}
     for name, r in results.items():
         if r.lasso is not None:
-            files[name] = save(lasso_trace(spec, r), default_path(out_dir, spec.name, name))
+            files[name] = save(lasso_trace(spec, r), default_path(out_dir, spec.name, name), spec if typed else None)
     if fmt == "text":
         report.print_liveness(_out(), spec, results, files)
     verdicts = {r.verdict for r in results.values()}
@@ -312,16 +393,17 @@ def observations(spec, names, every):
 class TraceSink:
     """Writes a counterexample (atomically) as soon as an engine finds it, so a stop or a crash loses none."""
 
-    def __init__(self, spec, engine, out_dir, **meta):
-        self.spec, self.engine, self.out_dir, self.meta = spec, engine, out_dir, meta
+    def __init__(self, spec, engine, out_dir, typed=False, **meta):
+        self.spec, self.engine, self.out_dir, self.meta, self.typed = spec, engine, out_dir, meta, typed
         self.files = {}
 
     def __call__(self, violation):
         trace = from_steps(self.spec, violation.invariant, self.engine, violation.steps, **self.meta)
-        self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name, violation.invariant))
+        self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name, violation.invariant),
+                                               self.spec if self.typed else None)
 
 
-def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=None, **meta):
+def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=None, coverage=False, **meta):
     """Save the final traces, print the report, exit 1 / 3 / 0 (benign observations never fail).
 
     A stop by a signal is exit 3 even when violations were found: the verdicts are partial.
@@ -332,8 +414,8 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=
         sink(v)
     trace_files = {inv: sink.files[inv] for inv in result.violations}
     if fmt == "text":
-        report.print_text(_out(), spec, engine, result, trace_files, observed)
-    live, live_json = finish_liveness(spec, liveness, out_dir, fmt) if liveness else (EXIT_HOLDS, {})
+        report.print_text(_out(), spec, engine, result, trace_files, observed, coverage)
+    live, live_json = finish_liveness(spec, liveness, out_dir, fmt, sink.typed) if liveness else (EXIT_HOLDS, {})
     if fmt == "json":
         click.echo(json.dumps({**report.as_json(spec, engine, result, trace_files, observed), **live_json}, indent=1))
     if stop.interrupted():
@@ -428,15 +510,20 @@ def _load_trace(path, spec_ref=None):
 
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
-@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot", "html"]), default="text",
+@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot", "html", "itf"]), default="text",
               show_default=True,
               help="text: step by step; mermaid: sequence diagram; dot: state graph (Graphviz); html: a "
-                   "self-contained page stepped with the keyboard (needs --output)")
+                   "self-contained page stepped with the keyboard (needs --output); itf: the trace as typed ITF "
+                   "(sets of replicas as #set, replica names, 'none') for ITF viewers")
 @click.option("--output", default=None, help="write to this file instead of stdout")
+@click.option("--compact", is_flag=True,
+              help="text: each step as only the cells it changed (old → new), one replica a line: fits 80 columns")
 @TRACE_SPEC
-def show(trace_path, fmt, output, spec_ref):
+def show(trace_path, fmt, output, compact, spec_ref):
     """Print a trace step by step in its protocol's terms, and say what went wrong."""
     from isrcheck.checker import export
+    if compact and fmt != "text":
+        raise UserError("--compact is a layout of --format text")
     if fmt == "html" and output is None:
         raise UserError("--format html writes a page: name the file with --output FILE")
     trace, spec = _load_trace(trace_path, spec_ref)
@@ -446,26 +533,40 @@ def show(trace_path, fmt, output, spec_ref):
         except OutputPathError as e:
             raise UserError(str(e)) from None
         from isrcheck.checker.html import to_html
-        render = {"html": to_html, "mermaid": export.to_mermaid, "dot": export.to_dot}.get(fmt)
+        render = {"html": to_html, "mermaid": export.to_mermaid, "dot": export.to_dot, "itf": _typed_itf}.get(fmt)
         if render is None:
-            raise UserError("--output writes --format html, mermaid or dot")
+            raise UserError("--output writes --format html, mermaid, dot or itf")
         _write(output, render(spec, trace))
         _err().print(f"wrote {show_mod.printable(output)}", soft_wrap=True, markup=False)
         return
     if fmt != "text":
-        text = (export.to_mermaid if fmt == "mermaid" else export.to_dot)(spec, trace)
+        text = {"mermaid": export.to_mermaid, "dot": export.to_dot, "itf": _typed_itf}[fmt](spec, trace)
         click.echo(show_mod.printable(text, newlines=True))
         return
-    show_mod.print_trace(_out(), spec, trace)
+    show_mod.print_trace(_out(), spec, trace, compact)
+
+
+FORMAT_JSON = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+
+
+def _trace_json(trace_path, trace, **more):
+    """The head of ``replay`` and ``minimize``'s ``--format json`` object: which trace of what."""
+    return {"tool": "isrcheck", "version": __version__, "trace": trace_path, "spec": trace.spec,
+            "bounds": trace.bounds, "invariant": trace.invariant, "lasso": is_lasso(trace), **more}
 
 
 @cli.command()
 @click.argument("trace_path", metavar="TRACE")
 @TRACE_SPEC
-def replay(trace_path, spec_ref):
+@FORMAT_JSON
+def replay(trace_path, spec_ref, fmt):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
     trace, spec = _load_trace(trace_path, spec_ref)
     result = (replay_lasso if is_lasso(trace) else replay_trace)(spec, trace)
+    if fmt == "json":
+        click.echo(json.dumps(_trace_json(trace_path, trace, reproduces=result.ok, message=result.message,
+                                          states=len(trace.steps), failed_step=result.failed_step), indent=1))
+        sys.exit(EXIT_HOLDS if result.ok else EXIT_VIOLATED)
     console = _out()
     if result.ok:
         console.print(f"[green]reproduces:[/] {show_mod.markup_safe(result.message)}")
@@ -488,8 +589,9 @@ def replay(trace_path, spec_ref):
 @click.option("--z3-timeout", type=Seconds(), default=None, help="seconds")
 @bound_options
 @click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where a refuting trace is written")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @stop.memory_option
-def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **kw):
+def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt, **kw):
     """k-induction: prove an invariant for every depth (at these replica and log bounds)."""
     stop.polled()
     from isrcheck.checker.induction import prove as k_induction, render_states
@@ -508,14 +610,26 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
     if auto_lemmas:
         result, used = _auto_lemma_proof(spec, invariant, z3_timeout)
     else:
-        _err().print(f"prove: {invariant} by {k}-induction: the base case, then the induction step", markup=False)
-        result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout)
+        progress = Progress(True)
+        try:
+            result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout, phase=progress.phase)
+        finally:
+            progress.done()
         settings = " ".join(f"{key}={v}" for key, v in declared["settings"].items()) if declared else ""
         used = (f"{len(lemmas)} lemmas (the spec's for this invariant; {settings or 'no options'})" if declared
                 else ", ".join(lemmas) or "none")
     cpu = time.process_time() - cpu
+    wall = time.perf_counter() - start
+    path = None
+    if result.verdict == "refuted":
+        path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+    code = {"proved": EXIT_HOLDS, "refuted": EXIT_VIOLATED, "not-inductive": EXIT_NOT_INDUCTIVE}.get(result.verdict,
+                                                                                                    EXIT_BUDGET)
+    if fmt == "json":
+        click.echo(json.dumps(report.proof_json(spec, result, used, wall, cpu, path), indent=1, default=int))
+        sys.exit(code)
     console = _out()
-    head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {time.perf_counter() - start:.1f} s "
+    head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {wall:.1f} s "
             f"({cpu:.1f} s CPU; {'search' if auto_lemmas else 'base'} {result.base_seconds:.1f} s, "
             f"{'SAT' if auto_lemmas else 'step'} {result.step_seconds:.1f} s)")
     if result.verdict == "proved":
@@ -524,20 +638,18 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
         if auto_lemmas and result.lemmas:
             console.print("the smallest lemmas learned:\n" + "\n".join(f"  {text}" for text in result.lemmas[:3]),
                           soft_wrap=True)
-        sys.exit(EXIT_HOLDS)
-    if result.verdict == "refuted":
-        path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+    elif result.verdict == "refuted":
         console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
                       f"read it: {show_mod.markup_safe(show_command(type(spec), path))}")
-        sys.exit(EXIT_VIOLATED)
-    if result.verdict == "not-inductive":
-        console.print(f"[yellow]not inductive[/] · {head}\nthe counterexample to induction below is consistent "
-                      f"but unreachable: add a lemma (an invariant of the spec) that rules it out")
+    elif result.verdict == "not-inductive":
+        console.print(f"[yellow]not inductive[/] (exit {EXIT_NOT_INDUCTIVE}) · {head}\nthe counterexample to "
+                      f"induction below is consistent but unreachable: add a lemma (an invariant of the spec) that "
+                      f"rules it out")
         console.print(render_states(spec, [st for _, st in result.steps], [a for a, _ in result.steps],
                                     failing=result.failing, title="counterexample to induction"))
-        sys.exit(EXIT_VIOLATED)
-    console.print(f"[yellow]unknown[/]: {result.reason} · {head}")
-    sys.exit(EXIT_BUDGET)
+    else:
+        console.print(f"[yellow]unknown[/]: {result.reason} · {head}")
+    sys.exit(code)
 
 
 def _auto_lemma_proof(spec, invariant, z3_timeout):
@@ -589,8 +701,9 @@ def parse_budget(text):
 @click.option("--max-steps", type=click.IntRange(min=1, max=1_000_000), default=None, help="longest execution")
 @click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where traces are written")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@ITF_FORM
 @click.option("--no-progress", is_flag=True)
-def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no_progress, **kw):
+def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, itf, no_progress, **kw):
     """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
     stop.polled()
     from isrcheck.checker.fuzz import DEFAULT_MAX_STEPS, fuzz as run_fuzz
@@ -599,16 +712,17 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
     seconds = parse_budget(budget)
     check_out_dir(out_dir, spec.name, names)
     progress = Progress(not no_progress)
-    sink = TraceSink(spec, "fuzz", out_dir, seed=seed)
+    if seed is None:      # chosen here, so that every trace written (even one a stop keeps) records it
+        import random
+        seed = random.getrandbits(32)
+    _err().print(f"fuzz: seed {seed} (`--seed {seed}` repeats these runs)", markup=False)
+    sink = TraceSink(spec, "fuzz", out_dir, typed=itf == "typed", seed=seed)
 
-    def report_progress(runs, transitions, distinct, seconds, **_):
-        progress(depth=runs, frontier=transitions, distinct=distinct, seconds=seconds)
     try:
         result = run_fuzz(spec, names, seconds, seed=seed, max_steps=max_steps or DEFAULT_MAX_STEPS,
-                          derandomize=seed is not None, progress=report_progress, on_violation=sink)
+                          derandomize=True, progress=progress.fuzz, on_violation=sink)
     finally:
         progress.done()
-    sink.meta["seed"] = result.seed
     finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)
 
 
@@ -616,7 +730,8 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
 @click.argument("trace_path", metavar="TRACE")
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
 @TRACE_SPEC
-def minimize(trace_path, output, spec_ref):
+@FORMAT_JSON
+def minimize(trace_path, output, spec_ref, fmt):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
@@ -635,10 +750,16 @@ def minimize(trace_path, output, spec_ref):
                  markup=False)
     steps = ddmin(spec, trace)
     save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
-    _out().print(f"{len(trace.steps)} → {len(steps)} states: {show_mod.printable(out)}", markup=False)
+    if fmt == "json":
+        click.echo(json.dumps(_trace_json(trace_path, trace, output=out, states=len(trace.steps),
+                                          minimized_states=len(steps),
+                                          stopped_by=stop.reason() if stop.interrupted() else None), indent=1))
+    else:
+        _out().print(f"{len(trace.steps)} → {len(steps)} states: {show_mod.printable(out)}", markup=False)
     if stop.interrupted():
-        _out().print(f"stopped by {stop.reason()}: the shortest trace found so far is saved (it still violates "
-                     f"{trace.invariant}); minimize it again to go on")
+        if fmt == "text":
+            _out().print(f"stopped by {stop.reason()}: the shortest trace found so far is saved (it still "
+                         f"violates {trace.invariant}); minimize it again to go on")
         sys.exit(EXIT_BUDGET)
 
 

@@ -282,7 +282,8 @@ def _git(args, cwd=None):
 
 
 def changed_files(rev, cwd=None):
-    """(repository top level, files changed since ``rev``: ``git diff --name-only REV``)."""
+    """(repository top level, files changed since ``rev``: ``git diff --name-only REV``, and the untracked files
+    git does not ignore: a new spec module is a change too)."""
     if not rev or rev.startswith("-"):
         raise GateError(f"--changed-since: {rev!r} is not a git revision")
     top = _git(["rev-parse", "--show-toplevel"], cwd)
@@ -294,10 +295,12 @@ def changed_files(rev, cwd=None):
                         f"(in CI, check out with fetch-depth: 0 so the base branch is there)")
     diff = _git(["-c", "diff.relative=false", "diff", "--name-only", "--no-renames", commit.stdout.strip(), "--"],
                 cwd)
-    if diff.returncode != 0:
-        msg = (diff.stderr.strip().splitlines() or ["git diff failed"])[-1]
-        raise GateError(f"--changed-since {rev}: {msg}")
-    return top.stdout.strip(), [line for line in diff.stdout.splitlines() if line]
+    untracked = _git(["ls-files", "--others", "--exclude-standard", "--full-name"], top.stdout.strip())
+    for listing in (diff, untracked):
+        if listing.returncode != 0:
+            msg = (listing.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise GateError(f"--changed-since {rev}: {msg}")
+    return top.stdout.strip(), [line for out in (diff, untracked) for line in out.stdout.splitlines() if line]
 
 
 # --------------------------------------------------------------------------------------------
@@ -639,8 +642,9 @@ def as_sarif(report):
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
+            # no informationUri: it is optional, and isrcheck has no public address to give
             "tool": {"driver": {"name": "isrcheck", "version": __version__, "semanticVersion": __version__,
-                                "informationUri": "https://github.com/isrcheck/isrcheck", "rules": rules}},
+                                "rules": rules}},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + os.getcwd().replace(os.sep, "/") + "/"}},
             "invocations": [{"executionSuccessful": not report.stopped,
                              "exitCode": EXIT_STOPPED if report.stopped else EXIT_MET if report.ok else EXIT_UNMET}],

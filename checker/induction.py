@@ -84,7 +84,7 @@ def relaxed_columns(spec, fields):
     return [c for name in fields for c in range(lay.base[name], lay.base[name] + lay.fields[name].size)]
 
 
-def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path=False):
+def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path=False, phase=None):
     """k-induction proof of ``invariant`` (with auxiliary ``lemmas``) at the spec's bounds.
 
     What is proved is the conjunction P = invariant /\\ lemmas (assuming a lemma
@@ -130,7 +130,8 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     counterexamples to induction, at a quadratic cost).
 
     ``timeout_s`` bounds the whole proof; z3 unknown or the time running out
-    gives verdict "unknown" with the reason.
+    gives verdict "unknown" with the reason. ``phase(name)``, when given, is called as
+    each phase (the base case, the induction step) starts.
     """
     if k < 1:
         raise ValueError("k must be at least 1")
@@ -150,7 +151,11 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
         result.seconds = time.perf_counter() - start
         return result
 
+    say = phase or (lambda name: None)
+
     # --- base case -------------------------------------------------------------------------
+    states = "1 state" if k == 1 else f"{k} states"
+    say(f"prove: base case (SAT), every path of up to {states}")
     base = bmc(spec, names, k, timeout_s=None if deadline is None else max(deadline - time.perf_counter(), 0.001))
     result.base_seconds = base.seconds
     if invariant in base.violations:
@@ -164,6 +169,7 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
         return finish(verdict="unknown", reason=f"base case: {base.z3_unknown}")
 
     # --- induction step ------------------------------------------------------------------------
+    say(f"prove: induction step (z3), {states} with the invariant and {len(names) - 1} lemmas")
     t0 = time.perf_counter()
     u = Unrolling(spec, prefix="t", relaxed=relaxed_columns(spec, relaxed_fields))
     invs = [spec.invariants[n] for n in names]

@@ -7,23 +7,46 @@ from rich.table import Table
 from isrcheck.checker import __version__
 from isrcheck.checker.registry import show_command
 from isrcheck.checker.show import markup_safe
+from isrcheck.model.configuration import DEFAULTS, configuration_of
+
+
+def expectations(spec, result):
+    """What the spec declares for the invariants checked, at these bounds: (configuration name or None,
+    {invariant: verdict}, {invariant: why}, as expected: True, False, or None when it cannot be said).
+
+    Expectations apply only at the bounds of one of the spec's configurations (its defaults or a named one);
+    an invariant left ``unknown`` (a budget, a fuzz) leaves the comparison open."""
+    name, conf = configuration_of(type(spec), spec.bounds)
+    if conf is None:
+        return None, {}, {}, None
+    want = {inv: v for inv, v in conf.expected.items() if inv in result.verdicts}
+    got = [result.verdicts[inv] for inv in want]
+    if not want or "unknown" in got and all(g in (w, "unknown") for g, w in zip(got, want.values())):
+        return name, want, conf.why, None
+    return name, want, conf.why, all(g == w for g, w in zip(got, want.values()))
 
 
 def as_json(spec, engine, result, trace_files, observed=()):
     """The ``--format json`` object (stable keys; see the README).
 
-    ``benign`` lists the invariants whose verdict does not count towards the exit code.
+    ``benign`` lists the invariants whose verdict does not count towards the exit code; ``configuration``,
+    ``expected`` and ``as_expected`` are :func:`expectations`; ``seed`` and ``found`` (per invariant: how long
+    to find, and trace lengths before and after shrinking) are the fuzzer's (else null).
     """
     first = next((f for inv, f in trace_files.items() if inv not in observed), None)
+    configuration, expected, _, as_expected = expectations(spec, result)
     return {
         "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
         "engine": engine, "verdicts": result.verdicts, "benign": sorted(observed),
+        "configuration": configuration, "expected": expected, "as_expected": as_expected,
+        "seed": getattr(result, "seed", None), "found": getattr(result, "found", None),
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
         "seconds": round(result.seconds, 3), "states_per_second": round(result.states_per_second, 1),
         "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": round(result.bytes_per_state, 2),
         "collision_probability": result.collision_probability, "complete": result.complete,
         "budget_hit": result.budget_hit, "never_fired": result.never_fired,
         "trace_file": first, "trace_files": trace_files,
+        "coverage": result.coverage.as_json() if getattr(result, "coverage", None) is not None else None,
         "trace_lengths": {k: len(v.steps) for k, v in result.violations.items()},
     }
 
@@ -35,7 +58,7 @@ def _bytes(n):
         n /= 1024
 
 
-def print_text(console: Console, spec, engine, result, trace_files, observed=()):
+def print_text(console: Console, spec, engine, result, trace_files, observed=(), coverage=False):
     bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
     console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{spec.name}[/] · {bounds} · engine {engine}")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -44,8 +67,9 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
     table.add_column("expected")
     table.add_column("trace")
     styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+    configuration, want, why, as_expected = expectations(spec, result)
     for inv, verdict in result.verdicts.items():
-        expected = spec.expected.get(inv, "")
+        expected = want.get(inv, "")
         mark = "" if not expected or expected == verdict or verdict == "unknown" else " [bold yellow](unexpected)[/]"
         trace = ""
         if inv in trace_files:
@@ -56,9 +80,51 @@ def print_text(console: Console, spec, engine, result, trace_files, observed=())
         table.add_row(inv, shown, expected, trace)
     console.print(table)
     (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
+    if coverage:
+        print_coverage(console, result)
+    if getattr(result, "seed", None) is not None:
+        console.print(f"seed {result.seed}: `--seed {result.seed}` repeats these runs (while no time budget cuts "
+                      f"them short)")
+    _print_expectations(console, spec, result, configuration, want, why, as_expected, observed)
     if trace_files:
         first = next((f for inv, f in trace_files.items() if inv not in observed), next(iter(trace_files.values())))
         console.print(f"read a counterexample: [bold]{markup_safe(show_command(type(spec), first))}[/]")
+
+
+def _print_expectations(console, spec, result, configuration, want, why, as_expected, observed):
+    """Say whether the verdicts are the ones the spec declares: a known bug exits 1 and is still as expected."""
+    where = "its defaults" if configuration == DEFAULTS else f"its configuration {configuration}"
+    if configuration is None:
+        console.print(f"[dim]no expected verdicts: these bounds are none of {spec.name}'s configurations "
+                      f"(`isrcheck list {spec.name}`)[/]", soft_wrap=True)
+    elif as_expected:
+        known = [inv for inv, v in want.items() if v == "violated" and inv not in observed]
+        exits = (f"; it exits 1 for the known {'bug' if len(known) == 1 else 'bugs'} this spec reproduces: "
+                 + "; ".join(markup_safe(f"{inv} ({why[inv]})" if inv in why else inv) for inv in known)
+                 if known else "")
+        console.print(f"[green]as expected:[/] the verdicts are the ones {spec.name} declares at {where}{exits}",
+                      soft_wrap=True)
+    elif as_expected is False:
+        off = [inv for inv, v in want.items() if result.verdicts[inv] not in (v, "unknown")]
+        console.print(f"[bold yellow]not as expected:[/] {', '.join(off)} (see the expected column; "
+                      f"{spec.name} declares these verdicts at {where})", soft_wrap=True)
+
+
+def print_coverage(console, result):
+    """``--coverage``: per action, how often it was enabled and fired and how many states it reached first."""
+    if getattr(result, "coverage", None) is None:
+        console.print("[yellow]no coverage: only the local exhaustive engine counts it[/]")
+        return
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, title_justify="left",
+                  title="coverage" + ("" if result.complete else " (of the states explored)"))
+    for column in ("action", "instances fired", "enabled", "fired", "new states"):
+        table.add_column(column, justify="left" if column == "action" else "right")
+    for name, c in result.coverage.by_action().items():
+        never = c["fired"] == 0
+        table.add_row(f"[bold yellow]{name}[/]" if never else name, f"{c['instances_fired']}/{c['instances']}",
+                      f"{c['enabled']:,}", "[bold yellow]0 (never)[/]" if never else f"{c['fired']:,}",
+                      f"{c['new_states']:,}")
+    console.print(table)
 
 
 def _print_search_summary(console, result):
@@ -124,3 +190,20 @@ def print_liveness(console: Console, spec, results, trace_files):
     if r.budget_hit:
         console.print(f"[yellow]stopped by {r.budget_hit}: a property not violated among the states explored "
                       f"is unknown[/]")
+
+
+def proof_json(spec, result, lemmas_used, seconds, cpu_seconds, trace_file):
+    """``prove --format json``: the verdict (proved, refuted, not-inductive, unknown) and what it rests on.
+
+    ``counterexample_to_induction`` (not-inductive) is the k consistent states and the one after them that breaks
+    ``failing``, each with the action that led to it; ``trace_file`` (refuted) the real counterexample."""
+    cti = None
+    if result.verdict == "not-inductive":
+        cti = [{"action": a.label if a is not None else None, "state": state} for a, state in result.steps]
+    return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
+            "invariant": result.invariant, "verdict": result.verdict, "k": result.k, "lemmas": list(result.lemmas),
+            "lemmas_used": lemmas_used, "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3),
+            "base_seconds": round(result.base_seconds, 3), "step_seconds": round(result.step_seconds, 3),
+            "reason": result.reason, "failing": getattr(result, "failing", None), "trace_file": trace_file,
+            "trace_length": len(result.steps) if result.verdict == "refuted" else None,
+            "counterexample_to_induction": cti}

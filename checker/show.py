@@ -78,6 +78,56 @@ def render(console: Console, spec, trace, explanations=None):
         prev = state
 
 
+def render_compact(console: Console, spec, trace, explanations=None):
+    """Every step as its action and only the cells it changed (``old → new``, an array element by element), one
+    replica a line, so a trace reads in 80 columns; the initial state in full first."""
+    present = spec.presentation
+    shown, others = present.table_fields()
+    prev = None
+    for i, (name, params, state) in enumerate(trace.steps):
+        console.print(f"[bold]step {i}[/]  {markup_safe(step_label(name, params))}")
+        lines = []
+        for r in range(present.R):
+            cells = []
+            log = present.log_text(state, r)
+            if log is not None and (prev is None or present.log_text(prev, r) != log):
+                cells.append(_change("log", None if prev is None else present.log_text(prev, r), log))
+            for f in shown:
+                cells += _changes(present, f, present.header(f), None if prev is None else prev[f.name][r],
+                                  state[f.name][r], 1)
+            if cells:
+                lines.append(f"r{r}  " + "  ".join(cells))
+        cells = [c for f in others for c in _changes(present, f, f.name, None if prev is None else prev[f.name],
+                                                     state[f.name], 0)]
+        if cells:
+            lines.append("  ".join(cells))
+        for line in lines or ["(nothing changed)"]:
+            console.print(f"  {line}")
+        for sentence in (explanations or {}).get(i, []):
+            console.print(f"  [bold magenta]▶ {markup_safe(sentence)}[/]")
+        prev = state
+
+
+def _changes(present, field, label, old, new, depth):
+    """The changed cells of one value (all of it when ``old`` is None): an array that is not a replica set
+    element by element (``name[2] 0 → 1``), anything else whole."""
+    if old is not None and old == new:
+        return []
+    rank = len(field.shape) - depth
+    if old is not None and rank >= 1 and not (rank == 1 and field.boolean and field.axes[-1:] == ("replica",)):
+        return [c for k, (o, n) in enumerate(zip(old, new)) for c in _changes(present, field, f"{label}[{k}]", o, n,
+                                                                                depth + 1)]
+    return [_change(label, None if old is None else present.fmt_value(field, old, depth),
+                    present.fmt_value(field, new, depth))]
+
+
+def _change(name, old, new):
+    """``name old → new`` (the new value highlighted), or ``name=value`` for the initial state."""
+    if old is None:
+        return f"{markup_safe(name)}={markup_safe(new)}"
+    return f"{markup_safe(name)} {markup_safe(old)} → [{CHANGED}]{markup_safe(new)}[/]"
+
+
 def lasso_summary(spec, trace):
     """What a liveness lasso says, in words: where P held, which steps repeat forever, and under which fairness."""
     prop = spec.properties[trace.invariant]
@@ -95,22 +145,25 @@ def lasso_summary(spec, trace):
             + (f"\n[dim]{escape(prop.detail)}[/]" if prop.detail else ""))
 
 
-def print_trace(console: Console, spec, trace):
-    """``isrcheck show``: a header line, every step with its narration, then what broke and what it means."""
+def print_trace(console: Console, spec, trace, compact=False):
+    """``isrcheck show``: a header line, every step with its narration, then what broke and what it means.
+
+    ``compact``: each step as the cells it changed (:func:`render_compact`) instead of the full table."""
     present = spec.presentation
     meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
     lasso = is_lasso(trace)
     header = (f"{trace.spec} · {meta} · {'property' if lasso else 'invariant'} {trace.invariant} · engine "
               f"{trace.engine} · {len(trace.steps)} states")
     console.print(printable(header), style="bold", markup=False)
+    draw = render_compact if compact else render
     if lasso:
-        render(console, spec, trace)
+        draw(console, spec, trace)
         console.print(lasso_summary(spec, trace), soft_wrap=True)
         return
     notes = {}
     for line in present.explain(trace):
         notes.setdefault(line.step, []).append(line.text)
-    render(console, spec, trace, notes)
+    draw(console, spec, trace, notes)
     inv = spec.invariants[trace.invariant]
     console.print(f"[bold red]{markup_safe(present.summary(trace))}[/]")
     console.print(f"{trace.invariant}: {inv.meaning}", markup=False)
@@ -121,8 +174,8 @@ def print_trace(console: Console, spec, trace):
         console.print(f"[bold]{escape(label)}:[/] {escape(text)}")
 
 
-def trace_text(spec, trace, width=200):
+def trace_text(spec, trace, width=200, compact=False):
     """What ``isrcheck show`` prints for a trace, as plain text."""
     console = Console(file=io.StringIO(), width=width, no_color=True, highlight=False, record=True)
-    print_trace(console, spec, trace)
+    print_trace(console, spec, trace, compact)
     return console.export_text()

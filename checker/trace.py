@@ -13,6 +13,7 @@ import stat
 from dataclasses import dataclass, field
 
 from isrcheck.checker import __version__
+from isrcheck.checker.itf_types import is_replica_set, replica_count, replica_id, typed_state
 from isrcheck.checker.registry import known as known_specs
 from isrcheck.model.spec import BoundsError
 
@@ -41,9 +42,13 @@ def from_steps(spec, invariant, engine, steps, seed=None, **extra):
     return Trace(spec.name, dict(spec.bounds), invariant, engine, decoded, seed, extra)
 
 
-def to_itf(trace):
+def to_itf(trace, typed_for=None):
+    """The ITF object of a trace: compact (cells as the layout holds them), or typed by the field declarations of
+    ``typed_for``, a spec of the trace (:mod:`checker.itf_types`)."""
     states = []
     for i, (name, params, state) in enumerate(trace.steps):
+        if typed_for is not None:
+            state = typed_state(typed_for.layout, state)
         states.append({"#meta": {"index": i, "action": name, "params": params}, **state})
     return {
         "#meta": {"format": "ITF", "tool": "isrcheck", "version": __version__, "spec": trace.spec,
@@ -54,16 +59,23 @@ def to_itf(trace):
     }
 
 
-def save(trace, path):
-    """Write atomically (a temp file renamed into place), so an interrupted run never leaves half a trace."""
+def save(trace, path, typed_for=None):
+    """Write atomically (a temp file renamed into place), so an interrupted run never leaves half a trace.
+
+    ``typed_for`` (the trace's spec): the typed form (:func:`to_itf`)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp-{os.getpid()}"
-    itf = to_itf(trace)
-    with open(tmp, "w") as fh:        # one state per line: readable and diff-friendly
-        fh.write('{"#meta": ' + json.dumps(itf["#meta"]) + ',\n "vars": ' + json.dumps(itf["vars"])
-                 + ',\n "states": [\n  ' + ",\n  ".join(json.dumps(s) for s in itf["states"]) + "\n ]\n}\n")
+    with open(tmp, "w") as fh:
+        fh.write(itf_text(trace, typed_for))
     os.replace(tmp, path)
     return path
+
+
+def itf_text(trace, typed_for=None):
+    """The trace file's text: the ITF object of :func:`to_itf`, one state per line (readable and diff-friendly)."""
+    itf = to_itf(trace, typed_for)
+    return ('{"#meta": ' + json.dumps(itf["#meta"]) + ',\n "vars": ' + json.dumps(itf["vars"])
+            + ',\n "states": [\n  ' + ",\n  ".join(json.dumps(s) for s in itf["states"]) + "\n ]\n}\n")
 
 
 MAX_TRACE_BYTES = 4 << 20       # 300 times the longest saved trace (14 KB); `show` prints 4 MB in about half a minute
@@ -189,12 +201,13 @@ def _kind(value):
             type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _cells(field, value, shape, where):
+def _cells(field, value, shape, where, replicas=None):
     """A state variable's value as the layout holds it (nested lists of ints or bools), or TraceError.
 
     ITF's encodings are read: ``#bigint`` for an integer, ``#tup`` for a list, ``#map``
     (``[[index, value], ...]`` over every index) for a list, and ``#set`` (of indices) for
-    a list of flags, e.g. an ISR as a set of replica ids.
+    a list of flags, e.g. an ISR as a set of replica ids; and the typed form's replica names
+    (``"r1"``, ``"none"``: :mod:`checker.itf_types`) where the field declares replicas.
     """
     if shape:
         if isinstance(value, dict) and len(value) == 1:
@@ -202,7 +215,9 @@ def _cells(field, value, shape, where):
             if tag == "#tup" and isinstance(inner, list):
                 value = inner
             elif tag == "#set" and isinstance(inner, list) and len(shape) == 1 and field.boolean:
-                members = {_scalar(m, f"{where} member") for m in inner}
+                named = is_replica_set(field, 1, replicas)
+                members = {_replica(field, m, replicas, f"{where} member") if named and isinstance(m, str)
+                           else _scalar(m, f"{where} member") for m in inner}
                 if not members <= set(range(shape[0])):
                     raise TraceError(f"{where}: set member {max(members - set(range(shape[0])))} is outside "
                                      f"0..{shape[0] - 1}")
@@ -216,13 +231,21 @@ def _cells(field, value, shape, where):
         if not isinstance(value, list) or len(value) != shape[0]:
             raise TraceError(f"{where}: expected a list of {shape[0]}, got "
                              + (f"a list of {len(value)}" if isinstance(value, list) else _kind(value)))
-        return [_cells(field, v, shape[1:], f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_cells(field, v, shape[1:], f"{where}[{i}]", replicas) for i, v in enumerate(value)]
     if field.boolean and isinstance(value, bool):
         return value
-    v = _scalar(value, where)
+    v = _replica(field, value, replicas, where) if isinstance(value, str) and field.values == "replica" \
+        else _scalar(value, where)
     if not field.lo <= v <= field.hi:
         raise TraceError(f"{where}: {v} is outside {field.lo}..{field.hi}")
     return bool(v) if field.boolean else v
+
+
+def _replica(field, text, replicas, where):
+    try:
+        return replica_id(field, text, replicas, where)
+    except ValueError as e:
+        raise TraceError(str(e)) from None
 
 
 def conform(spec, trace, path="trace"):
@@ -234,6 +257,7 @@ def conform(spec, trace, path="trace"):
     with parameters it has; the first (the initial state) names none.
     """
     fields = spec.layout.fields
+    replicas = replica_count(spec.layout)
     actions = {a.name for a in spec.actions}
     for i, (name, params, state) in enumerate(trace.steps):
         where = f"{path}: state {i}"
@@ -251,7 +275,8 @@ def conform(spec, trace, path="trace"):
         missing = [k for k in fields if k not in state]
         if missing:
             raise TraceError(f"{where}: variable {missing[0]!r} is missing")
-        trace.steps[i] = (name, params, {k: _cells(f, state[k], f.shape, f"{where}: {k}") for k, f in fields.items()})
+        trace.steps[i] = (name, params, {k: _cells(f, state[k], f.shape, f"{where}: {k}", replicas)
+                                         for k, f in fields.items()})
     return trace
 
 

@@ -159,6 +159,8 @@ def solve(solver, deadline, assumptions=()):
             raise Z3Unknown("time limit reached")
         solver.set("timeout", max(1, int(remaining * 1000)))
     solver.set("ctrl_c", False)            # z3 would take SIGINT for itself; checker.stop wakes it instead
+    if stop.reason():                      # asked before the call: z3 forgets an interrupt when a check starts
+        raise Stopped(stop.reason())
     with stop.on_stop(solver.ctx.interrupt):
         answer = solver.check(*assumptions)
     if stop.reason():

@@ -47,6 +47,12 @@ def configurations(cls):
     return {DEFAULTS: Configuration({}, dict(cls.expected), dict(cls.expected_why)), **cls.configurations}
 
 
+def configuration_of(cls, bounds):
+    """(name, Configuration) of the spec's configuration whose bounds are exactly ``bounds``, or (None, None)."""
+    return next(((name, c) for name, c in configurations(cls).items() if {**cls.defaults, **c.bounds} == dict(bounds)),
+                (None, None))
+
+
 def validate(cls):
     """Check a spec class's configurations and ``not_modelled`` (DeclarationError naming what is wrong)."""
     where = f"spec {cls.name or cls.__name__}"

@@ -464,7 +464,7 @@ def _isr(s):
 def _state_label(s, R):
     lines = []
     for r in range(R):
-        log = " ".join(f"{rec}@{ep}" for rec, ep in s.log(r)) or "-"
+        log = " ".join(f"{o}:{rec}@{ep}" for o, (rec, ep) in enumerate(s.log(r))) or "-"    # as in show
         role = "L" if s.believes_leads(r) else ("F" if s.get("leader", r) is not None and s.get("leader", r) < R
                                                 else "-")
         up = "" if s.get("up", r, default=True) else " DOWN"
@@ -475,7 +475,7 @@ def _state_label(s, R):
                      f"ISR={_isr(s)}")
     acked = s.acked()
     if acked:
-        lines.append("acked: " + ", ".join(f"{m}@{o}" for m, o in sorted(acked.items())))
+        lines.append("acked (offset:record): " + ", ".join(f"{o}:{m}" for m, o in sorted(acked.items())))
     return "\n".join(lines)
 
 

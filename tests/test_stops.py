@@ -126,7 +126,7 @@ def test_fuzz_stops_on_sigint_and_keeps_traces(tmp_path):
 
 def test_prove_k_induction_stops_on_sigterm(tmp_path):
     run = Run(["prove", "--spec", "kip-320", "--invariant", "no-committed-loss", "--replicas", "3"], tmp_path)
-    run.wait_for(saying("base case, then the induction step"))
+    run.wait_for(saying(r"prove: induction step \(z3\)"))          # a signal during the z3 call
     code, out, err = run.stop(signal.SIGTERM)
     assert_stopped(code, out, err, signal.SIGTERM)
     assert out.startswith("unknown: ") and "proved" not in out
@@ -239,7 +239,8 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert resumed.returncode == 1, resumed.stderr
     assert "Traceback" not in resumed.stderr and re.search(r"snapshot \d+ s ago", resumed.stderr)
     got = json.loads(resumed.stdout)
-    for key in ("verdicts", "distinct_states", "transitions", "depth", "complete", "never_fired", "trace_lengths"):
+    for key in ("verdicts", "distinct_states", "transitions", "depth", "complete", "never_fired", "trace_lengths",
+                "coverage"):
         assert got[key] == want[key], key
     assert set(got["trace_files"]) == set(want["trace_files"]) and want["trace_files"]
     for inv in want["trace_files"]:

@@ -27,7 +27,7 @@ from isrcheck.specs.tla.present import TlaPresentation
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
 ENGINES = ["bfs", "spark_engine", "bmc", "cnf", "induction", "unrolling", "strengthen", "fuzz", "minimize", "trace", "gate", "cli", "show",
-           "export", "report", "fingerprint", "visited"]
+           "export", "report", "fingerprint", "visited", "coverage", "itf_types", "settings"]
 EVERY_OPTION = dict(controller_failover=1, async_isr=1, elr=1, fetch_response_loss=1, proof_ghosts=1)
 
 

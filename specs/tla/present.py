@@ -138,8 +138,8 @@ class TlaPresentation(Presentation):
     def state_label(self, state):
         lines = []
         for r in range(self.R):
-            log = " ".join(f"{i}@{e}" for i, e in zip(state["log_id"][r][:state["log_end_offset"][r]],
-                                                       state["log_epoch"][r])) or "-"
+            log = " ".join(f"{o}:{i}@{e}" for o, (i, e) in enumerate(zip(
+                state["log_id"][r][:state["log_end_offset"][r]], state["log_epoch"][r]))) or "-"    # as in show
             role = "L" if state["leader"][r] == r else ("F" if state["leader"][r] < self.R else "-")
             lines.append(f"r{r} {role} e{state['leader_epoch'][r]} [{log}] leo={state['log_end_offset'][r]} "
                          f"hw={state['hw'][r]} isr={_set(state['isr'][r])}")

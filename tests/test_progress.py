@@ -1,0 +1,54 @@
+"""Progress on stderr as CI logs show it (no terminal): each engine's line in its own units, periodic, never
+wrapped and within 80 columns. The installed ``isrcheck`` script in a subprocess."""
+import os
+import re
+import subprocess
+import sys
+
+from isrcheck.checker.cli import count
+
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "isrcheck")
+NUMBER = r"[\d,]+(\.\d\dM)?"
+
+
+def progress_lines(*args):
+    r = subprocess.run([SCRIPT, *args], capture_output=True, text=True, timeout=300)
+    lines = [line for line in r.stderr.splitlines() if line.endswith(" MB")]
+    assert lines, r.stderr
+    assert all(len(line) <= 80 for line in lines), lines
+    return r, lines
+
+
+def test_counts_stay_short():
+    assert [count(n) for n in (0, 999_999, 1_000_000, 11_634_020)] == ["0", "999,999", "1.00M", "11.63M"]
+
+
+def test_the_exhaustive_search_shows_depth_frontier_and_states(tmp_path):
+    _, lines = progress_lines("check", "--spec", "kip-320", "--invariant", "no-committed-loss", "--out", str(tmp_path))
+    assert all(re.fullmatch(rf"depth \d+ · frontier {NUMBER} · {NUMBER} states · {NUMBER}/s · {NUMBER} MB", line)
+               for line in lines), lines
+
+
+def test_fuzz_shows_runs_and_steps(tmp_path):
+    _, lines = progress_lines("fuzz", "--spec", "kip-320", "--invariant", "no-committed-loss", "--budget", "7s",
+                              "--out", str(tmp_path), "--seed", "1")
+    assert len(lines) >= 2                          # the first at once, then every 5 s
+    assert all(re.fullmatch(rf"fuzz: {NUMBER} runs · {NUMBER} steps · {NUMBER} states · \d+ s · {NUMBER} MB", line)
+               for line in lines), lines
+    runs = [int(line.split()[1].replace(",", "")) for line in lines]
+    assert runs[-1] > 0 and runs == sorted(runs)
+
+
+def test_bmc_shows_the_depth_checked_and_the_solver_time(tmp_path):
+    _, lines = progress_lines("check", "--engine", "bmc", "--spec", "kip-320", "--invariant", "no-committed-loss",
+                              "--depth", "3", "--out", str(tmp_path))
+    assert re.fullmatch(rf"bmc: depth 1 of 3 checked · [\d.]+ s on it · \d+ s in all · {NUMBER} MB", lines[0]), lines
+    assert not any("frontier" in line for line in lines)
+
+
+def test_prove_names_its_phases():
+    r, lines = progress_lines("prove", "--spec", "kip-320", "--invariant", "no-committed-loss", "--lemma",
+                              "log-matching")
+    assert r.returncode == 4
+    assert lines[0].startswith("prove: base case (SAT), every path of up to 1 state · ")
+    assert lines[1].startswith("prove: induction step (z3), 1 state with the invariant and 1 lemmas · ")
