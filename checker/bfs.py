@@ -20,6 +20,7 @@ import numpy as np
 from isrcheck.checker import checkpoint as checkpoint_mod, stop
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
 from isrcheck.checker.visited import VisitedSet
+from isrcheck.model import backends
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
 NO_ACTION = np.uint16(0xFFFF)
@@ -97,10 +98,10 @@ class Search:
         spec, fp = self.spec, self.fingerprint
         parts = []
         for inst in spec.actions:
-            rows = np.flatnonzero(spec.guard_batch(inst, batch))
+            rows = np.flatnonzero(backends.batch(spec).guard(inst, batch))
             if rows.size == 0:
                 continue
-            update = spec.update_batch(inst, batch, rows)
+            update = backends.batch(spec).update(inst, batch, rows)
             new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
                         for c, v in update._written.items()}
             if self.symmetry is None:
@@ -218,7 +219,7 @@ class Search:
                 self._restore(checkpoint, ident, fired, violations, pending, on_violation)
         else:
             elapsed = 0.0
-            init = spec.initial_row()[:, None]
+            init = backends.scalar(spec).initial_row()[:, None]
             init_fp = self.fingerprint.full(init)
             key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
             visited = VisitedSet()
@@ -227,7 +228,7 @@ class Search:
             actions = [np.array([NO_ACTION], dtype=np.uint16)]
             level_start = [0]
             for name, _ in self._check(init, 0, 1, pending, violations):
-                violations[name].steps = [(None, spec.initial_row())]
+                violations[name].steps = [(None, backends.scalar(spec).initial_row())]
                 if on_violation is not None:
                     on_violation(violations[name])
             if on_states is not None:
@@ -395,7 +396,7 @@ class Search:
         """
         hits = []
         for inv in list(pending):
-            bad = np.flatnonzero(~self.spec.holds_batch(inv, rows))
+            bad = np.flatnonzero(~backends.batch(self.spec).holds(inv, rows))
             if bad.size:
                 violations[inv.name] = Violation(inv.name, first_id + int(bad[0]), level)
                 pending.remove(inv)
@@ -412,11 +413,11 @@ class Search:
             path.append(int(actions[level][k]))
             sid = int(parents[level][k])
             level -= 1
-        row = self.spec.initial_row()
+        row = backends.scalar(self.spec).initial_row()
         steps = [(None, row)]
         for a in reversed(path):
             inst = self.spec.actions[a]
-            row = self.spec.step(row, inst)
+            row = backends.scalar(self.spec).step(row, inst)
             if row is None:
                 raise RuntimeError(f"internal error: {inst.label} not enabled on replay")
             steps.append((inst, row))

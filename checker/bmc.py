@@ -26,6 +26,7 @@ from isrcheck.checker import stop
 from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
 from isrcheck.checker.cnf import CnfUnrolling, sat_check
 from isrcheck.checker.unrolling import Stopped, Z3Unknown
+from isrcheck.model import backends
 
 
 @dataclass
@@ -143,7 +144,7 @@ def _check_level(u, solver, holds, level, pending, violations, deadline):
         before = len(pending)
         for inv in list(pending):
             if model[holds[inv.name] - 1] < 0:
-                if u.spec.holds(steps[-1][1], inv):
+                if backends.scalar(u.spec).holds(steps[-1][1], inv):
                     raise RuntimeError(f"internal error: {inv.name} holds on replay of the SAT counterexample")
                 violations[inv.name] = Violation(inv.name, -1, level, steps)
                 pending.remove(inv)

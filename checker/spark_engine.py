@@ -102,6 +102,7 @@ import numpy as np
 from isrcheck.checker import stop as stopping
 from isrcheck.checker.bfs import Search, SearchResult, Violation, search as bfs_search
 from isrcheck.checker.fingerprint import Symmetry
+from isrcheck.model import backends
 
 try:
     from pyspark.accumulators import AccumulatorParam
@@ -418,7 +419,7 @@ def _reduce_task(job, index, records):
     if new_keys.size:
         batch = _transpose(new_rows)
         for name in job.pending:
-            bad = np.flatnonzero(~spec.holds_batch(spec.invariants[name], batch))
+            bad = np.flatnonzero(~backends.batch(spec).holds(spec.invariants[name], batch))
             if bad.size:
                 violations[name] = int(new_keys[bad[0]])
     # transitions by chunk of parent numbers (the local engine's max_states granularity)
@@ -546,13 +547,13 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         report = _progress_reporter(progress)
 
         sym = Symmetry(spec.layout, search.fingerprint) if symmetry else None
-        init = spec.initial_row()[:, None]
+        init = backends.scalar(spec).initial_row()[:, None]
         init_fp = search.fingerprint.full(init)
         init_key_fp = init_fp if sym is None else sym.canonical(init)
         owner0 = int(init_key_fp[0] % np.uint64(P))
         violations, pending = {}, []
         for inv in search.invariants:
-            if spec.holds_batch(inv, init)[0]:
+            if backends.batch(spec).holds(inv, init)[0]:
                 pending.append(inv.name)
             else:
                 violations[inv.name] = Violation(inv.name, 0, 1)

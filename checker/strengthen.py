@@ -43,6 +43,7 @@ from isrcheck.checker import stop
 from isrcheck.checker.bfs import Search
 from isrcheck.checker.cnf import CnfUnrolling, sat_check
 from isrcheck.checker.unrolling import Z3Unknown
+from isrcheck.model import backends
 
 
 def reachable_states(spec, **budgets):
@@ -154,7 +155,7 @@ def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=Non
         raise RuntimeError("internal error: a reachable state is outside its fields' bounds")
     invs = [spec.invariants[n] for n in targets]
     for inv in invs:
-        if not spec.holds_batch(inv, rows).all():
+        if not backends.batch(spec).holds(inv, rows).all():
             return finish(verdict="violated", failing=inv.name)
     reach = ReachableCubes(spec, rows)
     u = CnfUnrolling(spec, invs)
@@ -214,7 +215,7 @@ def _check_certificate(spec, u, targets, lemmas, deadline):
         for assumptions in [[-holds[1][n]] for n in targets] + [u.literals(1, cube) for cube in lemmas]:
             if sat_check(solver, assumptions, deadline):
                 raise RuntimeError("internal error: the learned lemmas are not inductive")
-    row = spec.initial_row()
+    row = backends.scalar(spec).initial_row()
     if any(all(row[c] == v for c, v in cube) for cube in lemmas) or not all(
-            spec.holds(row, spec.invariants[n]) for n in targets):
+            backends.scalar(spec).holds(row, spec.invariants[n]) for n in targets):
         raise RuntimeError("internal error: the strengthened invariant is false in the initial state")

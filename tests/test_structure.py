@@ -19,7 +19,7 @@ from isrcheck.checker.trace import load, spec_for
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kafka_present import KafkaPresentation
-from isrcheck.model.spec import action
+from isrcheck.model.spec import DECLARED, RESERVED, Spec, action
 from isrcheck.specs import SPECS
 from isrcheck.specs.tla.present import TlaPresentation
 
@@ -170,3 +170,62 @@ def test_show_reads_a_tla_trace_in_its_own_terms():
     mermaid = run("show", "--format", "mermaid", path).stdout
     assert "Producer->>r0: 5. r0, presuming it leads, appends record 0 at offset 0" in mermaid
     assert "leo=None" not in run("show", "--format", "dot", path).stdout
+
+
+HELPER_NAMES = '''
+"""A team's KIP-101 whose helpers are named like what engines once called on a spec."""
+from isrcheck.specs.kip_101 import Kip101
+
+
+class Helpers(Kip101):
+    name = "helpers"
+
+    def holds(self, *args):
+        raise AssertionError("an engine called the spec's own holds()")
+
+    def step(self, *args):
+        raise AssertionError("an engine called the spec's own step()")
+
+    def run(self, *args):
+        raise AssertionError("an engine called the spec's own run()")
+
+    def enabled(self, *args):
+        raise AssertionError("an engine called the spec's own enabled()")
+
+    def initial_row(self, *args):
+        raise AssertionError("an engine called the spec's own initial_row()")
+'''
+
+
+def test_a_spec_may_name_its_helpers_holds_step_run_enabled(tmp_path):
+    """Engines evaluate a spec through backends (model/backends.py), never through methods of the user's class."""
+    (tmp_path / "helpers.py").write_text(HELPER_NAMES)
+
+    def isrcheck(*args):
+        return subprocess.run(["isrcheck", *args], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+    spec = ["--spec", "helpers.py:Helpers"]
+    r = isrcheck("check", *spec, "--invariant", "no-committed-loss", "--out", "out", "--no-progress")
+    assert r.returncode == 1 and "violated" in r.stdout, r.stdout + r.stderr
+    trace = str(tmp_path / "out" / "helpers" / "no-committed-loss.itf.json")
+    r = isrcheck("replay", trace, *spec)
+    assert r.returncode == 0 and "reproduces" in r.stdout, r.stdout + r.stderr
+    r = isrcheck("show", trace, *spec)
+    assert r.returncode == 0 and "no-committed-loss" in r.stdout and "Traceback" not in r.stderr, r.stderr
+    r = isrcheck("minimize", trace, *spec, "--output", "min.itf.json")
+    assert r.returncode == 0 and (tmp_path / "min.itf.json").exists(), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("attr", sorted(RESERVED))
+def test_a_spec_redefining_what_engines_read_is_rejected_at_class_creation(attr):
+    with pytest.raises(DeclarationError, match=rf"Bad\.{attr}: the engines read {attr} off every spec; give "):
+        type("Bad", (KafkaReplication,), {attr: lambda self: None})
+
+
+def test_spec_carries_no_engine_method():
+    """The class a user subclasses declares; evaluation lives in model/backends.py."""
+    engine = {"initial_row", "run", "step", "holds", "enabled", "traced", "traced_invariant", "guard_batch",
+              "update_batch", "holds_batch", "z3_action", "z3_invariant", "z3_type_ok", "action_named"}
+    assert not engine & set(dir(Spec))
+    public = {n for n in vars(Spec) if not n.startswith("_")}
+    assert public <= DECLARED | {"declared_invariants", "declared_properties", "liveness_expected"}
