@@ -13,59 +13,16 @@ from __future__ import annotations
 
 import resource
 import time
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from isrcheck.checker import checkpoint as checkpoint_mod, stop
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
+from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.visited import VisitedSet
 from isrcheck.model import backends
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
 NO_ACTION = np.uint16(0xFFFF)
-
-
-@dataclass
-class Violation:
-    invariant: str
-    state_id: int
-    level: int
-    steps: list = field(default_factory=list)   # [(ActionInstance or None, row)]
-
-
-@dataclass
-class SearchResult:
-    invariants: list
-    violations: dict                 # invariant -> Violation
-    distinct_states: int
-    transitions: int
-    depth: int                       # BFS levels fully explored (the initial state is level 1)
-    seconds: float
-    peak_memory_bytes: int
-    retained_bytes: int
-    complete: bool
-    budget_hit: str | None
-    never_fired: list
-    fingerprint_bits: int = 64       # a pair of distinct states collides with probability <= 2**-bits
-
-    @property
-    def verdicts(self):
-        return {inv: ("violated" if inv in self.violations else "holds" if self.complete else "unknown")
-                for inv in self.invariants}
-
-    @property
-    def states_per_second(self):
-        return self.distinct_states / self.seconds if self.seconds > 0 else float("inf")
-
-    @property
-    def bytes_per_state(self):
-        return self.retained_bytes / max(self.distinct_states, 1)
-
-    @property
-    def collision_probability(self):
-        """Upper bound on the chance that a fingerprint collision hid a state: each lookup meets at most n others."""
-        return min(1.0, self.distinct_states * self.transitions / 2.0 ** self.fingerprint_bits)
 
 
 def sorted_unique(values):
@@ -314,7 +271,7 @@ class Search:
             v.steps = self.trace(v.state_id, *self.tree)
         retained = visited.nbytes + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions)
         never = sorted({a.name for a in spec.actions} - {a.name for a in spec.actions if fired[a.id]})
-        return SearchResult(
+        return Result(
             invariants=[i.name for i in self.invariants], violations=violations,
             distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
             seconds=elapsed + time.perf_counter() - start, peak_memory_bytes=peak_memory(),

@@ -100,11 +100,20 @@ class Progress:
         self.last = float("-inf")             # the first line at once: the user sees the work has started
         self.live = self.console.is_terminal
 
-    def __call__(self, depth, frontier, distinct, seconds, snapshot=None, **_):
-        rate = distinct / seconds if seconds > 0 else 0
-        saved = "" if snapshot is None else f" · snapshot {time.time() - snapshot:,.0f} s ago"
-        self.line(f"depth {depth} · frontier {frontier:,} · {distinct:,} distinct states · {rate:,.0f} states/s"
-                  + saved)
+    #: the counters an engine may report (checker/result.py's progress interface), in the order shown
+    COUNTERS = (("runs", "{:,} runs"), ("depth", "depth {}"), ("frontier", "frontier {:,}"),
+                ("transitions", "{:,} steps"), ("distinct", "{:,} distinct states"),
+                ("lemmas", "{:,} lemmas learned"), ("discharged", "{:,} obligations discharged"))
+
+    def __call__(self, seconds, snapshot=None, **counters):
+        """One engine's progress: ``seconds`` elapsed and the counters it knows (see checker/result.py)."""
+        parts = [text.format(counters[name]) for name, text in self.COUNTERS if counters.get(name) is not None]
+        distinct = counters.get("distinct")
+        parts.append(f"{distinct / seconds if seconds > 0 else 0:,.0f} states/s" if distinct is not None
+                     else f"{seconds:,.0f} s")
+        if snapshot is not None:
+            parts.append(f"snapshot {time.time() - snapshot:,.0f} s ago")
+        self.line(" · ".join(parts))
 
     def line(self, text):
         """Show one progress line (with the memory in use), unless one was shown a moment ago."""
@@ -541,30 +550,13 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, **k
 
 
 def _auto_lemma_proof(spec, invariant, z3_timeout):
-    """prove --auto-lemmas: (ProofResult, how the lemmas were found); a reachable violation is a refutation."""
-    from isrcheck.checker.bfs import search
-    from isrcheck.checker.strengthen import strengthen
-    from isrcheck.checker.induction import ProofResult
+    """prove --auto-lemmas: (ProofResult, how the lemmas were found)."""
+    from isrcheck.checker.strengthen import prove_with_lemmas
     progress = Progress(True)
     try:
-        found = strengthen(spec, [invariant], timeout_s=z3_timeout, search_progress=progress,
-                           progress=lambda lemmas, discharged, seconds: progress.line(
-                               f"{lemmas:,} lemmas learned · {discharged:,} obligations discharged · {seconds:.0f} s"))
+        return prove_with_lemmas(spec, invariant, timeout_s=z3_timeout, progress=progress)
     finally:
         progress.done()
-    used = (f"{len(found.lemmas):,} learned from {found.reachable_states:,} reachable states "
-            f"({found.queries:,} SAT queries)")
-    smallest = [found.describe(spec, cube) for cube in sorted(found.lemmas, key=len)]
-    result = ProofResult(spec.name, dict(spec.bounds), invariant, smallest, 1, found.verdict, found.seconds,
-                         base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
-                         reason=found.reason)
-    if found.verdict == "violated":
-        again = search(spec, [invariant])
-        if invariant in again.violations:
-            result.verdict, result.steps = "refuted", again.violations[invariant].steps
-        else:
-            result.reason = f"stopped by {again.budget_hit} while finding the counterexample"
-    return result, used
 
 
 def parse_budget(text):
@@ -601,11 +593,9 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, no
     progress = Progress(not no_progress)
     sink = TraceSink(spec, "fuzz", out_dir, seed=seed)
 
-    def report_progress(runs, transitions, distinct, seconds, **_):
-        progress(depth=runs, frontier=transitions, distinct=distinct, seconds=seconds)
     try:
         result = run_fuzz(spec, names, seconds, seed=seed, max_steps=max_steps or DEFAULT_MAX_STEPS,
-                          derandomize=seed is not None, progress=report_progress, on_violation=sink)
+                          derandomize=seed is not None, progress=progress, on_violation=sink)
     finally:
         progress.done()
     sink.meta["seed"] = result.seed

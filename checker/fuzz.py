@@ -4,7 +4,7 @@ API (the CLI's ``isrcheck fuzz`` calls these)::
 
     fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
          progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True, clock=time.monotonic) -> FuzzResult
+         minimize_steps=True, clock=time.monotonic) -> Result
 
 The fuzzer runs on model/backends.py's ``compiled(spec)``, the fast one-state-at-a-time
 executor (``ScalarTuples`` for ``backend="scalar"``).
@@ -14,7 +14,7 @@ The spec's bounds are whatever spec instance is passed in (e.g.
 ``fuzz`` raises KeyError for an invariant the spec does not have and
 ValueError for a non-positive budget or ``max_steps < 1``.
 
-Result. ``FuzzResult`` is a :class:`checker.bfs.SearchResult` (the CLI prints
+Result. A :class:`checker.result.Result` with ``engine`` "fuzz" (the CLI prints
 the same report keys as for ``check``): ``violations[name].steps`` is
 ``[(ActionInstance or None, row)]``, replayed on the scalar backend;
 ``distinct_states`` counts the distinct fingerprints
@@ -105,12 +105,12 @@ import random
 from array import array
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from isrcheck.checker import stop
-from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
+from isrcheck.checker.bfs import peak_memory
+from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.fingerprint import Fingerprint
 from isrcheck.checker.minimize import minimize
 from isrcheck.model import backends
@@ -123,14 +123,6 @@ BLOCK = 256             # most steps whose choices one Hypothesis draw provides 
 # ======================================================================================
 # The fuzzer
 # ======================================================================================
-@dataclass
-class FuzzResult(SearchResult):
-    runs: int = 0
-    seed: int | None = None
-    found: dict = field(default_factory=dict)
-    fired: list = field(default_factory=list)
-
-
 class _OutOfBudget(BaseException):
     """Stops a Hypothesis session (a BaseException, so Hypothesis does not take it for a failure)."""
 
@@ -382,7 +374,7 @@ class _Fuzzer:
     def _violation(self, name, path):
         """A run's violation as found (not minimized), replayed on the spec."""
         steps = minimize(self.spec, [self.spec.actions[i] for i in path], name, reduce=False)
-        return Violation(name, -1, len(steps), list(steps))
+        return Violation(name, None, len(steps), list(steps))
 
     POOL = 6
 
@@ -487,7 +479,7 @@ class _Fuzzer:
                                reduce=minimize_steps, time_limit=max(left, 1.0))
                 if steps is None or len(got) < len(steps):
                     steps = got
-            violations[n] = Violation(n, -1, len(steps), list(steps))
+            violations[n] = Violation(n, None, len(steps), list(steps))
             found[n] = {"seconds_to_find": round(rec["time"], 3), "cpu_seconds_to_find": round(rec["cpu"], 3),
                         "found_length": len(rec["first"]),
                         "hypothesis_length": len(rec["best"]), "minimized_length": len(steps) - 1,
@@ -501,11 +493,11 @@ class _Fuzzer:
                 budget_hit = f"max examples {self.max_examples}"
             else:
                 budget_hit = f"time limit {self.budget_s:g}s"
-        return FuzzResult(
+        return Result(
             invariants=list(self.names), violations=violations, distinct_states=len(self.fingerprints),
             transitions=self.transitions, depth=self.longest + 1, seconds=self.clock() - self.start,
             peak_memory_bytes=peak_memory(), retained_bytes=8 * len(self.fingerprints), complete=False,
-            budget_hit=budget_hit, never_fired=[], runs=self.runs, seed=self.base_seed, found=found,
+            budget_hit=budget_hit, never_fired=None, engine="fuzz", runs=self.runs, seed=self.base_seed, found=found,
             fired=[k for k, f in zip(self.kinds, self.fired) if f])
 
 

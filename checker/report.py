@@ -12,20 +12,26 @@ from isrcheck.checker.show import markup_safe
 def as_json(spec, engine, result, trace_files, observed=()):
     """The ``--format json`` object (stable keys; see the README).
 
-    ``benign`` lists the invariants whose verdict does not count towards the exit code.
+    ``benign`` lists the invariants whose verdict does not count towards the exit code. A quantity the
+    engine does not know is null (BMC: ``distinct_states``, ``transitions``, ``states_per_second``,
+    ``bytes_per_state``, ``collision_probability``, ``never_fired``; the fuzzer: ``never_fired``).
     """
     first = next((f for inv, f in trace_files.items() if inv not in observed), None)
     return {
         "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
         "engine": engine, "verdicts": result.verdicts, "benign": sorted(observed),
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
-        "seconds": round(result.seconds, 3), "states_per_second": round(result.states_per_second, 1),
-        "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": round(result.bytes_per_state, 2),
+        "seconds": round(result.seconds, 3), "states_per_second": _round(result.states_per_second, 1),
+        "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": _round(result.bytes_per_state, 2),
         "collision_probability": result.collision_probability, "complete": result.complete,
         "budget_hit": result.budget_hit, "never_fired": result.never_fired,
         "trace_file": first, "trace_files": trace_files,
         "trace_lengths": {k: len(v.steps) for k, v in result.violations.items()},
     }
+
+
+def _round(value, digits):
+    return None if value is None else round(value, digits)
 
 
 def _bytes(n):

@@ -100,7 +100,8 @@ import uuid
 import numpy as np
 
 from isrcheck.checker import stop as stopping
-from isrcheck.checker.bfs import Search, SearchResult, Violation, search as bfs_search
+from isrcheck.checker.bfs import Search, search as bfs_search
+from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.fingerprint import Symmetry
 from isrcheck.model import backends
 
@@ -505,7 +506,7 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, max_states=None,
                  max_depth=None, time_limit=None, progress=None, workdir=None, on_violation=None, *, chunk=None,
                  checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, _fault=None):
-    """Exhaustive search of the named invariants on Spark; the same SearchResult as checker.bfs.search.
+    """Exhaustive search of the named invariants on Spark; the same Result as checker.bfs.search.
 
     ``master`` (and ``conf``, extra Spark settings) are used only when no
     SparkContext is active: an active one is reused and left running, one
@@ -686,14 +687,14 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
 
     distinct = sum(level_sizes)
     never = sorted({a.name for a in spec.actions} - {a.name for a in spec.actions if fired[a.id]})
-    return SearchResult(
+    return Result(
         invariants=[i.name for i in search.invariants], violations=violations,
         distinct_states=distinct, transitions=transitions, depth=depth,
         seconds=time.perf_counter() - start,
         peak_memory_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         retained_bytes=8 * visited_states + 10 * distinct,
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
-        fingerprint_bits=search.fingerprint.bits)
+        fingerprint_bits=search.fingerprint.bits, engine="spark")
 
 
 def _batch_size(level_sizes, batch_states, depth_left):

@@ -40,8 +40,9 @@ import numpy as np
 from pysat.solvers import Solver as SatSolver
 
 from isrcheck.checker import stop
-from isrcheck.checker.bfs import Search
+from isrcheck.checker.bfs import Search, search
 from isrcheck.checker.cnf import CnfUnrolling, sat_check
+from isrcheck.checker.induction import ProofResult
 from isrcheck.checker.unrolling import Z3Unknown
 from isrcheck.model import backends
 
@@ -124,6 +125,29 @@ class StrengthenResult:
         """A lemma as it reads: "not (x = 1 and y[2] = 0)"."""
         lay = spec.layout
         return "not (" + " and ".join(f"{lay.names[c]} = {bool(v) if lay.boolean[c] else v}" for c, v in cube) + ")"
+
+
+def prove_with_lemmas(spec, invariant, timeout_s=None, progress=None):
+    """``prove --auto-lemmas``: :func:`strengthen` one invariant, as a :class:`checker.induction.ProofResult`.
+
+    The lemmas are listed smallest first, as they read; a reachable violation is
+    a refutation, with the exhaustive engine's (shortest) trace. Returns the
+    result and a line saying how the lemmas were found.
+    """
+    found = strengthen(spec, [invariant], timeout_s=timeout_s, search_progress=progress, progress=progress)
+    used = (f"{len(found.lemmas):,} learned from {found.reachable_states:,} reachable states "
+            f"({found.queries:,} SAT queries)")
+    smallest = [found.describe(spec, cube) for cube in sorted(found.lemmas, key=len)]
+    result = ProofResult(spec.name, dict(spec.bounds), invariant, smallest, 1, found.verdict, found.seconds,
+                         base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
+                         reason=found.reason)
+    if found.verdict == "violated":
+        again = search(spec, [invariant])
+        if invariant in again.violations:
+            result.verdict, result.steps = "refuted", again.violations[invariant].steps
+        else:
+            result.reason = f"stopped by {again.budget_hit} while finding the counterexample"
+    return result, used
 
 
 def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=None, **budgets):

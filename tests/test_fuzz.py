@@ -12,8 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from isrcheck.checker.bfs import SearchResult, search
-from isrcheck.checker.fuzz import FuzzResult, _Fuzzer, _pick, fuzz
+from isrcheck.checker.bfs import search
+from isrcheck.checker.result import Result
+from isrcheck.checker.fuzz import _Fuzzer, _pick, fuzz
 from isrcheck.checker.trace import from_steps, replay
 from isrcheck.specs import SPECS
 from isrcheck.model import backends
@@ -153,7 +154,7 @@ def five_replicas():
 
 def test_fuzz_finds_hw_truncation_loss_at_five_replicas(five_replicas):
     spec, result, seconds = five_replicas
-    assert isinstance(result, SearchResult) and isinstance(result, FuzzResult)
+    assert isinstance(result, Result) and result.engine == "fuzz" and result.never_fired is None
     assert result.verdicts == {"no-committed-loss": "violated"}
     assert not result.complete and result.budget_hit is None
     v = _check_violation(spec, result, "no-committed-loss")
