@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from isrcheck.checker.bfs import search
-from isrcheck.checker.gate import affected_specs, gate
+from isrcheck.checker.gate import gate
+from isrcheck.checker.gate_changes import affected_specs
 from isrcheck.checker.trace import default_path, from_steps, load, replay, save
 from isrcheck.specs import SPECS
 from isrcheck.specs.kip_320 import Kip320

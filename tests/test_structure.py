@@ -25,7 +25,8 @@ from isrcheck.specs.tla.present import TlaPresentation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
-ENGINES = ["bfs", "spark_engine", "bmc", "cnf", "induction", "unrolling", "strengthen", "fuzz", "minimize", "trace", "gate", "cli", "show",
+ENGINES = ["bfs", "spark_engine", "bmc", "cnf", "induction", "unrolling", "strengthen", "fuzz", "minimize", "trace", "gate",
+           "gate_changes", "gate_run", "gate_results", "gate_formats", "result", "cli", "show",
            "export", "report", "fingerprint", "visited"]
 EVERY_OPTION = dict(controller_failover=1, async_isr=1, elr=1, fetch_response_loss=1, proof_ghosts=1)
 
