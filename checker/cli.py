@@ -26,6 +26,7 @@ from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
+from isrcheck.specs import SPECS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 OUT_DIR = "isrcheck-out"          # traces of ordinary runs; counterexamples/ is the gate's golden store
@@ -133,16 +134,31 @@ class Progress:
             self.console.print(" " * 100, end="\r")
 
 
+def _declared(kind):
+    """The bounds (or options) the built-in protocol families declare, by name (the first family's doc wins)."""
+    out = {}
+    for cls in SPECS.values():
+        for b in cls.bound_declarations().values():
+            if b.kind == kind:
+                out.setdefault(b.name, b)
+    return out
+
+
+#: the bounds with a flag of their own (``--max-epochs``); every other bound or option is given with --set
+FLAGGED = _declared("bound")
+
+
 def bound_options(fn):
-    for flag in ("max_crashes", "max_epochs", "max_records", "log_size", "replicas"):
-        fn = click.option(f"--{flag.replace('_', '-')}", flag, type=int, default=None,
-                          help=f"bound: {flag.replace('_', ' ')} (default: the spec's)")(fn)
+    for b in reversed(FLAGGED.values()):
+        fn = click.option(b.flag, b.name, type=int, default=None, help=f"bound: {b.doc} (default: the spec's)")(fn)
+    example = next((b for b in _declared("option").values() if b.lo == b.default == 0 < b.hi), None)   # a switch
+    hint = f", e.g. --set {example.name}={example.hi}" if example else ""
     return click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
-                        help="other model option, e.g. --set unflushed_loss=1 (see `isrcheck list`)")(fn)
+                        help=f"other model option{hint} (see `isrcheck list`)")(fn)
 
 
 def collect_bounds(kw):
-    bounds = {k: kw.pop(k) for k in ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")}
+    bounds = {k: kw.pop(k) for k in FLAGGED}
     bounds = {k: v for k, v in bounds.items() if v is not None}
     settings = parse_settings(kw.pop("settings"))
     for k in settings.keys() & bounds.keys():
@@ -374,7 +390,10 @@ def list_specs(names, fmt):
             continue
         entries.append({
             "spec": name, "summary": cls.summary, "references": list(cls.references),
-            "default_bounds": dict(cls.defaults), "expected": dict(cls.expected),
+            "default_bounds": dict(cls.defaults),
+            "bounds": {n: {"default": b.default, "lo": b.lo, "hi": b.hi, "kind": b.kind, "doc": b.doc}
+                       for n, b in cls.bound_declarations().items()},
+            "expected": dict(cls.expected),
             "expected_why": dict(cls.expected_why),
             "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected), "why": dict(c.why)}
                                for n, c in configurations(cls).items()],
@@ -394,6 +413,10 @@ def list_specs(names, fmt):
         console.print(e["summary"])
         console.print(f"[dim]references:[/] {'; '.join(e['references'])}")
         console.print(f"[dim]default bounds:[/] {' '.join(f'{k}={v}' for k, v in e['default_bounds'].items())}")
+        options = [f"{k} {b['lo']}..{b['hi']}" + (f": {b['doc']}" if b["doc"] else "")
+                   for k, b in e["bounds"].items() if b["kind"] == "option"]
+        if options:
+            console.print("[dim]options (--set KEY=VALUE):[/] " + "; ".join(options), soft_wrap=True)
         table = Table(box=None, header_style="bold", pad_edge=False)
         table.add_column("invariant")
         table.add_column("expected")

@@ -16,8 +16,6 @@ from isrcheck.checker.gate_results import (MISSING, NO_REPLAY, OTHER_BOUNDS, REP
                                            label, trace_path)
 from isrcheck.specs import SPECS
 
-BOUNDS = ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")   # named in progress lines
-
 
 def instantiate(registry, names):
     """Each spec at the bounds of each of its configurations, keyed (name, configuration), with the verdicts
@@ -96,6 +94,12 @@ def _class_source(cls):
     return path, line
 
 
+def _progress_bounds(cls):
+    """The bounds progress lines name: the sizes of the state space (``kind="bound"``), else every one."""
+    declared = cls.bound_declarations()
+    return [n for n, b in declared.items() if b.kind == "bound"] or list(declared)
+
+
 def run_gate(names=(), registry=None, counterexamples="counterexamples", out="gate-counterexamples",
              changed_since=None, progress=None, cwd=None, update_traces=False):
     """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
@@ -137,7 +141,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
         expected = expectations[name, conf]
         what = f"[{k}/{len(specs)}] {label(name, conf)}"
         say(f"{what}: searching {len(expected)} invariants at "
-            + " ".join(f"{b}={spec.bounds[b]}" for b in BOUNDS if b in spec.bounds))
+            + " ".join(f"{b}={spec.bounds[b]}" for b in _progress_bounds(type(spec))))
 
         def unexpected(v, name=name, conf=conf, spec=spec, expected=expected):
             """A violation of an invariant that must hold is written as soon as found: a stop keeps it."""

@@ -160,3 +160,27 @@ def doc_parts(fn):
     doc = (fn.__doc__ or "").strip()
     first, _, rest = doc.partition("\n")
     return first.strip(), " ".join(rest.split())
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One bound of the state space or model option, declared once (``Spec.declared_bounds``).
+
+    ``default`` and the allowed range ``lo..hi`` give the spec's ``defaults`` and
+    ``limits``; ``doc`` is its help text in the CLI and ``isrcheck list``. A
+    ``kind="bound"`` (a size of the state space: replicas, epochs, ...) gets its own
+    command-line flag (``--max-epochs``) and is named in the gate's progress lines;
+    a ``kind="option"`` (a protocol setting, a feature switch) is set with ``--set KEY=VALUE``.
+    """
+
+    name: str
+    default: int
+    lo: int
+    hi: int
+    doc: str = ""
+    kind: str = "option"
+
+    @property
+    def flag(self):
+        """The command-line flag of a bound (``--max-epochs``)."""
+        return f"--{self.name.replace('_', '-')}"

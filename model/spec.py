@@ -36,18 +36,18 @@ from __future__ import annotations
 import inspect
 
 from isrcheck.model import backends, configuration, loading
-from isrcheck.model.declare import (ActionInstance, Fairness, FuzzTarget, Invariant, LeadsTo, action,
+from isrcheck.model.declare import (ActionInstance, Bound, Fairness, FuzzTarget, Invariant, LeadsTo, action,
                                     doc_parts, invariant, leads_to, strong, weak)
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.layout import Field, Layout
 from isrcheck.model.present import Presentation
 
 __all__ = ["Spec", "BoundsError", "DECLARED", "RESERVED", "action", "invariant", "leads_to", "weak", "strong",
-           "FuzzTarget", "Fairness", "ActionInstance", "Invariant", "LeadsTo"]
+           "Bound", "FuzzTarget", "Fairness", "ActionInstance", "Invariant", "LeadsTo"]
 
 #: what a subclass declares or overrides; every other name :class:`Spec` defines, and the attributes an
 #: instance gets, are read by the engines (``RESERVED``): a subclass may not redefine them
-DECLARED = frozenset({"name", "summary", "references", "defaults", "limits", "expected", "expected_why",
+DECLARED = frozenset({"name", "summary", "references", "declared_bounds", "defaults", "limits", "expected", "expected_why",
                       "expected_liveness", "expected_liveness_why", "configurations", "not_modelled",
                       "fuzz_targets", "presentation_class", "configure", "fields", "initial"})
 
@@ -65,9 +65,13 @@ class Spec:
     name: str = ""
     summary: str = ""
     references: tuple = ()
-    #: bound/option name -> default value
+    #: every bound and model option, declared once (:class:`Bound`: name, default, range, doc); a family
+    #: declares them, and ``defaults``, ``limits``, the CLI's flags and ``list`` derive from them
+    declared_bounds: tuple = ()
+    #: bound/option name -> default value (derived from ``declared_bounds``; a version overrides some,
+    #: e.g. ``defaults = {**Kip320.defaults, "max_epochs": 2}``)
     defaults: dict = {}
-    #: bound/option name -> (lowest, highest) allowed
+    #: bound/option name -> (lowest, highest) allowed (derived from ``declared_bounds``)
     limits: dict = {}
     #: invariant name -> "holds" | "violated" at the default bounds
     expected: dict = {}
@@ -97,7 +101,44 @@ class Spec:
         for attr in ("configurations", "not_modelled"):
             if attr not in vars(cls):
                 setattr(cls, attr, {})
+        if "declared_bounds" in vars(cls):
+            cls._derive_bounds()
         configuration.validate(cls)
+
+    @classmethod
+    def _derive_bounds(cls):
+        """``defaults`` and ``limits`` from the bounds this class declares (unless it states them itself)."""
+        names = [b.name for b in cls.declared_bounds if isinstance(b, Bound)]
+        if len(names) != len(cls.declared_bounds):
+            raise DeclarationError(f"{cls.__name__}.declared_bounds: a tuple of Bound(name, default, lo, hi, doc)")
+        for b in cls.declared_bounds:
+            if names.count(b.name) > 1:
+                raise DeclarationError(f"{cls.__name__}.declared_bounds: {b.name!r} is declared twice")
+            if not b.lo <= b.default <= b.hi:
+                raise DeclarationError(f"{cls.__name__}.declared_bounds: {b.name}'s default {b.default} is outside "
+                                       f"{b.lo}..{b.hi}")
+            if b.kind not in ("bound", "option"):
+                raise DeclarationError(f"{cls.__name__}.declared_bounds: {b.name}'s kind is \"bound\" or \"option\", "
+                                       f"not {b.kind!r}")
+        if "defaults" not in vars(cls):
+            cls.defaults = {b.name: b.default for b in cls.declared_bounds}
+        if "limits" not in vars(cls):
+            cls.limits = {b.name: (b.lo, b.hi) for b in cls.declared_bounds}
+
+    @classmethod
+    def bound_declarations(cls):
+        """name -> :class:`Bound` of every bound and option, at this class's defaults.
+
+        A family that states ``defaults``/``limits`` dicts instead of declaring bounds
+        gets each as an undocumented option.
+        """
+        declared = {b.name: b for b in cls.declared_bounds}
+        out = {}
+        for name, default in cls.defaults.items():
+            lo, hi = cls.limits.get(name, (None, None))
+            b = declared.get(name)
+            out[name] = Bound(name, default, lo, hi, b.doc if b else "", b.kind if b else "option")
+        return out
 
     def __init__(self, **bounds):
         unknown = set(bounds) - set(self.defaults)

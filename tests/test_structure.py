@@ -19,7 +19,8 @@ from isrcheck.checker.trace import load, spec_for
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kafka_present import KafkaPresentation
-from isrcheck.model.spec import DECLARED, RESERVED, Spec, action
+from isrcheck.model.layout import Field
+from isrcheck.model.spec import DECLARED, RESERVED, Bound, Spec, action, invariant
 from isrcheck.specs import SPECS
 from isrcheck.specs.tla.present import TlaPresentation
 
@@ -229,4 +230,61 @@ def test_spec_carries_no_engine_method():
               "update_batch", "holds_batch", "z3_action", "z3_invariant", "z3_type_ok", "action_named"}
     assert not engine & set(dir(Spec))
     public = {n for n in vars(Spec) if not n.startswith("_")}
-    assert public <= DECLARED | {"declared_invariants", "declared_properties", "liveness_expected"}
+    assert public <= DECLARED | {"declared_invariants", "declared_properties", "liveness_expected", "bound_declarations"}
+
+
+def test_bounds_are_declared_once_and_the_rest_derives():
+    """defaults, limits, the CLI's flags, --set help, list and the gate's progress come from declared_bounds."""
+    for name, cls in SPECS.items():
+        declared = cls.bound_declarations()
+        assert list(declared) == list(cls.defaults), name
+        assert all(cls.limits[n] == (b.lo, b.hi) and b.doc for n, b in declared.items()), name
+    kip = SPECS["kip-320"].bound_declarations()
+    flagged = [n for n, b in kip.items() if b.kind == "bound"]
+    assert flagged == ["replicas", "log_size", "max_records", "max_epochs", "max_crashes"]
+    help_text = " ".join(run("check", "--help").stdout.split())
+    for n in flagged:
+        assert f"--{n.replace('_', '-')}" in help_text
+    assert "--set unclean=1" in help_text and "--acks-all" not in help_text
+    (entry,) = json.loads(run("list", "kip-320", "--format", "json").stdout)
+    assert entry["bounds"]["min_isr"] == {"default": 1, "lo": 1, "hi": 5, "kind": "option",
+                                          "doc": kip["min_isr"].doc}
+    assert entry["default_bounds"]["max_epochs"] == kip["max_epochs"].default
+
+
+def test_a_family_may_still_state_defaults_and_limits_dicts():
+    """The older way (a family stating ``defaults``/``limits``) keeps working: each is an undocumented option."""
+    class Counter(Spec):
+        name = "counter"
+        defaults = {"top": 2}
+        limits = {"top": (1, 3)}
+
+        def configure(self, top):
+            self.TOP = top
+
+        def fields(self):
+            return [Field("x", 0, 3)]
+
+        @action()
+        def bump(self, s):
+            s.require(s.x < self.TOP)
+            s.x = s.x + 1
+
+        @invariant("small")
+        def small(self, s):
+            return s.x <= self.TOP
+
+    assert Counter.bound_declarations() == {"top": Bound("top", 2, 1, 3)}
+    assert Counter(top=3).bounds == {"top": 3}
+
+
+@pytest.mark.parametrize("bounds, words", [
+    ((Bound("n", 5, 1, 3, "size"),), "n's default 5 is outside 1..3"),
+    ((Bound("n", 1, 1, 3), Bound("n", 2, 1, 3)), "'n' is declared twice"),
+    ((("n", 1, 1, 3),), "a tuple of Bound("),
+    ((Bound("n", 1, 1, 3, kind="size"),), "kind is \"bound\" or \"option\""),
+])
+def test_bound_declaration_mistakes_fail_at_class_creation(bounds, words):
+    with pytest.raises(DeclarationError) as info:
+        type("Sized", (Spec,), {"declared_bounds": bounds})
+    assert words in str(info.value)
