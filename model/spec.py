@@ -47,9 +47,10 @@ __all__ = ["Spec", "BoundsError", "DECLARED", "RESERVED", "action", "invariant",
 
 #: what a subclass declares or overrides; every other name :class:`Spec` defines, and the attributes an
 #: instance gets, are read by the engines (``RESERVED``): a subclass may not redefine them
-DECLARED = frozenset({"name", "summary", "references", "declared_bounds", "defaults", "limits", "expected", "expected_why",
-                      "expected_liveness", "expected_liveness_why", "configurations", "not_modelled",
-                      "fuzz_targets", "presentation_class", "configure", "fields", "initial"})
+DECLARED = frozenset({"name", "summary", "references", "declared_bounds", "defaults", "limits", "expected",
+                      "expected_why", "expected_liveness", "expected_liveness_why", "configurations", "not_modelled",
+                      "dropped_invariants", "proofs", "fuzz_targets", "presentation_class", "configure", "fields",
+                      "initial"})
 
 #: spec class and bounds -> (invariants, action instances), each checked once per process
 _CHECKED = {}
@@ -73,10 +74,18 @@ class Spec:
     defaults: dict = {}
     #: bound/option name -> (lowest, highest) allowed (derived from ``declared_bounds``)
     limits: dict = {}
-    #: invariant name -> "holds" | "violated" at the default bounds
+    #: invariant name -> "holds" | "violated" at the default bounds. Inherited along the MRO: a version
+    #: states only what changes (``{**Parent.expected, ...}`` means the same)
     expected: dict = {}
-    #: invariant name -> why it is expected so (ticket, KIP)
+    #: invariant name -> why it is expected so (ticket, KIP); a why is inherited while the verdict it
+    #: explains is (a version that changes a verdict without saying why has no why for it)
     expected_why: dict = {}
+    #: names of inherited invariants this version leaves out, with their expected verdicts and every proof
+    #: that uses them (e.g. a version that changes the protocol drops its parent's proof lemmas)
+    dropped_invariants: tuple = ()
+    #: invariant -> {"lemmas": [invariant, ...], "settings": {option: value}}: what ``isrcheck prove``
+    #: assumes and proves along with the invariant when no --lemma is given, and the options it turns on
+    proofs: dict = {}
     #: liveness property name -> "holds" | "violated" at the default bounds; not inherited (see liveness_expected)
     expected_liveness: dict = {}
     #: liveness property name -> why it is expected so, with the fairness it assumes
@@ -103,7 +112,30 @@ class Spec:
                 setattr(cls, attr, {})
         if "declared_bounds" in vars(cls):
             cls._derive_bounds()
+        cls._inherit_expectations()
         configuration.validate(cls)
+
+    @classmethod
+    def _inherit_expectations(cls):
+        """``expected``/``expected_why`` merged along the MRO, less ``dropped_invariants`` (and proofs using them)."""
+        expected, why = {}, {}
+        for klass in reversed(cls.__mro__):
+            own, own_why = vars(klass).get("expected", {}), vars(klass).get("expected_why", {})
+            for name, verdict in own.items():
+                if expected.get(name, verdict) != verdict and name not in own_why:
+                    why.pop(name, None)            # the verdict changed and the old reason no longer explains it
+                expected[name] = verdict
+            why.update(own_why)
+        dropped = set(cls.dropped_invariants)
+        unknown = dropped - {fn.__isrcheck_invariant__ for _, fn in cls._members("__isrcheck_invariant__", False)}
+        if unknown:
+            raise DeclarationError(f"{cls.__name__}.dropped_invariants: {sorted(unknown)[0]!r} is no invariant "
+                                   f"it inherits")
+        cls.expected = {k: v for k, v in expected.items() if k not in dropped}
+        cls.expected_why = {k: v for k, v in why.items() if k not in dropped}
+        if dropped:
+            cls.proofs = {inv: proof for inv, proof in cls.proofs.items()
+                          if inv not in dropped and not dropped & set(proof.get("lemmas", ()))}
 
     @classmethod
     def _derive_bounds(cls):
@@ -217,7 +249,10 @@ class Spec:
 
     # --- declarations ------------------------------------------------------------------
     @classmethod
-    def _members(cls, marker):
+    def _members(cls, marker, drop=True):
+        """(attribute, function) of every declaration carrying ``marker``, base classes first; the invariants
+        in ``dropped_invariants`` left out unless ``drop`` is False."""
+        dropped = set(cls.dropped_invariants) if drop and marker == "__isrcheck_invariant__" else set()
         seen, out = set(), []
         for klass in reversed(cls.__mro__):
             for attr in klass.__dict__:
@@ -226,7 +261,7 @@ class Spec:
                     out.append(attr)
         for attr in out:
             fn = getattr(cls, attr, None)
-            if fn is not None and hasattr(fn, marker):
+            if fn is not None and hasattr(fn, marker) and not (dropped and getattr(fn, marker) in dropped):
                 yield attr, fn
 
 

@@ -597,3 +597,56 @@ def test_encode_rejects_missing_fields_and_wrong_shapes():
     flat["log_record"] = [0] * len(flat["log_record"])
     with pytest.raises(ValueError, match="log_record"):
         lay.encode(flat)
+
+
+class Expecting(Tiny):
+    name = "expecting"
+    expected = {"small": "holds", "flag-off": "holds"}
+    expected_why = {"small": "x never grows", "flag-off": "nothing sets the flag"}
+
+    @invariant("flag-off")
+    def flag_off(self, s):
+        return ~s.flag
+
+
+def test_expected_inherits_and_a_subclass_states_only_what_changes():
+    class Changed(Expecting):
+        expected = {"flag-off": "violated"}
+
+    class Restated(Expecting):
+        expected = {**Expecting.expected, "flag-off": "violated"}
+        expected_why = {**Expecting.expected_why, "flag-off": "this version sets it"}
+
+    assert Changed.expected == Restated.expected == {"small": "holds", "flag-off": "violated"}
+    # a why explains a verdict: it is inherited with it, and lost when the verdict changes without a new one
+    assert Changed.expected_why == {"small": "x never grows"}
+    assert Restated.expected_why == {"small": "x never grows", "flag-off": "this version sets it"}
+    assert Expecting.expected == {"small": "holds", "flag-off": "holds"}
+
+
+def test_dropped_invariants_take_their_expectations_and_proofs_along():
+    class Proved(Expecting):
+        proofs = {"small": {"lemmas": ["flag-off"], "settings": {}}}
+
+    class Dropping(Proved):
+        dropped_invariants = ("flag-off",)
+
+    assert list(Proved().invariants) == ["small", "flag-off"] and Proved.proofs
+    spec = Dropping()
+    assert list(spec.invariants) == ["small"] and Dropping.expected == {"small": "holds"}
+    assert Dropping.expected_why == {"small": "x never grows"} and Dropping.proofs == {}
+    with pytest.raises(DeclarationError, match="Typo.dropped_invariants: 'flag_off' is no invariant it inherits"):
+        type("Typo", (Expecting,), {"dropped_invariants": ("flag_off",)})
+
+
+def test_kip_320_lemmas_are_inherited_unless_a_version_drops_them():
+    from isrcheck.specs.kip_320_lemmas import LEMMAS
+
+    class SameProtocol(Kip320):
+        name = "same-protocol"
+
+    assert set(LEMMAS) <= set(SameProtocol.declared_invariants()) and set(LEMMAS) <= set(SameProtocol.expected)
+    assert SameProtocol.proofs == Kip320.proofs and "no-committed-loss" in Kip320.proofs
+    acks1 = SPECS["acks-1"]
+    assert acks1.dropped_invariants == LEMMAS and acks1.proofs == {}
+    assert not set(LEMMAS) & (set(acks1.declared_invariants()) | set(acks1.expected) | set(acks1.expected_why))
