@@ -177,7 +177,18 @@ class Symbolic:
         return term(inv.fn(self.spec, View(self.spec.layout, z3_reader(variables))))
 
 
-class Compiled:
+class _OnStateTuples:
+    """What the one-state-over-tuples models share: ``holds`` by name, and the scalar interface on top."""
+
+    def holds(self, r, name):
+        return self.invariant(name)(r)
+
+    def backend(self):
+        """This model behind the scalar backend's interface (what checker.minimize replays on)."""
+        return _OnTuples(self)
+
+
+class Compiled(_OnStateTuples):
     """A spec on tuples of ints: ``enabled(r)`` (instance ids), ``step(r, i)``, ``holds(r, name)``.
 
     Every action and invariant is traced on :class:`model.compile.Node` values
@@ -213,15 +224,8 @@ class Compiled:
             fn = self._invariants[name] = tuple_kernel([value], "value")
         return fn
 
-    def holds(self, r, name):
-        return self.invariant(name)(r)
 
-    def backend(self):
-        """This model behind the scalar backend's interface (what checker.minimize replays on)."""
-        return _OnTuples(self)
-
-
-class ScalarTuples:
+class ScalarTuples(_OnStateTuples):
     """:class:`Compiled`'s interface on the scalar backend (slow; the fuzzer's ``backend="scalar"``)."""
 
     def __init__(self, spec):
@@ -240,12 +244,6 @@ class ScalarTuples:
     def invariant(self, name):
         inv = self.spec.invariants[name]
         return lambda r: self.scalar.holds(self._row(r), inv)
-
-    def holds(self, r, name):
-        return self.invariant(name)(r)
-
-    def backend(self):
-        return _OnTuples(self)
 
 
 class _OnTuples:
