@@ -288,3 +288,33 @@ def test_bound_declaration_mistakes_fail_at_class_creation(bounds, words):
     with pytest.raises(DeclarationError) as info:
         type("Sized", (Spec,), {"declared_bounds": bounds})
     assert words in str(info.value)
+
+
+def _imports(folder, package):
+    """module -> the isrcheck modules it imports anywhere in its source (lazy imports in functions too)."""
+    graph = {}
+    for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+        if not name.endswith(".py"):
+            continue
+        deps = set()
+        for node in ast.walk(ast.parse(open(os.path.join(ROOT, folder, name), encoding="utf-8").read())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("isrcheck."):
+                parent = node.module in ("isrcheck.checker", "isrcheck.model")
+                deps |= {f"{node.module}.{a.name}" for a in node.names} if parent else {node.module}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name.startswith("isrcheck.")}
+        graph[f"{package}.{name[:-3]}"] = deps
+    return graph
+
+
+def test_engines_and_model_import_no_module_that_imports_them_back():
+    """No import cycle (fuzz.py and minimize.py had one): the compiled backend lives in model/backends.py."""
+    graph = {**_imports("checker", "isrcheck.checker"), **_imports("model", "isrcheck.model")}
+    assert "isrcheck.checker.fuzz" not in graph["isrcheck.checker.minimize"]
+
+    def reaches(start, goal, seen):
+        for dep in graph.get(start, ()):
+            if dep == goal or (dep not in seen and dep in graph and reaches(dep, goal, seen | {dep})):
+                return True
+        return False
+    assert [m for m in graph if reaches(m, m, {m})] == []
