@@ -13,60 +13,17 @@ from __future__ import annotations
 
 import resource
 import time
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from isrcheck.checker import checkpoint as checkpoint_mod, stop
 from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
+from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.visited import VisitedSet
+from isrcheck.model import backends
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
 NO_ACTION = np.uint16(0xFFFF)
-
-
-@dataclass
-class Violation:
-    invariant: str
-    state_id: int
-    level: int
-    steps: list = field(default_factory=list)   # [(ActionInstance or None, row)]
-
-
-@dataclass
-class SearchResult:
-    invariants: list
-    violations: dict                 # invariant -> Violation
-    distinct_states: int
-    transitions: int
-    depth: int                       # BFS levels fully explored (the initial state is level 1)
-    seconds: float
-    peak_memory_bytes: int
-    retained_bytes: int
-    complete: bool
-    budget_hit: str | None
-    never_fired: list
-    fingerprint_bits: int = 64       # a pair of distinct states collides with probability <= 2**-bits
-    coverage: object = None          # checker.coverage.Coverage: per action instance, enabled / fired / new states
-
-    @property
-    def verdicts(self):
-        return {inv: ("violated" if inv in self.violations else "holds" if self.complete else "unknown")
-                for inv in self.invariants}
-
-    @property
-    def states_per_second(self):
-        return self.distinct_states / self.seconds if self.seconds > 0 else float("inf")
-
-    @property
-    def bytes_per_state(self):
-        return self.retained_bytes / max(self.distinct_states, 1)
-
-    @property
-    def collision_probability(self):
-        """Upper bound on the chance that a fingerprint collision hid a state: each lookup meets at most n others."""
-        return min(1.0, self.distinct_states * self.transitions / 2.0 ** self.fingerprint_bits)
 
 
 def sorted_unique(values):
@@ -100,12 +57,12 @@ class Search:
         spec, fp = self.spec, self.fingerprint
         parts = []
         for inst in spec.actions:
-            rows = np.flatnonzero(spec.guard_batch(inst, batch))
+            rows = np.flatnonzero(backends.batch(spec).guard(inst, batch))
             if rows.size == 0:
                 continue
             if coverage is not None:
                 coverage.counts[ENABLED, inst.id] += rows.size
-            update = spec.update_batch(inst, batch, rows)
+            update = backends.batch(spec).update(inst, batch, rows)
             new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
                         for c, v in update._written.items()}
             if self.symmetry is None:
@@ -225,7 +182,7 @@ class Search:
                 self._restore(checkpoint, ident, coverage, violations, pending, on_violation)
         else:
             elapsed = 0.0
-            init = spec.initial_row()[:, None]
+            init = backends.scalar(spec).initial_row()[:, None]
             init_fp = self.fingerprint.full(init)
             key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
             visited = VisitedSet()
@@ -234,7 +191,7 @@ class Search:
             actions = [np.array([NO_ACTION], dtype=np.uint16)]
             level_start = [0]
             for name, _ in self._check(init, 0, 1, pending, violations):
-                violations[name].steps = [(None, spec.initial_row())]
+                violations[name].steps = [(None, backends.scalar(spec).initial_row())]
                 if on_violation is not None:
                     on_violation(violations[name])
             if on_states is not None:
@@ -320,7 +277,7 @@ class Search:
             v.steps = self.trace(v.state_id, *self.tree)
         retained = visited.nbytes + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions)
         never = coverage.never_fired()
-        return SearchResult(
+        return Result(
             invariants=[i.name for i in self.invariants], violations=violations,
             distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
             seconds=elapsed + time.perf_counter() - start, peak_memory_bytes=peak_memory(),
@@ -403,7 +360,7 @@ class Search:
         """
         hits = []
         for inv in list(pending):
-            bad = np.flatnonzero(~self.spec.holds_batch(inv, rows))
+            bad = np.flatnonzero(~backends.batch(self.spec).holds(inv, rows))
             if bad.size:
                 violations[inv.name] = Violation(inv.name, first_id + int(bad[0]), level)
                 pending.remove(inv)
@@ -420,11 +377,11 @@ class Search:
             path.append(int(actions[level][k]))
             sid = int(parents[level][k])
             level -= 1
-        row = self.spec.initial_row()
+        row = backends.scalar(self.spec).initial_row()
         steps = [(None, row)]
         for a in reversed(path):
             inst = self.spec.actions[a]
-            row = self.spec.step(row, inst)
+            row = backends.scalar(self.spec).step(row, inst)
             if row is None:
                 raise RuntimeError(f"internal error: {inst.label} not enabled on replay")
             steps.append((inst, row))

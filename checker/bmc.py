@@ -4,7 +4,7 @@ One SAT solver (checker/cnf.py) grows the unrolling level by level, keeping its 
 asks for a violation under an assumption literal. Levels are checked in order, so the first violation
 found for an invariant is a shortest one (the same number of states as the exhaustive engine's
 trace). The model is decoded into action ids, replayed on the scalar backend, and returned as a
-:class:`checker.bfs.SearchResult` with ordinary steps, so traces save, replay and show exactly like
+:class:`checker.result.Result` (engine "bmc") with ordinary steps, so traces save, replay and show exactly like
 the exhaustive engine's.
 
 Cost: BMC is exponential in depth on these interleaving models. Proving that no violation exists at
@@ -18,46 +18,15 @@ check costs seconds per spec.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 from pysat.solvers import Solver as SatSolver
 
 from isrcheck.checker import stop
-from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
+from isrcheck.checker.bfs import peak_memory
+from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.cnf import CnfUnrolling, sat_check
 from isrcheck.checker.unrolling import Stopped, Z3Unknown
-
-
-@dataclass
-class BmcResult(SearchResult):
-    """A :class:`checker.bfs.SearchResult` from the BMC engine.
-
-    Field meanings that differ from the exhaustive engine:
-
-    - ``depth``: the deepest level (number of states, initial state = 1) at which
-      every still-pending invariant was checked;
-    - ``distinct_states`` and ``transitions``: 0 (BMC enumerates no states);
-      ``retained_bytes`` 0; ``never_fired`` empty (not known);
-    - ``complete``: always False: a bounded check proves nothing beyond its
-      depth, so an invariant not violated is reported "unknown", and
-      ``budget_hit`` says why the search stopped ("bmc depth N" when the
-      requested depth was reached, "z3 time limit Ts" when the time ran out,
-      "z3 unknown (reason)" when z3 gave up otherwise);
-    - each violation's ``state_id`` is -1 and ``level`` its number of states.
-
-    Extra: ``z3_unknown`` (why z3 gave up, None if it never did; ``timed_out``
-    is True then), ``level_seconds`` (cumulative seconds when each level was
-    done), ``bits`` (SAT variables per state).
-    """
-
-    engine: str = "bmc"
-    z3_unknown: str | None = None
-    level_seconds: list = field(default_factory=list)
-    bits: int = 0
-
-    @property
-    def timed_out(self):
-        return self.z3_unknown is not None
+from isrcheck.model import backends
 
 
 def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=None):
@@ -71,7 +40,7 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=Non
     for a path whose last state violates a pending invariant. ``timeout_s``
     bounds the whole run; when it runs out the result has ``z3_unknown`` and
     ``budget_hit`` set and ``depth`` is the last level fully checked.
-    ``progress(depth=, frontier=0, distinct=0, seconds=)`` is called after each level,
+    ``progress(depth=, seconds=)`` is called after each level,
     ``on_violation(violation)`` for each violation as soon as its level is checked.
     A stop request (:mod:`checker.stop`) ends the run like the time limit.
     """
@@ -100,7 +69,7 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=Non
                 done = level
                 level_seconds.append(time.perf_counter() - start)
                 if progress is not None:
-                    progress(depth=level, frontier=0, distinct=0, seconds=time.perf_counter() - start)
+                    progress(depth=level, seconds=time.perf_counter() - start)
                 if not pending:
                     break
         except Stopped as e:              # stop cleanly: the violations found so far are reported and saved
@@ -115,11 +84,11 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=Non
         budget = budget or f"z3 time limit {timeout_s:g}s"
     elif pending:
         budget = f"bmc depth {depth}"     # a noun phrase: the CLI prints "stopped by <budget_hit>"
-    return BmcResult(
-        invariants=[i.name for i in invs], violations=violations, distinct_states=0, transitions=0,
-        depth=done, seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=0,
-        complete=False, budget_hit=budget, never_fired=[], z3_unknown=unknown, level_seconds=level_seconds,
-        bits=int(u.start[-1]))
+    return Result(
+        invariants=[i.name for i in invs], violations=violations, distinct_states=None, transitions=None,
+        depth=done, seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=None,
+        complete=False, budget_hit=budget, never_fired=None, engine="bmc", z3_unknown=unknown,
+        level_seconds=level_seconds, bits=int(u.start[-1]))
 
 
 def _check_level(u, solver, holds, level, pending, violations, deadline):
@@ -143,9 +112,9 @@ def _check_level(u, solver, holds, level, pending, violations, deadline):
         before = len(pending)
         for inv in list(pending):
             if model[holds[inv.name] - 1] < 0:
-                if u.spec.holds(steps[-1][1], inv):
+                if backends.scalar(u.spec).holds(steps[-1][1], inv):
                     raise RuntimeError(f"internal error: {inv.name} holds on replay of the SAT counterexample")
-                violations[inv.name] = Violation(inv.name, -1, level, steps)
+                violations[inv.name] = Violation(inv.name, None, level, steps)
                 pending.remove(inv)
         if len(pending) == before:
             raise RuntimeError("internal error: the SAT solver found a violating path but no invariant fails in it")

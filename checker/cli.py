@@ -27,6 +27,7 @@ from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
+from isrcheck.specs import SPECS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 EXIT_NOT_INDUCTIVE = 4            # prove: no counterexample, and no proof either (a lemma is missing)
@@ -109,11 +110,20 @@ class Progress:
         self.live = self.console.is_terminal
         self.ticker = None
 
-    def __call__(self, depth, frontier, distinct, seconds, snapshot=None, **_):
-        """The exhaustive search (and liveness's exploration): BFS level, frontier, distinct states, rate."""
-        rate = distinct / seconds if seconds > 0 else 0
-        saved = "" if snapshot is None else f" · snapshot {time.time() - snapshot:,.0f} s ago"
-        self.line(f"depth {depth} · frontier {count(frontier)} · {count(distinct)} states · {count(rate)}/s" + saved)
+    #: the counters an engine may report (checker/result.py's progress interface), in the order shown
+    COUNTERS = (("runs", "{} runs"), ("depth", "depth {}"), ("frontier", "frontier {}"), ("transitions", "{} steps"),
+                ("distinct", "{} states"), ("lemmas", "{} lemmas learned"), ("discharged", "{} obligations discharged"))
+
+    def __call__(self, seconds, snapshot=None, **counters):
+        """One engine's progress: ``seconds`` elapsed and the counters it knows (see checker/result.py)."""
+        parts = [text.format(count(counters[name])) if name != "depth" else text.format(counters[name])
+                 for name, text in self.COUNTERS if counters.get(name) is not None]
+        distinct = counters.get("distinct")
+        parts.append(f"{count(distinct / seconds if seconds > 0 else 0)}/s" if distinct is not None
+                     else f"{seconds:,.0f} s")
+        if snapshot is not None:
+            parts.append(f"snapshot {time.time() - snapshot:,.0f} s ago")
+        self.line(" · ".join(parts))
 
     def fuzz(self, runs, transitions, distinct, seconds, **_):
         """The fuzzer: executions run, steps taken in them, distinct states seen."""
@@ -172,12 +182,27 @@ class Progress:
             self.console.print(" " * 100, end="\r")
 
 
+def _declared(kind):
+    """The bounds (or options) the built-in protocol families declare, by name (the first family's doc wins)."""
+    out = {}
+    for cls in SPECS.values():
+        for b in cls.bound_declarations().values():
+            if b.kind == kind:
+                out.setdefault(b.name, b)
+    return out
+
+
+#: the bounds with a flag of their own (``--max-epochs``); every other bound or option is given with --set
+FLAGGED = _declared("bound")
+
+
 def bound_options(fn):
-    for flag in ("max_crashes", "max_epochs", "max_records", "log_size", "replicas"):
-        fn = click.option(f"--{flag.replace('_', '-')}", flag, type=int, default=None,
-                          help=f"bound: {flag.replace('_', ' ')} (default: the spec's)")(fn)
+    for b in reversed(FLAGGED.values()):
+        fn = click.option(b.flag, b.name, type=int, default=None, help=f"bound: {b.doc} (default: the spec's)")(fn)
+    example = next((b for b in _declared("option").values() if b.lo == b.default == 0 < b.hi), None)   # a switch
+    hint = f", e.g. --set {example.name}={example.hi}" if example else ""
     return click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
-                        help="other model option, e.g. --set unflushed_loss=1 (see `isrcheck list`)")(fn)
+                        help=f"other model option{hint} (see `isrcheck list`)")(fn)
 
 
 ITF_FORM = click.option("--itf", "itf", type=click.Choice(["compact", "typed"]), default="compact", show_default=True,
@@ -191,7 +216,7 @@ def _typed_itf(spec, trace):
 
 
 def collect_bounds(kw):
-    bounds = {k: kw.pop(k) for k in ("replicas", "log_size", "max_records", "max_epochs", "max_crashes")}
+    bounds = {k: kw.pop(k) for k in FLAGGED}
     bounds = {k: v for k, v in bounds.items() if v is not None}
     settings = parse_settings(kw.pop("settings"))
     for k in settings.keys() & bounds.keys():
@@ -447,7 +472,10 @@ def list_specs(names, fmt):
             continue
         entries.append({
             "spec": name, "summary": cls.summary, "references": list(cls.references),
-            "default_bounds": dict(cls.defaults), "expected": dict(cls.expected),
+            "default_bounds": dict(cls.defaults),
+            "bounds": {n: {"default": b.default, "lo": b.lo, "hi": b.hi, "kind": b.kind, "doc": b.doc}
+                       for n, b in cls.bound_declarations().items()},
+            "expected": dict(cls.expected),
             "expected_why": dict(cls.expected_why),
             "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected), "why": dict(c.why)}
                                for n, c in configurations(cls).items()],
@@ -467,6 +495,10 @@ def list_specs(names, fmt):
         console.print(e["summary"])
         console.print(f"[dim]references:[/] {'; '.join(e['references'])}")
         console.print(f"[dim]default bounds:[/] {' '.join(f'{k}={v}' for k, v in e['default_bounds'].items())}")
+        options = [f"{k} {b['lo']}..{b['hi']}" + (f": {b['doc']}" if b["doc"] else "")
+                   for k, b in e["bounds"].items() if b["kind"] == "option"]
+        if options:
+            console.print("[dim]options (--set KEY=VALUE):[/] " + "; ".join(options), soft_wrap=True)
         table = Table(box=None, header_style="bold", pad_edge=False)
         table.add_column("invariant")
         table.add_column("expected")
@@ -653,30 +685,13 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
 
 
 def _auto_lemma_proof(spec, invariant, z3_timeout):
-    """prove --auto-lemmas: (ProofResult, how the lemmas were found); a reachable violation is a refutation."""
-    from isrcheck.checker.bfs import search
-    from isrcheck.checker.strengthen import strengthen
-    from isrcheck.checker.induction import ProofResult
+    """prove --auto-lemmas: (ProofResult, how the lemmas were found)."""
+    from isrcheck.checker.strengthen import prove_with_lemmas
     progress = Progress(True)
     try:
-        found = strengthen(spec, [invariant], timeout_s=z3_timeout, search_progress=progress,
-                           progress=lambda lemmas, discharged, seconds: progress.line(
-                               f"{lemmas:,} lemmas learned · {discharged:,} obligations discharged · {seconds:.0f} s"))
+        return prove_with_lemmas(spec, invariant, timeout_s=z3_timeout, progress=progress)
     finally:
         progress.done()
-    used = (f"{len(found.lemmas):,} learned from {found.reachable_states:,} reachable states "
-            f"({found.queries:,} SAT queries)")
-    smallest = [found.describe(spec, cube) for cube in sorted(found.lemmas, key=len)]
-    result = ProofResult(spec.name, dict(spec.bounds), invariant, smallest, 1, found.verdict, found.seconds,
-                         base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
-                         reason=found.reason)
-    if found.verdict == "violated":
-        again = search(spec, [invariant])
-        if invariant in again.violations:
-            result.verdict, result.steps = "refuted", again.violations[invariant].steps
-        else:
-            result.reason = f"stopped by {again.budget_hit} while finding the counterexample"
-    return result, used
 
 
 def parse_budget(text):

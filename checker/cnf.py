@@ -20,6 +20,7 @@ import z3
 
 from isrcheck.checker import stop
 from isrcheck.checker.unrolling import Stopped, Unrolling, Z3Unknown, replay_path, step_relation
+from isrcheck.model import backends
 
 
 class BitBlaster:
@@ -336,7 +337,7 @@ class CnfUnrolling:
 
     def initial(self):
         """Unit clauses: state 0 is the spec's initial state."""
-        return [[x] for x in self.literals(0, enumerate(self.spec.initial_row()))]
+        return [[x] for x in self.literals(0, enumerate(backends.scalar(self.spec).initial_row()))]
 
     def typed(self, i):
         """Clauses: every column of state i within its bounds (x <= hi - lo, over its bits).

@@ -4,17 +4,17 @@ API (the CLI's ``isrcheck fuzz`` calls these)::
 
     fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
          progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True, clock=time.monotonic) -> FuzzResult
+         minimize_steps=True, clock=time.monotonic) -> Result
 
-    CompiledModel.of(spec)      the fast one-state-at-a-time executor the fuzzer runs on
-    CompiledModel.backend()     the same behind the Spec scalar interface, for checker.minimize
+The fuzzer runs on model/backends.py's ``compiled(spec)``, the fast one-state-at-a-time
+executor (``ScalarTuples`` for ``backend="scalar"``).
 
 The spec's bounds are whatever spec instance is passed in (e.g.
 ``SPECS["hw-truncation"](replicas=5, max_epochs=8, max_crashes=3)``).
 ``fuzz`` raises KeyError for an invariant the spec does not have and
 ValueError for a non-positive budget or ``max_steps < 1``.
 
-Result. ``FuzzResult`` is a :class:`checker.bfs.SearchResult` (the CLI prints
+Result. A :class:`checker.result.Result` with ``engine`` "fuzz" (the CLI prints
 the same report keys as for ``check``): ``violations[name].steps`` is
 ``[(ActionInstance or None, row)]``, replayed on the scalar backend;
 ``distinct_states`` counts the distinct fingerprints
@@ -86,14 +86,14 @@ reproducible from its seed, given the same Hypothesis version and the same
 loaded modules (Hypothesis mixes constants found in local modules into its
 generation) and as long as no time budget cuts it short.
 
-Backend. By default the fuzzer runs on :class:`CompiledModel`: the spec's own
+Backend. By default the fuzzer runs on :class:`model.backends.Compiled`: the spec's own
 guards, updates and invariants traced into the same kind of graph as the
 numpy batch kernels (model/compile.py) and emitted by ``tuple_kernel`` as
 straight-line Python over tuples of ints, evaluated one state at a time like
 the scalar backend and about a hundred times faster (tests/test_fuzz.py
 checks it against the numpy and scalar backends for every spec). Every
-counterexample returned is replayed on the scalar backend (``spec.step`` /
-``spec.holds``). ``backend="scalar"`` fuzzes on the scalar backend itself.
+counterexample returned is replayed on the scalar backend
+(``model.backends.scalar``). ``backend="scalar"`` fuzzes on the scalar backend itself.
 
 ``benchmarks/fuzz_reach.py`` measures the time to find every expected
 violation in specs/.
@@ -104,15 +104,16 @@ import itertools
 import random
 from array import array
 import time
-import weakref
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from isrcheck.checker import stop
-from isrcheck.checker.bfs import SearchResult, Violation, peak_memory
+from isrcheck.checker.bfs import peak_memory
+from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.fingerprint import Fingerprint
+from isrcheck.checker.minimize import minimize
+from isrcheck.model import backends
 
 DEFAULT_MAX_STEPS = 120
 SESSION_EXAMPLES = 1000
@@ -120,120 +121,8 @@ BLOCK = 256             # most steps whose choices one Hypothesis draw provides 
 
 
 # ======================================================================================
-# The executor: the spec traced into one graph, emitted as one-state Python code
-# ======================================================================================
-class CompiledModel:
-    """A spec on tuples of ints: ``enabled(r)`` (instance ids), ``step(r, i)``, ``holds(r, name)``.
-
-    Every action and invariant is traced on :class:`model.compile.Node` values
-    into one shared graph, as the numpy kernels are, and emitted by
-    :func:`model.compile.tuple_kernel`: the very guards, updates and invariants
-    the other backends evaluate, as straight-line Python over one state.
-    """
-
-    _cache = weakref.WeakKeyDictionary()
-
-    @classmethod
-    def of(cls, spec):
-        """The compiled model of a spec instance (compiled once, then cached)."""
-        model = cls._cache.get(spec)
-        if model is None:
-            model = cls._cache[spec] = cls(spec)
-        return model
-
-    def __init__(self, spec):
-        from isrcheck.model.compile import Graph, tuple_kernel
-        self.spec = spec
-        lay = spec.layout
-        self.graph = Graph()
-        booleans = {c for c in range(len(lay.names)) if lay.boolean[c]}
-        guards, self.updates = [], []
-        for inst in spec.actions:
-            view = spec.traced(inst, self.graph)
-            guards.append(view.guard)
-            columns = list(view._written)
-            self.updates.append(tuple_kernel([view._written[c] for c in columns], "update", columns, booleans))
-        self.enabled = tuple_kernel(guards, "which")
-        self._invariants = {}
-        self.initial = tuple(int(v) for v in spec.initial_row())
-
-    def step(self, r, i):
-        """The successor of state ``r`` by instance id ``i`` (which must be enabled)."""
-        return self.updates[i](r)
-
-    def invariant(self, name):
-        """The invariant ``name`` as a function of a state tuple."""
-        fn = self._invariants.get(name)
-        if fn is None:
-            from isrcheck.model.compile import tuple_kernel
-            value = self.spec.traced_invariant(self.spec.invariants[name], self.graph)
-            fn = self._invariants[name] = tuple_kernel([value], "value")
-        return fn
-
-    def holds(self, r, name):
-        return self.invariant(name)(r)
-
-    def backend(self):
-        """This model behind the scalar-backend interface checker.minimize uses."""
-        return _Backend(self)
-
-
-class ScalarModel:
-    """The same interface on the spec's scalar backend (slow; for ``backend="scalar"``)."""
-
-    def __init__(self, spec):
-        self.spec = spec
-        self.initial = tuple(int(v) for v in spec.initial_row())
-
-    def _row(self, r):
-        return np.array(r, dtype=np.int8)
-
-    def enabled(self, r):
-        return [a.id for a in self.spec.enabled(self._row(r))]
-
-    def step(self, r, i):
-        return tuple(int(v) for v in self.spec.step(self._row(r), self.spec.actions[i]))
-
-    def invariant(self, name):
-        inv = self.spec.invariants[name]
-        return lambda r: self.spec.holds(self._row(r), inv)
-
-    def holds(self, r, name):
-        return self.invariant(name)(r)
-
-    def backend(self):
-        return _Backend(self)
-
-
-class _Backend:
-    """``initial_row`` / ``step(row, inst)`` / ``holds(row, inv)`` like a Spec, on tuples."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def initial_row(self):
-        return self.model.initial
-
-    def step(self, row, inst):
-        if inst.id not in self.model.enabled(row):
-            return None
-        return self.model.step(row, inst.id)
-
-    def holds(self, row, inv):
-        return self.model.holds(row, inv.name)
-
-
-# ======================================================================================
 # The fuzzer
 # ======================================================================================
-@dataclass
-class FuzzResult(SearchResult):
-    runs: int = 0
-    seed: int | None = None
-    found: dict = field(default_factory=dict)
-    fired: list = field(default_factory=list)
-
-
 class _OutOfBudget(BaseException):
     """Stops a Hypothesis session (a BaseException, so Hypothesis does not take it for a failure)."""
 
@@ -328,9 +217,9 @@ class _Fuzzer:
         self.deadline = self.start + budget_s
         self.base_seed = seed if seed is not None else (0 if derandomize else random.getrandbits(32))
         if backend == "compiled":
-            self.model = CompiledModel.of(spec)
+            self.model = backends.compiled(spec)
         elif backend == "scalar":
-            self.model = ScalarModel(spec)
+            self.model = backends.ScalarTuples(spec)
         else:
             raise ValueError(f"unknown fuzz backend {backend!r}")
         self.checks = [(n, self.model.invariant(n)) for n in self.names]
@@ -484,9 +373,8 @@ class _Fuzzer:
 
     def _violation(self, name, path):
         """A run's violation as found (not minimized), replayed on the spec."""
-        from isrcheck.checker.minimize import minimize
         steps = minimize(self.spec, [self.spec.actions[i] for i in path], name, reduce=False)
-        return Violation(name, -1, len(steps), list(steps))
+        return Violation(name, None, len(steps), list(steps))
 
     POOL = 6
 
@@ -573,7 +461,6 @@ class _Fuzzer:
         return self.result(minimize_steps and not stop.reason())     # a stop keeps the traces unminimized
 
     def result(self, minimize_steps):
-        from isrcheck.checker.minimize import minimize
         spec = self.spec
         violations, found = {}, {}
         for n in self.names:
@@ -592,7 +479,7 @@ class _Fuzzer:
                                reduce=minimize_steps, time_limit=max(left, 1.0))
                 if steps is None or len(got) < len(steps):
                     steps = got
-            violations[n] = Violation(n, -1, len(steps), list(steps))
+            violations[n] = Violation(n, None, len(steps), list(steps))
             found[n] = {"seconds_to_find": round(rec["time"], 3), "cpu_seconds_to_find": round(rec["cpu"], 3),
                         "found_length": len(rec["first"]),
                         "hypothesis_length": len(rec["best"]), "minimized_length": len(steps) - 1,
@@ -606,11 +493,11 @@ class _Fuzzer:
                 budget_hit = f"max examples {self.max_examples}"
             else:
                 budget_hit = f"time limit {self.budget_s:g}s"
-        return FuzzResult(
+        return Result(
             invariants=list(self.names), violations=violations, distinct_states=len(self.fingerprints),
             transitions=self.transitions, depth=self.longest + 1, seconds=self.clock() - self.start,
             peak_memory_bytes=peak_memory(), retained_bytes=8 * len(self.fingerprints), complete=False,
-            budget_hit=budget_hit, never_fired=[], runs=self.runs, seed=self.base_seed, found=found,
+            budget_hit=budget_hit, never_fired=None, engine="fuzz", runs=self.runs, seed=self.base_seed, found=found,
             fired=[k for k, f in zip(self.kinds, self.fired) if f])
 
 

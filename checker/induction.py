@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from isrcheck.checker.bfs import Violation
+from isrcheck.checker.result import Violation
 from isrcheck.checker.bmc import bmc
 from isrcheck.checker.unrolling import Unrolling, Z3Unknown, solve
 
@@ -53,7 +53,7 @@ class ProofResult:
         """The base-case counterexample as a checker.bfs.Violation (verdict "refuted" only)."""
         if self.verdict != "refuted":
             return None
-        return Violation(self.invariant, -1, len(self.steps), self.steps)
+        return Violation(self.invariant, None, len(self.steps), self.steps)
 
     def trace(self, spec):
         """The counterexample (refutation or CTI) as a checker.trace.Trace, for checker.show.render.

@@ -37,6 +37,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from isrcheck.checker.bfs import Search, peak_memory
 from isrcheck.checker.trace import from_steps
+from isrcheck.model import backends
 
 
 @dataclass
@@ -175,12 +176,12 @@ class Subgraph:
             batch = graph.states.take(ids)
             fps = fp.full(batch)
             for inst in spec.actions:
-                rows = np.flatnonzero(spec.guard_batch(inst, batch))
+                rows = np.flatnonzero(backends.batch(spec).guard(inst, batch))
                 if rows.size == 0:
                     continue
                 if inst.id in where_fair:
                     self.enabled[where_fair[inst.id], cs + rows] = True
-                update = spec.update_batch(inst, batch, rows)
+                update = backends.batch(spec).update(inst, batch, rows)
                 h = np.take(fps, rows)
                 for c, v in update._written.items():
                     h += fp.delta(c, update.old[c], v.astype(np.int8) if isinstance(v, np.ndarray) else int(v))
@@ -295,8 +296,8 @@ def check_leads_to(spec, prop, graph):
     step = 1 << 18
     for cs in range(0, graph.size, step):
         batch = graph.rows(cs, cs + step)
-        q_fails[cs:cs + step] = ~spec.holds_batch(prop.goal, batch)
-        p_holds[cs:cs + step] = spec.holds_batch(prop.trigger, batch)
+        q_fails[cs:cs + step] = ~backends.batch(spec).holds(prop.goal, batch)
+        p_holds[cs:cs + step] = backends.batch(spec).holds(prop.trigger, batch)
     fairness = fairness_instances(spec, prop)
     sub = Subgraph(graph, np.flatnonzero(q_fails), [aid for _, aid in fairness])
     label = sub.fair_components(fairness)
@@ -313,7 +314,7 @@ def check_leads_to(spec, prop, graph):
     steps, row = list(prefix), prefix[-1][1]
     for aid, node in to_fair + cycle:
         inst = spec.actions[aid]
-        row = spec.step(row, inst)
+        row = backends.scalar(spec).step(row, inst)
         if row is None or not np.array_equal(row, graph.states.take([sub.nodes[node]])[:, 0]):
             raise RuntimeError(f"internal error: {inst.label} does not reach the stored state on replay")
         steps.append((inst, row))

@@ -40,9 +40,9 @@ result can go straight into ``checker.trace.from_steps``) with ``before`` and
 (the pair) and ``replays`` (candidates tried).
 
 ``backend`` runs the candidates: by default (``None``) the spec compiled by
-:class:`checker.fuzz.CompiledModel` (about a hundred times faster than the
+:func:`model.backends.compiled` (about a hundred times faster than the
 scalar backend), ``"scalar"`` the spec's scalar backend, or any object with
-the scalar interface of a Spec (``initial_row()``, ``step(row, inst)``,
+the interface of :class:`model.backends.Scalar` (``initial_row()``, ``step(row, inst)``,
 ``holds(row, inv)``). The result is always replayed on the spec's scalar
 backend; if that replay disagrees, the search is redone there.
 ``reduce=False`` only validates and cuts the input (no search).
@@ -60,6 +60,7 @@ import time
 import numpy as np
 
 from isrcheck.checker import stop
+from isrcheck.model import backends
 
 
 class Minimized(list):
@@ -93,7 +94,7 @@ def _actions(spec, steps_or_trace):
             name, params = item.name, dict(item.params)
         else:
             raise ValueError(f"step {k}: not an action ({item!r})")
-        inst = spec.action_named(name, params)
+        inst = backends.action_named(spec, name, params)
         if inst is None:
             label = f"{name}({', '.join(f'{a}={v}' for a, v in params.items())})"
             raise ValueError(f"step {k}: no action {label} in spec {spec.name}")
@@ -282,17 +283,17 @@ def _search(spec, backend, inv, ids, deadline):
 
 def _replay_on_spec(spec, inv, ids):
     """Engine steps for ``ids`` on the scalar backend, or None if they do not reproduce the violation."""
-    row = spec.initial_row()
+    row = backends.scalar(spec).initial_row()
     steps = [(None, row)]
     for k, i in enumerate(ids):
-        if not spec.holds(row, inv):
+        if not backends.scalar(spec).holds(row, inv):
             return None
         inst = spec.actions[i]
-        row = spec.step(row, inst)
+        row = backends.scalar(spec).step(row, inst)
         if row is None:
             return None
         steps.append((inst, row))
-    return steps if not spec.holds(row, inv) else None
+    return steps if not backends.scalar(spec).holds(row, inv) else None
 
 
 def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True, time_limit=None):
@@ -310,23 +311,23 @@ def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
     deadline = None if time_limit is None else time.monotonic() + time_limit
     replays = 0
 
+    scalar = backends.scalar(spec)
     if not reduce:
-        result = _Replayer(spec, spec, inv).run(ids, repair=False)
+        result = _Replayer(spec, scalar, inv).run(ids, repair=False)
         if result is None:
             raise ValueError(f"the trace does not violate {invariant} on replay")
     else:
         result = None
         if backend is None:
-            from isrcheck.checker.fuzz import CompiledModel
-            backend = CompiledModel.of(spec).backend()
+            backend = backends.compiled(spec).backend()
         elif backend == "scalar":
-            backend = spec
-        if backend is not spec:
+            backend = scalar
+        if backend is not scalar:
             result, replays = _search(spec, backend, inv, ids, deadline)
             if result is not None and _replay_on_spec(spec, inv, result) is None:
                 result = None                       # the fast backend disagrees: trust only the spec
         if result is None:
-            result, more = _search(spec, spec, inv, ids, deadline)
+            result, more = _search(spec, scalar, inv, ids, deadline)
             replays += more
         if result is None:
             raise ValueError(f"the trace does not violate {invariant} on replay")

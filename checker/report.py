@@ -31,7 +31,9 @@ def as_json(spec, engine, result, trace_files, observed=()):
 
     ``benign`` lists the invariants whose verdict does not count towards the exit code; ``configuration``,
     ``expected`` and ``as_expected`` are :func:`expectations`; ``seed`` and ``found`` (per invariant: how long
-    to find, and trace lengths before and after shrinking) are the fuzzer's (else null).
+    to find, and trace lengths before and after shrinking) are the fuzzer's (else null). A quantity the
+    engine does not know is null (BMC: ``distinct_states``, ``transitions``, ``states_per_second``,
+    ``bytes_per_state``, ``collision_probability``, ``never_fired``; the fuzzer: ``never_fired``).
     """
     first = next((f for inv, f in trace_files.items() if inv not in observed), None)
     configuration, expected, _, as_expected = expectations(spec, result)
@@ -39,16 +41,20 @@ def as_json(spec, engine, result, trace_files, observed=()):
         "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
         "engine": engine, "verdicts": result.verdicts, "benign": sorted(observed),
         "configuration": configuration, "expected": expected, "as_expected": as_expected,
-        "seed": getattr(result, "seed", None), "found": getattr(result, "found", None),
+        "seed": result.seed, "found": result.found or None,
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
-        "seconds": round(result.seconds, 3), "states_per_second": round(result.states_per_second, 1),
-        "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": round(result.bytes_per_state, 2),
+        "seconds": round(result.seconds, 3), "states_per_second": _round(result.states_per_second, 1),
+        "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": _round(result.bytes_per_state, 2),
         "collision_probability": result.collision_probability, "complete": result.complete,
         "budget_hit": result.budget_hit, "never_fired": result.never_fired,
         "trace_file": first, "trace_files": trace_files,
         "coverage": result.coverage.as_json() if getattr(result, "coverage", None) is not None else None,
         "trace_lengths": {k: len(v.steps) for k, v in result.violations.items()},
     }
+
+
+def _round(value, digits):
+    return None if value is None else round(value, digits)
 
 
 def _bytes(n):

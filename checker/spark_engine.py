@@ -100,8 +100,10 @@ import uuid
 import numpy as np
 
 from isrcheck.checker import stop as stopping
-from isrcheck.checker.bfs import Search, SearchResult, Violation, search as bfs_search
+from isrcheck.checker.bfs import Search, search as bfs_search
+from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.fingerprint import Symmetry
+from isrcheck.model import backends
 
 try:
     from pyspark.accumulators import AccumulatorParam
@@ -418,7 +420,7 @@ def _reduce_task(job, index, records):
     if new_keys.size:
         batch = _transpose(new_rows)
         for name in job.pending:
-            bad = np.flatnonzero(~spec.holds_batch(spec.invariants[name], batch))
+            bad = np.flatnonzero(~backends.batch(spec).holds(spec.invariants[name], batch))
             if bad.size:
                 violations[name] = int(new_keys[bad[0]])
     # transitions by chunk of parent numbers (the local engine's max_states granularity)
@@ -504,7 +506,7 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, max_states=None,
                  max_depth=None, time_limit=None, progress=None, workdir=None, on_violation=None, *, chunk=None,
                  checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, _fault=None):
-    """Exhaustive search of the named invariants on Spark; the same SearchResult as checker.bfs.search.
+    """Exhaustive search of the named invariants on Spark; the same Result as checker.bfs.search.
 
     ``master`` (and ``conf``, extra Spark settings) are used only when no
     SparkContext is active: an active one is reused and left running, one
@@ -546,13 +548,13 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         report = _progress_reporter(progress)
 
         sym = Symmetry(spec.layout, search.fingerprint) if symmetry else None
-        init = spec.initial_row()[:, None]
+        init = backends.scalar(spec).initial_row()[:, None]
         init_fp = search.fingerprint.full(init)
         init_key_fp = init_fp if sym is None else sym.canonical(init)
         owner0 = int(init_key_fp[0] % np.uint64(P))
         violations, pending = {}, []
         for inv in search.invariants:
-            if spec.holds_batch(inv, init)[0]:
+            if backends.batch(spec).holds(inv, init)[0]:
                 pending.append(inv.name)
             else:
                 violations[inv.name] = Violation(inv.name, 0, 1)
@@ -685,14 +687,14 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
 
     distinct = sum(level_sizes)
     never = sorted({a.name for a in spec.actions} - {a.name for a in spec.actions if fired[a.id]})
-    return SearchResult(
+    return Result(
         invariants=[i.name for i in search.invariants], violations=violations,
         distinct_states=distinct, transitions=transitions, depth=depth,
         seconds=time.perf_counter() - start,
         peak_memory_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         retained_bytes=8 * visited_states + 10 * distinct,
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
-        fingerprint_bits=search.fingerprint.bits)
+        fingerprint_bits=search.fingerprint.bits, engine="spark")
 
 
 def _batch_size(level_sizes, batch_states, depth_left):

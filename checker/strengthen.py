@@ -40,9 +40,11 @@ import numpy as np
 from pysat.solvers import Solver as SatSolver
 
 from isrcheck.checker import stop
-from isrcheck.checker.bfs import Search
+from isrcheck.checker.bfs import Search, search
 from isrcheck.checker.cnf import CnfUnrolling, sat_check
+from isrcheck.checker.induction import ProofResult
 from isrcheck.checker.unrolling import Z3Unknown
+from isrcheck.model import backends
 
 
 def reachable_states(spec, **budgets):
@@ -125,6 +127,29 @@ class StrengthenResult:
         return "not (" + " and ".join(f"{lay.names[c]} = {bool(v) if lay.boolean[c] else v}" for c, v in cube) + ")"
 
 
+def prove_with_lemmas(spec, invariant, timeout_s=None, progress=None):
+    """``prove --auto-lemmas``: :func:`strengthen` one invariant, as a :class:`checker.induction.ProofResult`.
+
+    The lemmas are listed smallest first, as they read; a reachable violation is
+    a refutation, with the exhaustive engine's (shortest) trace. Returns the
+    result and a line saying how the lemmas were found.
+    """
+    found = strengthen(spec, [invariant], timeout_s=timeout_s, search_progress=progress, progress=progress)
+    used = (f"{len(found.lemmas):,} learned from {found.reachable_states:,} reachable states "
+            f"({found.queries:,} SAT queries)")
+    smallest = [found.describe(spec, cube) for cube in sorted(found.lemmas, key=len)]
+    result = ProofResult(spec.name, dict(spec.bounds), invariant, smallest, 1, found.verdict, found.seconds,
+                         base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
+                         reason=found.reason)
+    if found.verdict == "violated":
+        again = search(spec, [invariant])
+        if invariant in again.violations:
+            result.verdict, result.steps = "refuted", again.violations[invariant].steps
+        else:
+            result.reason = f"stopped by {again.budget_hit} while finding the counterexample"
+    return result, used
+
+
 def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=None, **budgets):
     """Prove the named invariants together at the spec's bounds, with lemmas learned from the reachable states.
 
@@ -154,7 +179,7 @@ def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=Non
         raise RuntimeError("internal error: a reachable state is outside its fields' bounds")
     invs = [spec.invariants[n] for n in targets]
     for inv in invs:
-        if not spec.holds_batch(inv, rows).all():
+        if not backends.batch(spec).holds(inv, rows).all():
             return finish(verdict="violated", failing=inv.name)
     reach = ReachableCubes(spec, rows)
     u = CnfUnrolling(spec, invs)
@@ -214,7 +239,7 @@ def _check_certificate(spec, u, targets, lemmas, deadline):
         for assumptions in [[-holds[1][n]] for n in targets] + [u.literals(1, cube) for cube in lemmas]:
             if sat_check(solver, assumptions, deadline):
                 raise RuntimeError("internal error: the learned lemmas are not inductive")
-    row = spec.initial_row()
+    row = backends.scalar(spec).initial_row()
     if any(all(row[c] == v for c, v in cube) for cube in lemmas) or not all(
-            spec.holds(row, spec.invariants[n]) for n in targets):
+            backends.scalar(spec).holds(row, spec.invariants[n]) for n in targets):
         raise RuntimeError("internal error: the strengthened invariant is false in the initial state")

@@ -16,6 +16,7 @@ from isrcheck.checker import __version__
 from isrcheck.checker.itf_types import is_replica_set, replica_count, replica_id, typed_state
 from isrcheck.checker.registry import known as known_specs
 from isrcheck.model.spec import BoundsError
+from isrcheck.model import backends
 
 
 class TraceError(ValueError):
@@ -267,7 +268,7 @@ def conform(spec, trace, path="trace"):
             if name not in actions:
                 raise TraceError(f"{where}: " + ("no action named" if name is None
                                                   else f"spec {spec.name} has no action {name!r}"))
-            if spec.action_named(name, params) is None:
+            if backends.action_named(spec, name, params) is None:
                 raise TraceError(f"{where}: action {name} has no instance with parameters {params}")
         unknown = [k for k in state if k not in fields]
         if unknown:
@@ -331,10 +332,10 @@ def replay(spec, trace):
     not before).
     """
     inv = spec.invariants[trace.invariant]
-    failed, rows, _ = _walk(spec, trace, lambda row: not spec.holds(row, inv) and f"{trace.invariant} already fails")
+    failed, rows, _ = _walk(spec, trace, lambda row: not backends.scalar(spec).holds(row, inv) and f"{trace.invariant} already fails")
     if failed:
         return failed
-    if spec.holds(rows[-1], inv):
+    if backends.scalar(spec).holds(rows[-1], inv):
         return ReplayResult(False, f"{trace.invariant} now holds at the last step", rows, len(rows) - 1)
     return ReplayResult(True, f"{trace.invariant} is violated at step {len(rows) - 1}, as recorded", rows)
 
@@ -345,21 +346,21 @@ def _walk(spec, trace, fails_before=None):
     Every step must be enabled and reach the recorded state; ``fails_before(row)`` may name a reason
     (text) the walk must stop before the step taken from ``row``.
     """
-    row = spec.initial_row()
+    row = backends.scalar(spec).initial_row()
     rows, taken = [row], []
     mismatch = _differences(spec, row, trace.steps[0][2])
     if mismatch:
         return (ReplayResult(False, f"step 0: the initial state differs from the recorded one ({mismatch})", rows, 0),
                 rows, taken)
     for i, (name, params, state) in enumerate(trace.steps[1:], start=1):
-        inst = spec.action_named(name, params)
+        inst = backends.action_named(spec, name, params)
         label = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
         if inst is None:
             return ReplayResult(False, f"step {i}: no action {label} in spec {spec.name}", rows, i), rows, taken
         reason = fails_before(row) if fails_before is not None else None
         if reason:
             return ReplayResult(False, f"step {i}: {reason} before {label}", rows, i), rows, taken
-        row = spec.step(row, inst)
+        row = backends.scalar(spec).step(row, inst)
         if row is None:
             return ReplayResult(False, f"step {i}: {label} is no longer enabled", rows, i), rows, taken
         rows.append(row)
@@ -381,15 +382,15 @@ def replay_lasso(spec, trace):
         return failed
     if not (rows[-1] == rows[loop]).all():
         return ReplayResult(False, f"the last state is not state {loop}: the cycle does not close", rows, len(rows) - 1)
-    if not spec.holds(rows[trigger], prop.trigger):
+    if not backends.scalar(spec).holds(rows[trigger], prop.trigger):
         return ReplayResult(False, f"step {trigger}: the trigger of {prop.name} does not hold", rows, trigger)
     for i in range(trigger, len(rows)):
-        if spec.holds(rows[i], prop.goal):
+        if backends.scalar(spec).holds(rows[i], prop.goal):
             return ReplayResult(False, f"step {i}: the goal of {prop.name} holds", rows, i)
     cycle, states = taken[loop:], rows[loop:-1] or rows[loop:]
     for f in prop.fairness:
         for inst in (a for a in spec.actions if a.name == f.action):
-            on = [spec.step(r, inst) is not None for r in states]
+            on = [backends.scalar(spec).step(r, inst) is not None for r in states]
             if any(a is inst for a in cycle) or not (all(on) if f.kind == "weak" else any(on)):
                 continue
             return ReplayResult(False, f"the loop is not fair: {inst.label} is enabled "

@@ -23,6 +23,7 @@ import z3
 
 from isrcheck.checker import stop
 from isrcheck.model.view import z3_variables
+from isrcheck.model import backends
 
 
 class Z3Unknown(Exception):
@@ -82,7 +83,7 @@ class Unrolling:
                       + step_relation(self.spec, self.state(i), self.state(i + 1), lambda k: a == k))
 
     def holds(self, inv, i):
-        return self.spec.z3_invariant(inv, self.state(i))
+        return backends.symbolic(self.spec).invariant(inv, self.state(i))
 
     def distinct(self, i, j):
         """s_i and s_j differ in some column."""
@@ -102,7 +103,7 @@ def step_relation(spec, cur, nxt, chosen):
     k's guard, and each column of ``nxt`` is the ``ite`` chain over the instances that write it."""
     parts, chains = [], {}
     for inst in spec.actions:
-        guard, updates = spec.z3_action(inst, cur)
+        guard, updates = backends.symbolic(spec).action(inst, cur)
         parts.append(z3.Implies(chosen(inst.id), guard))
         for c, t in updates.items():
             chains.setdefault(c, []).append((inst.id, t))
@@ -130,13 +131,13 @@ def replay_path(spec, values, action_ids, n_states):
     chosen action is disabled or a replayed row differs from the model's: the
     z3 and scalar backends disagree.
     """
-    row = spec.initial_row()
+    row = backends.scalar(spec).initial_row()
     if list(map(int, row)) != values(0):
         raise RuntimeError("internal error: the z3 model's initial state is not the spec's")
     steps = [(None, row)]
     for i, aid in enumerate(action_ids[:n_states - 1]):
         inst = spec.actions[aid]
-        row = spec.step(row, inst)
+        row = backends.scalar(spec).step(row, inst)
         if row is None:
             raise RuntimeError(f"internal error: z3 chose {inst.label} at step {i + 1} but it is disabled on replay")
         expected = values(i + 1)

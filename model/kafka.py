@@ -26,7 +26,7 @@ from __future__ import annotations
 from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
 from isrcheck.model.kafka_present import KafkaPresentation
 from isrcheck.model.layout import Field
-from isrcheck.model.spec import FuzzTarget, Spec, action, invariant, leads_to, weak
+from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant, leads_to, weak
 
 
 class KafkaReplication(Spec):
@@ -60,24 +60,29 @@ class KafkaReplication(Spec):
     fuzz_targets = (FuzzTarget("leader changes", "q_epoch", "moves"), FuzzTarget("truncations", "leo", "drops"),
                     FuzzTarget("crashes", "up", "drops"))
 
-    #: Options added for the fencing specs (specs/no_isr_fencing.py and friends) all default to 0, the
+    #: The options added for the fencing specs (specs/no_isr_fencing.py and friends) all default to 0, the
     #: behaviour above; each adds its state fields only when enabled, so the state layout, the action
     #: instances and the state counts of a spec that leaves them at 0 are exactly what they were.
-    #:   controller_failover: one controller failover; a deposed (zombie) controller's LeaderAndIsr
-    #:       may still be in flight; requests carry the controller epoch (KAFKA-1188, KAFKA-6082)
-    #:   async_isr: a leader's ISR change is an AlterIsr request the controller commits later (KIP-497, 2.7)
-    #:   elr: eligible leader replicas (KIP-966): ISR may shrink to empty, replicas removed while the ISR
-    #:       is below min.insync.replicas stay electable, an unclean shutdown makes a replica ineligible
-    #:   fetch_response_loss: a fetch the leader has processed may never reach the follower (no new field)
-    #:   proof_ghosts: history fields that no action reads, for the lemmas of k-induction proofs (below);
-    #:       they change no behaviour, only split states that differ in history alone
-    defaults = dict(replicas=2, log_size=2, max_records=2, max_epochs=4, max_crashes=1,
-                    acks_all=1, min_isr=1, unclean=0, unflushed_loss=0,
-                    controller_failover=0, async_isr=0, elr=0, fetch_response_loss=0, proof_ghosts=0)
-    limits = dict(replicas=(2, 5), log_size=(1, 6), max_records=(1, 8), max_epochs=(1, 8),
-                  max_crashes=(0, 6), acks_all=(0, 1), min_isr=(1, 5), unclean=(0, 1),
-                  unflushed_loss=(0, 1), controller_failover=(0, 1), async_isr=(0, 1), elr=(0, 1),
-                  fetch_response_loss=(0, 1), proof_ghosts=(0, 1))
+    declared_bounds = (
+        Bound("replicas", 2, 2, 5, "replicas of the partition (brokers)", kind="bound"),
+        Bound("log_size", 2, 1, 6, "offsets each replica's log can hold", kind="bound"),
+        Bound("max_records", 2, 1, 8, "records the producers may append, in all", kind="bound"),
+        Bound("max_epochs", 4, 1, 8, "leader epochs the controller may start", kind="bound"),
+        Bound("max_crashes", 1, 0, 6, "broker crashes and clean shutdowns, in all", kind="bound"),
+        Bound("acks_all", 1, 0, 1, "1: producers use acks=all; 0: acks=1"),
+        Bound("min_isr", 1, 1, 5, "min.insync.replicas"),
+        Bound("unclean", 0, 0, 1, "unclean.leader.election.enable"),
+        Bound("unflushed_loss", 0, 0, 1, "a hard crash loses the unflushed tail of the log"),
+        Bound("controller_failover", 0, 0, 1, "one controller failover; a deposed (zombie) controller's "
+              "LeaderAndIsr may still be in flight; requests carry the controller epoch (KAFKA-1188, KAFKA-6082)"),
+        Bound("async_isr", 0, 0, 1, "a leader's ISR change is an AlterIsr request the controller commits "
+              "later (KIP-497, 2.7)"),
+        Bound("elr", 0, 0, 1, "eligible leader replicas (KIP-966): the ISR may shrink to empty, replicas removed "
+              "while it is below min.insync.replicas stay electable, an unclean shutdown makes one ineligible"),
+        Bound("fetch_response_loss", 0, 0, 1, "a fetch the leader has processed may never reach the follower"),
+        Bound("proof_ghosts", 0, 0, 1, "history fields no action reads, for the lemmas of k-induction proofs: "
+              "they change no behaviour, only split states that differ in history alone"),
+    )
 
     def configure(self, replicas, log_size, max_records, max_epochs, max_crashes,
                   acks_all, min_isr, unclean, unflushed_loss, controller_failover=0, async_isr=0, elr=0,

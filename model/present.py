@@ -33,6 +33,7 @@ the i-th action.
 from __future__ import annotations
 
 from isrcheck.model.expr import DeclarationError
+from isrcheck.model import backends
 
 
 class Line(tuple):
@@ -206,7 +207,7 @@ class Presentation:
             row = self.spec.layout.encode(steps[-1][2])
         except (ValueError, KeyError):
             row = None
-        if row is not None and self.spec.holds(row, self.spec.invariants[invariant]):
+        if row is not None and backends.scalar(self.spec).holds(row, self.spec.invariants[invariant]):
             return []
         detail = self.detail(invariant, [st for _, _, st in steps])
         text = f"{invariant} breaks here: {detail or self.spec.invariants[invariant].meaning}"

@@ -150,6 +150,12 @@ def z3_variables(layout, prefix="s"):
             for n, b in zip(layout.names, layout.boolean)]
 
 
+def z3_type_ok(layout, variables):
+    """Every integer cell of a symbolic state within its declared bounds."""
+    return z3.And([z3.And(v >= int(layout.lo[c]), v <= int(layout.hi[c]))
+                   for c, v in enumerate(variables) if not layout.boolean[c]])
+
+
 def z3_reader(variables):
     """Backend: symbolic state, values are Sym terms."""
     def read(c):

@@ -1,10 +1,12 @@
 """KIP-320 with producers on acks=1: a record is acknowledged as soon as the leader appends it."""
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class Acks1(Kip320):
     name = "acks-1"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.1 (KIP-320) with acks=1 producers: the leader acknowledges a record on its own "
                "append, before any follower has it; a failover to a follower loses it (by design).")
     missing_fence = ("The acknowledgement does not wait for the ISR; Kafka's acks=all waits until the HW passes "

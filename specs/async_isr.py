@@ -2,10 +2,12 @@
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class AsyncIsr(Kip320):
     name = "async-isr"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.1 (KIP-320) with ISR changes sent to the controller as AlterIsr requests (2.7): "
                "while an expansion is in flight the leader keeps raising its HW over its old ISR, so the "
                "controller can commit an ISR member that lacks records acknowledged meanwhile.")

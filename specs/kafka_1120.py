@@ -2,10 +2,12 @@
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import action
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class Kafka1120(Kip320):
     name = "kafka-1120"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.1 without KIP-380's broker epoch: a broker can bounce before the controller processes "
                "its BrokerChange, so onBrokerStartup never runs and the restarted broker gets no LeaderAndIsr; "
                "a leader bounced that way no longer knows it leads, and nothing makes the controller elect again.")

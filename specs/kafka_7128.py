@@ -2,10 +2,12 @@
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_279 import KAFKA_7128_BOUNDS
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class Kafka7128(Kip320):
     name = "kafka-7128"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.1's fenced fetches (KIP-320) with the ISR-join rule of 2.0 and before: a follower "
                "rejoins the ISR once its fetch offset reaches the leader's HW, which lags after a leader "
                "change, so it can join before it holds every committed record.")

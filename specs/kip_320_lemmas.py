@@ -3,7 +3,7 @@
     isrcheck prove --spec kip-320 --invariant no-committed-loss --replicas 3
 
 proves no-committed-loss for every depth (at those bounds) from these lemmas, which it proves
-along with it (see ``Kip320Lemmas.proofs``). Each lemma is an invariant of the spec, documented
+along with it (see ``Kip320Lemmas.proofs``, the spec's ``proofs`` declaration). Each lemma is an invariant of the spec, documented
 in Kafka terms, and kip-320 expects each to hold, so ``isrcheck gate`` checks them too.
 
 Several lemmas talk about history that the state does not keep: a restarted broker forgets the
@@ -35,30 +35,15 @@ def history_lemma(name):
 
 
 class Kip320Lemmas:
-    """The lemmas, as a mixin of specs.kip_320.Kip320 (declared there only, not on its subclasses).
+    """The lemmas, as a mixin of specs.kip_320.Kip320, with the proof that uses them (``proofs``).
 
-    The subclasses of kip-320 change the protocol, some to break it on purpose (no-isr-fencing,
-    acks-1), so its lemmas are not theirs: a class that does not list this mixin among its own
-    bases drops them, their expected verdicts (also when it inherits kip-320's) and the proof. Under the
-    relaxed bounds of checker.induction.prove the lemmas are about arbitrarily large epochs and
-    record ids, except lemma-epoch-table, which re-establishes the one epoch bound the model's
-    guards impose (its LeaderAndIsr table has max_epochs slots).
+    A subclass of kip-320 inherits them, their expected verdicts and the proof, like any
+    invariant. A version that changes the protocol (some break it on purpose: no-isr-fencing,
+    acks-1) says ``dropped_invariants = LEMMAS``: kip-320's lemmas are not its lemmas, and the
+    proof goes with them. Under the relaxed bounds of checker.induction.prove the lemmas are about
+    arbitrarily large epochs and record ids, except lemma-epoch-table, which re-establishes the one
+    epoch bound the model's guards impose (its LeaderAndIsr table has max_epochs slots).
     """
-
-    def __init_subclass__(cls, **kw):
-        super().__init_subclass__(**kw)
-        if Kip320Lemmas in cls.__bases__:
-            return
-        lemmas = {attr: fn.__isrcheck_invariant__ for attr, fn in vars(Kip320Lemmas).items()
-                  if hasattr(fn, "__isrcheck_invariant__")}
-        for attr in lemmas:
-            if attr not in vars(cls):
-                setattr(cls, attr, None)
-        names = set(lemmas.values())
-        cls.expected = {k: v for k, v in cls.expected.items() if k not in names}
-        cls.expected_why = {k: v for k, v in cls.expected_why.items() if k not in names}
-        if "proofs" not in vars(cls):
-            cls.proofs = {}
 
     def same_entry(self, s, a, b, o):
         """Replicas a and b hold the same record with the same epoch at offset o."""

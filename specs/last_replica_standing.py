@@ -1,10 +1,12 @@
 """The last ISR member loses its unflushed tail in a hard crash and is re-elected (KIP-966)."""
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class LastReplicaStanding(Kip320):
     name = "last-replica-standing"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.1+ (KIP-320) with min.insync.replicas=2 and hard crashes that lose the unflushed log "
                "tail: once the ISR has shrunk to the leader alone, a crash of that leader loses records "
                "committed while the ISR was full, and the controller re-elects it as the last ISR member.")

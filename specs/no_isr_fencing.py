@@ -1,10 +1,12 @@
 """KIP-320 without the zkVersion fence on ISR writes: a zombie leader shrinks the ISR to itself."""
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class NoIsrFencing(Kip320):
     name = "no-isr-fencing"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.1 (KIP-320) with one fence removed: a leader's ISR update is an unconditional "
                "ZooKeeper write, so a deposed leader that has not yet applied its LeaderAndIsr can shrink "
                "the ISR to itself and commit records alone.")

@@ -1,10 +1,12 @@
 """KIP-320 with unclean leader election enabled."""
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class UncleanElection(Kip320):
     name = "unclean-election"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.1 (KIP-320) with unclean.leader.election.enable=true: when no ISR member is alive "
                "the controller elects any live replica, which may lack committed records (by design).")
     missing_fence = ("Election is not restricted to the ISR; Kafka elects only ISR members unless "

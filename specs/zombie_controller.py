@@ -1,10 +1,12 @@
 """KIP-320 with a controller failover and brokers that ignore the controller epoch."""
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class ZombieController(Kip320):
     name = "zombie-controller"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.1 (KIP-320) with one controller failover: the deposed controller's in-flight "
                "LeaderAndIsr names a leader for the next leader epoch, while the new controller elects "
                "another for the same epoch; brokers do not check the controller epoch, so both apply.")

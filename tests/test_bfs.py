@@ -7,24 +7,25 @@ from isrcheck.checker.trace import from_steps, replay
 from isrcheck.model.spec import action
 from isrcheck.specs import SPECS
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.model import backends
 
 TINY = dict(replicas=2, log_size=1, max_records=1, max_epochs=2, max_crashes=1)
 
 
 def naive_bfs(spec, invariants):
     """Plain breadth-first search on the scalar backend with a Python set: (states, levels, first bad level)."""
-    start = spec.initial_row()
+    start = backends.scalar(spec).initial_row()
     seen = {start.tobytes()}
     frontier, depth = [start], 1
     first_bad = {}
     while frontier:
         for name in invariants:
-            if name not in first_bad and any(not spec.holds(r, spec.invariants[name]) for r in frontier):
+            if name not in first_bad and any(not backends.scalar(spec).holds(r, spec.invariants[name]) for r in frontier):
                 first_bad[name] = depth
         nxt = []
         for row in frontier:
             for inst in spec.actions:
-                succ = spec.step(row, inst)
+                succ = backends.scalar(spec).step(row, inst)
                 if succ is not None and succ.tobytes() not in seen:
                     seen.add(succ.tobytes())
                     nxt.append(succ)
@@ -134,11 +135,11 @@ def test_fingerprints_by_delta_match_full_fingerprints():
     spec = SPECS["kip-320"](**TINY)
     s = Search(spec, ["no-committed-loss"])
     rng = np.random.default_rng(7)
-    row = spec.initial_row()
+    row = backends.scalar(spec).initial_row()
     rows = [row]
     for _ in range(200):
-        enabled = spec.enabled(row)
-        row = spec.step(row, enabled[rng.integers(len(enabled))])
+        enabled = backends.scalar(spec).enabled(row)
+        row = backends.scalar(spec).step(row, enabled[rng.integers(len(enabled))])
         rows.append(row)
     batch = np.stack(rows, axis=1)
     fps = s.fingerprint.full(batch)
@@ -167,5 +168,5 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
     assert result.budget_hit == "Ctrl-C" and not result.complete
     assert result.verdicts == {"single-acting-leader": "violated", "no-committed-loss": "unknown"}
     steps = result.violations["single-acting-leader"].steps
-    assert not spec.holds(steps[-1][1], spec.invariants["single-acting-leader"])
+    assert not backends.scalar(spec).holds(steps[-1][1], spec.invariants["single-acting-leader"])
     assert 0 < result.distinct_states < 694_386

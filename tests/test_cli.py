@@ -155,3 +155,16 @@ def test_list_shows_every_spec_with_expectations():
 def test_version():
     r = run("--version")
     assert r.returncode == 0 and "isrcheck" in r.stdout
+
+
+def test_bmc_reports_what_it_does_not_count_as_null(tmp_path):
+    """One result type: BMC enumerates no states, so its counts are null in the report, not 0."""
+    r = run("check", "--spec", "acks-1", "--invariant", "log-matching", "--engine", "bmc", "--depth", "4",
+            "--format", "json", "--out", str(tmp_path), "--no-progress")
+    assert r.returncode == 3, r.stderr                       # a bounded check stops at its depth: unknown
+    report = json.loads(r.stdout)
+    assert report["verdicts"] == {"log-matching": "unknown"} and report["depth"] == 4
+    assert report["budget_hit"] == "bmc depth 4"
+    for key in ("distinct_states", "transitions", "states_per_second", "bytes_per_state", "collision_probability",
+                "never_fired"):
+        assert key in report and report[key] is None, key

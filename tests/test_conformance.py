@@ -6,14 +6,14 @@ backends:
 
 - half drawn uniformly from each column's [lo, hi] (boolean columns 0/1), so
   the actions meet states no run would reach (guards mostly false);
-- half reached by random walks from ``spec.initial_row()`` on the scalar
+- half reached by random walks from ``backends.scalar(spec).initial_row()`` on the scalar
   backend (``Spec.step``), so the guards are often true and the updates run.
 
 For each action instance the scalar guard (``Spec.run`` on a scalar View), the
-numpy guard (``Spec.guard_batch`` over the whole sample at once) and the z3
-guard (the ``Spec.z3_action`` term with the state's values substituted and
+numpy guard (``backends.batch(spec).guard`` over the whole sample at once) and the z3
+guard (the ``backends.symbolic(spec).action`` term with the state's values substituted and
 simplified) must agree; where the action is enabled every written column's new
-value must agree (scalar ``View._written``, numpy ``update_batch(...)._written``,
+value must agree (scalar ``View._written``, numpy ``update(...)._written``,
 z3 written terms substituted and simplified). Every invariant must agree too.
 
 Cost: the scalar backend takes ~4 ms per state for a two-replica spec and
@@ -38,6 +38,7 @@ from isrcheck.model.spec import Spec, action, invariant
 from isrcheck.model.view import View, scalar_reader, z3_variables
 from isrcheck.specs import SPECS
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.model import backends
 
 SEED = 20240611
 RANDOM_STATES = 500
@@ -71,13 +72,13 @@ def walk_rows(spec, n, rng):
     seen, out = set(), []
     actions, lay = spec.actions, spec.layout
     while len(out) < n:
-        row = spec.initial_row()
+        row = backends.scalar(spec).initial_row()
         for _ in range(int(rng.integers(1, WALK_MAX_LEN + 1))):
             for i in rng.permutation(len(actions)):
-                # a guard-only scalar view is cheap; Spec.step then takes the step
-                if not spec.run(actions[i], View(lay, scalar_reader(lay, row), guard_only=True)):
+                # a guard-only scalar view is cheap; the scalar backend then takes the step
+                if not backends.run_action(spec, actions[i], View(lay, scalar_reader(lay, row), guard_only=True)):
                     continue
-                nxt = spec.step(row, actions[i])
+                nxt = backends.scalar(spec).step(row, actions[i])
                 assert nxt is not None, f"{spec.name}: {actions[i].label}: guard-only run and step disagree"
                 break
             else:
@@ -102,10 +103,10 @@ def targeted_rows(spec, rows):
     variables = z3_variables(spec.layout)
     out = []
     for a in spec.actions:
-        if spec.guard_batch(a, batch).any():
+        if backends.batch(spec).guard(a, batch).any():
             continue
         solver = z3.Solver()
-        solver.add(spec.z3_type_ok(variables), spec.z3_action(a, variables)[0])
+        solver.add(backends.symbolic(spec).type_ok(variables), backends.symbolic(spec).action(a, variables)[0])
         if solver.check() == z3.sat:
             model = solver.model()
             out.append(np.array([as_int(model.eval(v, model_completion=True)) if not z3.is_bool(v)
@@ -138,18 +139,18 @@ def scalar_results(spec, rows):
     for k, row in enumerate(rows):
         for a in spec.actions:
             # a guard-only view stops at the first write (cheap for the many disabled pairs) ...
-            g = spec.run(a, View(lay, scalar_reader(lay, row), guard_only=True))
+            g = backends.run_action(spec, a, View(lay, scalar_reader(lay, row), guard_only=True))
             guards[a.id, k] = bool(g)
             if guards[a.id, k]:
                 # ... and the full run must give the same guard along with the update.
                 view = View(lay, scalar_reader(lay, row))
-                g_full = spec.run(a, view)
+                g_full = backends.run_action(spec, a, view)
                 assert bool(g_full) == bool(g), (
                     f"{spec.name}: action {a.label}: scalar guard differs between guard-only and full run "
                     f"in state {state_text(spec, row)}")
                 writes[a.id][k] = {c: as_int(v) for c, v in view._written.items()}
         for name, inv in spec.invariants.items():
-            invs[name][k] = spec.holds(row, inv)
+            invs[name][k] = backends.scalar(spec).holds(row, inv)
     return guards, writes, invs
 
 
@@ -158,17 +159,17 @@ def numpy_results(spec, rows):
     guards = np.zeros((len(spec.actions), len(rows)), dtype=bool)
     writes = [dict() for _ in spec.actions]
     for a in spec.actions:
-        g = np.asarray(spec.guard_batch(a, batch), dtype=bool)
+        g = np.asarray(backends.batch(spec).guard(a, batch), dtype=bool)
         assert g.shape == (len(rows),), f"{spec.name}: action {a.label}: numpy guard has shape {g.shape}"
         guards[a.id] = g
         enabled = np.flatnonzero(g)
         if enabled.size == 0:
             continue
-        written = spec.update_batch(a, batch, enabled)._written
+        written = backends.batch(spec).update(a, batch, enabled)._written
         cols = {c: np.broadcast_to(np.asarray(v), enabled.shape) for c, v in written.items()}
         for j, k in enumerate(enabled):
             writes[a.id][int(k)] = {c: as_int(v[j]) for c, v in cols.items()}
-    invs = {name: np.asarray(spec.holds_batch(inv, batch), dtype=bool).copy()
+    invs = {name: np.asarray(backends.batch(spec).holds(inv, batch), dtype=bool).copy()
             for name, inv in spec.invariants.items()}
     return guards, writes, invs
 
@@ -183,7 +184,7 @@ class Z3Backend:
         terms = []
         self.guard_at, self.write_at, self.inv_at = [], [], {}
         for a in spec.actions:
-            guard, written = spec.z3_action(a, self.variables)
+            guard, written = backends.symbolic(spec).action(a, self.variables)
             self.guard_at.append(len(terms))
             terms.append(guard)
             at = {}
@@ -193,7 +194,7 @@ class Z3Backend:
             self.write_at.append(at)
         for name, inv in spec.invariants.items():
             self.inv_at[name] = len(terms)
-            terms.append(spec.z3_invariant(inv, self.variables))
+            terms.append(backends.symbolic(spec).invariant(inv, self.variables))
         # One application of an uninterpreted function packs every term, so one substitute+simplify
         # evaluates them all; simplify rewrites each argument to a literal.
         pack = z3.Function(f"pack_{spec.name}", *[t.sort() for t in terms], z3.BoolSort())
@@ -330,7 +331,7 @@ def test_conformance_sample_is_well_typed_and_exercises_every_action(run):
     live = []
     for a in never:
         solver = z3.Solver()
-        solver.add(spec.z3_type_ok(variables), spec.z3_action(a, variables)[0])
+        solver.add(backends.symbolic(spec).type_ok(variables), backends.symbolic(spec).action(a, variables)[0])
         if solver.check() != z3.unsat:
             live.append(a.label)
     assert not live, f"{spec.name}: never enabled in the sample, so its update went unchecked: {live}"
@@ -387,22 +388,14 @@ def test_conformance_int8_overflow_is_rejected_at_load():
         _Int8Overflow()
 
 
-class _Corrupted(Kip320):
-    """kip-320 with a numpy backend that lies about one guard and one invariant: the harness must notice."""
-
-    name = "corrupted"
-
-    def guard_batch(self, inst, batch):
-        g = super().guard_batch(inst, batch)
-        return ~g if inst.name == "produce" else g
-
-    def holds_batch(self, inv, batch):
-        v = super().holds_batch(inv, batch)
-        return ~v if inv.name == "log-matching" else v
-
-
-def test_conformance_harness_reports_backend_disagreement():
-    spec = _Corrupted(max_epochs=2)
+def test_conformance_harness_reports_backend_disagreement(monkeypatch):
+    """kip-320 on a numpy backend that lies about one guard and one invariant: the harness must notice."""
+    guard, holds = backends.Batch.guard, backends.Batch.holds
+    monkeypatch.setattr(backends.Batch, "guard", lambda self, inst, batch: (
+        ~guard(self, inst, batch) if inst.name == "produce" else guard(self, inst, batch)))
+    monkeypatch.setattr(backends.Batch, "holds", lambda self, inv, batch: (
+        ~holds(self, inv, batch) if inv.name == "log-matching" else holds(self, inv, batch)))
+    spec = Kip320(max_epochs=2)
     rows = walk_rows(spec, 40, np.random.default_rng(SEED))
     bad, _, _ = compare(spec, rows)
     assert bad["guards"] and all("action produce(" in m for m in bad["guards"])

@@ -16,6 +16,7 @@ from isrcheck.model.layout import Field, Layout
 from isrcheck.model.spec import Spec, action, invariant
 from isrcheck.specs import SPECS
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.model import backends
 
 SEED = 7
 
@@ -172,7 +173,7 @@ def test_kafka_leo_incremented_without_guard_fails_at_load():
     msg = load_error(LeoBump)
     assert "action append_unchecked(r=0)" in msg and "leo[0]" in msg
     spec = LeoBumpFixed()
-    assert spec.action_named("append_unchecked", {"r": 1}) is not None
+    assert backends.action_named(spec, "append_unchecked", {"r": 1}) is not None
 
 
 class NegativeWrite(Tiny):
@@ -214,11 +215,11 @@ def test_write_through_out_of_range_state_index_fails_at_load():
     msg = load_error(PointerWrite)
     assert "action poke()" in msg and "arr" in msg and "out-of-range index" in msg
     spec = PointerWriteGuarded()
-    poke = spec.action_named("poke", {})
+    poke = backends.action_named(spec, "poke", {})
     row = spec.layout.encode({"x": 0, "y": 0, "flag": False, "arr": [1, 2, 3], "ptr": 2})
-    assert spec.layout.decode(spec.step(row, poke))["arr"] == [1, 2, 0]
+    assert spec.layout.decode(backends.scalar(spec).step(row, poke))["arr"] == [1, 2, 0]
     row[spec.layout.column("ptr")] = 3
-    assert spec.step(row, poke) is None
+    assert backends.scalar(spec).step(row, poke) is None
 
 
 def test_kafka_write_through_none_replica_index_fails_at_load():
@@ -408,10 +409,10 @@ def _action_returns_a_value():
     return C
 
 
-def _action_named_like_an_engine_method():
+def _action_named_like_an_engine_attribute():
     class C(Tiny):
         @action(i="CELLS")
-        def holds(self, s, i):
+        def actions(self, s, i):
             s.arr[i] = 1
     return C
 
@@ -483,7 +484,7 @@ def _bad_fuzz_target():
     (_unknown_field_in_initial, ["initial", "no state field 'zz'"]),
     (_initial_out_of_bounds, ["initial", "x = 9", "0..3"]),
     (_action_returns_a_value, ["action set_cell(i=0)", "returns a value"]),
-    (_action_named_like_an_engine_method, ["action holds", "another name"]),
+    (_action_named_like_an_engine_attribute, ["C.actions: the engines read actions", "another name"]),
     (_fields_not_fields, ["fields()", "Field(...)"]),
     (_configure_misses_a_bound, ["configure()", "n"]),
     (_bare_action, ["@action on 'other'", '@action(r="REPLICAS")']),
@@ -561,7 +562,7 @@ def test_layout_columns_are_a_bijection():
 def test_encode_rejects_out_of_range_values():
     spec = SPECS["kip-320"]()
     lay = spec.layout
-    good = lay.decode(spec.initial_row())
+    good = lay.decode(backends.scalar(spec).initial_row())
     lay.encode(good)
     cases = [
         ("q_epoch", lambda s: s.__setitem__("q_epoch", spec.E + 1)),          # scalar above hi
@@ -596,3 +597,56 @@ def test_encode_rejects_missing_fields_and_wrong_shapes():
     flat["log_record"] = [0] * len(flat["log_record"])
     with pytest.raises(ValueError, match="log_record"):
         lay.encode(flat)
+
+
+class Expecting(Tiny):
+    name = "expecting"
+    expected = {"small": "holds", "flag-off": "holds"}
+    expected_why = {"small": "x never grows", "flag-off": "nothing sets the flag"}
+
+    @invariant("flag-off")
+    def flag_off(self, s):
+        return ~s.flag
+
+
+def test_expected_inherits_and_a_subclass_states_only_what_changes():
+    class Changed(Expecting):
+        expected = {"flag-off": "violated"}
+
+    class Restated(Expecting):
+        expected = {**Expecting.expected, "flag-off": "violated"}
+        expected_why = {**Expecting.expected_why, "flag-off": "this version sets it"}
+
+    assert Changed.expected == Restated.expected == {"small": "holds", "flag-off": "violated"}
+    # a why explains a verdict: it is inherited with it, and lost when the verdict changes without a new one
+    assert Changed.expected_why == {"small": "x never grows"}
+    assert Restated.expected_why == {"small": "x never grows", "flag-off": "this version sets it"}
+    assert Expecting.expected == {"small": "holds", "flag-off": "holds"}
+
+
+def test_dropped_invariants_take_their_expectations_and_proofs_along():
+    class Proved(Expecting):
+        proofs = {"small": {"lemmas": ["flag-off"], "settings": {}}}
+
+    class Dropping(Proved):
+        dropped_invariants = ("flag-off",)
+
+    assert list(Proved().invariants) == ["small", "flag-off"] and Proved.proofs
+    spec = Dropping()
+    assert list(spec.invariants) == ["small"] and Dropping.expected == {"small": "holds"}
+    assert Dropping.expected_why == {"small": "x never grows"} and Dropping.proofs == {}
+    with pytest.raises(DeclarationError, match="Typo.dropped_invariants: 'flag_off' is no invariant it inherits"):
+        type("Typo", (Expecting,), {"dropped_invariants": ("flag_off",)})
+
+
+def test_kip_320_lemmas_are_inherited_unless_a_version_drops_them():
+    from isrcheck.specs.kip_320_lemmas import LEMMAS
+
+    class SameProtocol(Kip320):
+        name = "same-protocol"
+
+    assert set(LEMMAS) <= set(SameProtocol.declared_invariants()) and set(LEMMAS) <= set(SameProtocol.expected)
+    assert SameProtocol.proofs == Kip320.proofs and "no-committed-loss" in Kip320.proofs
+    acks1 = SPECS["acks-1"]
+    assert acks1.dropped_invariants == LEMMAS and acks1.proofs == {}
+    assert not set(LEMMAS) & (set(acks1.declared_invariants()) | set(acks1.expected) | set(acks1.expected_why))

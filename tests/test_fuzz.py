@@ -12,10 +12,12 @@ import time
 import numpy as np
 import pytest
 
-from isrcheck.checker.bfs import SearchResult, search
-from isrcheck.checker.fuzz import CompiledModel, FuzzResult, _Fuzzer, _pick, fuzz
+from isrcheck.checker.bfs import search
+from isrcheck.checker.result import Result
+from isrcheck.checker.fuzz import _Fuzzer, _pick, fuzz
 from isrcheck.checker.trace import from_steps, replay
 from isrcheck.specs import SPECS
+from isrcheck.model import backends
 
 SEED = 20240611
 
@@ -44,38 +46,38 @@ def _sample(spec, model, rng, walks=12, length=40, uniform=150):
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_compiled_model_agrees_with_numpy_and_scalar_backends(name):
     spec = SPECS[name]()
-    model = CompiledModel.of(spec)
+    model = backends.compiled(spec)
     rng = random.Random(SEED)
     rows = _sample(spec, model, rng)
     batch = np.ascontiguousarray(np.array(rows, dtype=np.int8).T)
     enabled = [set(model.enabled(r)) for r in rows]
     for inst in spec.actions:
-        guard = spec.guard_batch(inst, batch)
+        guard = backends.batch(spec).guard(inst, batch)
         assert [inst.id in e for e in enabled] == guard.tolist(), inst.label
         idx = np.flatnonzero(guard)
         if idx.size == 0:
             continue
-        written = spec.update_batch(inst, batch, idx)._written
+        written = backends.batch(spec).update(inst, batch, idx)._written
         for k, j in enumerate(idx[:50]):
             succ = model.step(rows[j], inst.id)
             for c, v in written.items():
                 want = int(np.broadcast_to(np.asarray(v), idx.shape)[k])
                 assert succ[c] == want, (inst.label, spec.layout.names[c])
     for inv_name, inv in spec.invariants.items():
-        assert [model.holds(r, inv_name) for r in rows] == spec.holds_batch(inv, batch).tolist(), inv_name
+        assert [model.holds(r, inv_name) for r in rows] == backends.batch(spec).holds(inv, batch).tolist(), inv_name
     # and the scalar backend on one walk
-    row = spec.initial_row()
+    row = backends.scalar(spec).initial_row()
     r = model.initial
     for _ in range(30):
         en = model.enabled(r)
-        assert en == [a.id for a in spec.enabled(row)]
+        assert en == [a.id for a in backends.scalar(spec).enabled(row)]
         if not en:
             break
         i = rng.choice(en)
-        r, row = model.step(r, i), spec.step(row, spec.actions[i])
+        r, row = model.step(r, i), backends.scalar(spec).step(row, spec.actions[i])
         assert r == tuple(int(v) for v in row)
         for inv_name, inv in spec.invariants.items():
-            assert model.holds(r, inv_name) == spec.holds(row, inv)
+            assert model.holds(r, inv_name) == backends.scalar(spec).holds(row, inv)
 
 
 def test_swarm_configurations_allow_what_their_kinds_need_and_only_active_replicas_act():
@@ -152,7 +154,7 @@ def five_replicas():
 
 def test_fuzz_finds_hw_truncation_loss_at_five_replicas(five_replicas):
     spec, result, seconds = five_replicas
-    assert isinstance(result, SearchResult) and isinstance(result, FuzzResult)
+    assert isinstance(result, Result) and result.engine == "fuzz" and result.never_fired is None
     assert result.verdicts == {"no-committed-loss": "violated"}
     assert not result.complete and result.budget_hit is None
     v = _check_violation(spec, result, "no-committed-loss")

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from isrcheck.checker import trace as traces
+from isrcheck.model import backends
 from isrcheck.specs import SPECS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,10 +33,10 @@ def walk(spec_name, saved, upto=None, **bounds):
     """Re-run the steps of a saved trace on ``spec_name``: [(action name, params, row)] of every step it takes."""
     spec = SPECS[spec_name](**bounds)
     steps = traces.load(os.path.join(SAVED, saved)).steps
-    row = spec.initial_row()
+    row = backends.scalar(spec).initial_row()
     out = [(None, {}, row)]
     for name, params, _ in steps[1:upto]:
-        row = spec.step(row, spec.action_named(name, params))
+        row = backends.scalar(spec).step(row, backends.action_named(spec, name, params))
         assert row is not None, f"{name}({params}) is disabled on {spec_name}"
         out.append((name, params, row))
     return spec, out
@@ -87,7 +88,7 @@ def test_show_says_why_kafka_4_0_rejects_the_stale_alter_partition(tmp_path):
     spec, steps = walk("kafka-4.0", "kafka-14617/no-committed-loss.itf.json", upto=13)
     assert steps[-1][0] == "alter_partition"
     path = str(tmp_path / "rejected.itf.json")
-    trace = traces.from_steps(spec, "no-committed-loss", "test", [(spec.action_named(n, p) if n else None, row)
+    trace = traces.from_steps(spec, "no-committed-loss", "test", [(backends.action_named(spec, n, p) if n else None, row)
                                                    for n, p, row in steps])
     traces.save(trace, path)
     r = isrcheck("show", path, cwd=tmp_path)
@@ -99,10 +100,10 @@ def test_show_says_why_kafka_4_0_rejects_the_stale_alter_partition(tmp_path):
 
 def test_show_names_the_caught_up_replica_that_holds_back_the_hw(tmp_path):
     spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=9)
-    inst = spec.action_named("produce", {"l": 0})
-    steps.append(("produce", {"l": 0}, spec.step(steps[-1][2], inst)))
+    inst = backends.action_named(spec, "produce", {"l": 0})
+    steps.append(("produce", {"l": 0}, backends.scalar(spec).step(steps[-1][2], inst)))
     path = str(tmp_path / "held.itf.json")
-    traces.save(traces.from_steps(spec, "no-committed-loss", "test", [(spec.action_named(n, p) if n else None, row)
+    traces.save(traces.from_steps(spec, "no-committed-loss", "test", [(backends.action_named(spec, n, p) if n else None, row)
                                                                       for n, p, row in steps]), path)
     r = isrcheck("show", path, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -122,8 +123,8 @@ def test_a_diverging_fetch_truncates_in_a_second_step_and_only_the_bug_moves_the
     assert after["diverging_end"][0] == 0
     assert before["hw"][0] == 0 and after["hw"][0] == (1 if name == "kafka-14704" else 0)
     assert after["remote_leo"][1][0] == before["remote_leo"][1][0]                  # the leader records nothing
-    assert spec.action_named("fetch", {"f": 0, "l": 1}) not in spec.enabled(steps[-1][2])
-    row = spec.step(steps[-1][2], spec.action_named("truncate_on_fetch_response", {"f": 0}))
+    assert backends.action_named(spec, "fetch", {"f": 0, "l": 1}) not in backends.scalar(spec).enabled(steps[-1][2])
+    row = backends.scalar(spec).step(steps[-1][2], backends.action_named(spec, "truncate_on_fetch_response", {"f": 0}))
     done = state(spec, row)
     assert done["leo"][0] == 0 and done["hw"][0] == 0 and not done["truncating"][0]
     assert done["log_record"][0] == [0] * spec.L
@@ -158,10 +159,10 @@ def test_an_isr_shrink_by_the_controller_keeps_the_leader_epoch():
     row = steps[-1][2]
     s = state(spec, row)
     assert s["q_isr"][1] and not s["up"][1]
-    row = spec.step(row, spec.action_named("controller_shrink_isr", {"r": 1}))
+    row = backends.scalar(spec).step(row, backends.action_named(spec, "controller_shrink_isr", {"r": 1}))
     after = state(spec, row)
     assert not after["q_isr"][1] and after["q_epoch"] == s["q_epoch"] and not after["zk_version_current"][0]
-    row = spec.step(row, spec.action_named("apply_partition_change", {"r": 0}))
+    row = backends.scalar(spec).step(row, backends.action_named(spec, "apply_partition_change", {"r": 0}))
     assert state(spec, row)["isr"][0] == after["q_isr"] and state(spec, row)["zk_version_current"][0]
 
 
@@ -172,7 +173,7 @@ def test_controlled_shutdown_takes_a_live_follower_out_of_the_isr_for_good():
     epoch = state(spec, row)["q_epoch"]
     for name, params in [("controlled_shutdown", {"r": 1}), ("apply_partition_change", {"r": 0}),
                          ("produce", {"l": 0}), ("fetch", {"f": 1, "l": 0})]:
-        row = spec.step(row, spec.action_named(name, params))
+        row = backends.scalar(spec).step(row, backends.action_named(spec, name, params))
         assert row is not None, name
     s = state(spec, row)
     assert s["shutting_down"][1] and s["up"][1] and s["q_epoch"] == epoch
@@ -187,23 +188,23 @@ def test_a_caught_up_replica_outside_the_isr_holds_back_the_hw_until_its_lag_exp
     row = steps[-1][2]
     s = state(spec, row)
     assert s["isr"][0] == [True, False] and s["caught_up"][0][1] and s["hw"][0] == 0 < s["leo"][0] == 1
-    held = state(spec, spec.step(row, spec.action_named("produce", {"l": 0})))
+    held = state(spec, backends.scalar(spec).step(row, backends.action_named(spec, "produce", {"l": 0})))
     assert held["hw"][0] == 0                                          # shouldWaitForReplicaToJoinIsr
-    row = spec.step(row, spec.action_named("lag_expires", {"l": 0, "f": 1}))
-    free = state(spec, spec.step(row, spec.action_named("produce", {"l": 0})))
+    row = backends.scalar(spec).step(row, backends.action_named(spec, "lag_expires", {"l": 0, "f": 1}))
+    free = state(spec, backends.scalar(spec).step(row, backends.action_named(spec, "produce", {"l": 0})))
     assert free["hw"][0] == 2 and free["acked_at"] == [0, 1]
 
 
 def test_the_leader_drops_only_a_follower_that_is_not_caught_up():
     spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=5)
     assert [n for n, _, _ in steps[-2:]] == ["apply_leader_and_isr", "lag_expires"]
-    shrink = spec.action_named("shrink_isr", {"l": 0, "f": 1})
-    assert shrink not in spec.enabled(steps[-2][2])                  # in the ISR at election: caught up
-    assert shrink in spec.enabled(steps[-1][2])
+    shrink = backends.action_named(spec, "shrink_isr", {"l": 0, "f": 1})
+    assert shrink not in backends.scalar(spec).enabled(steps[-2][2])                  # in the ISR at election: caught up
+    assert shrink in backends.scalar(spec).enabled(steps[-1][2])
 
 
 def test_no_hw_advance_below_min_insync_replicas():
     spec, steps = walk("kafka-4.0", "kafka-4.0/hw-advances.itf.json")
     s = state(spec, steps[-1][2])
     assert s["isr"][0] == [True, False] and spec.min_isr == 2 and s["hw"][0] < s["leo"][0]
-    assert not spec.holds(steps[-1][2], spec.properties["hw-advances"].goal)
+    assert not backends.scalar(spec).holds(steps[-1][2], spec.properties["hw-advances"].goal)

@@ -28,6 +28,7 @@ from isrcheck.model.expr import DeclarationError, any_of
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import Spec, action, invariant, leads_to, strong, weak
 from isrcheck.specs import SPECS
+from isrcheck.model import backends
 
 
 class Walk(Spec):
@@ -100,12 +101,12 @@ class Walk(Spec):
 
 def scalar_graph(spec):
     """Reachable states (tuples) and labelled edges, by the scalar backend."""
-    init = tuple(spec.initial_row())
+    init = tuple(backends.scalar(spec).initial_row())
     ids, todo, edges = {init: 0}, [init], []
     while todo:
         state = todo.pop()
         for inst in spec.actions:
-            nxt = spec.step(np.array(state, dtype=np.int8), inst)
+            nxt = backends.scalar(spec).step(np.array(state, dtype=np.int8), inst)
             if nxt is not None:
                 nxt = tuple(nxt)
                 if nxt not in ids:
@@ -118,9 +119,9 @@ def scalar_graph(spec):
 def brute_force(spec, prop, ids, edges):
     """(fair states, violated) by enumerating every subset of the states where Q fails."""
     rows = {i: np.array(st, dtype=np.int8) for st, i in ids.items()}
-    bad = [i for i in rows if not spec.holds(rows[i], prop.goal)]
+    bad = [i for i in rows if not backends.scalar(spec).holds(rows[i], prop.goal)]
     fair_insts = [(f.kind, a) for f in prop.fairness for a in spec.actions if a.name == f.action]
-    enabled = {(i, a.id): spec.step(rows[i], a) is not None for i in bad for _, a in fair_insts}
+    enabled = {(i, a.id): backends.scalar(spec).step(rows[i], a) is not None for i in bad for _, a in fair_insts}
     fair_nodes = set()
     for k in range(1, len(bad) + 1):
         for subset in itertools.combinations(bad, k):
@@ -142,12 +143,12 @@ def brute_force(spec, prop, ids, edges):
     g.add_nodes_from(bad)
     g.add_edges_from((u, v) for u, v, _ in edges if u in g and v in g)
     reach = set(fair_nodes).union(*(nx.ancestors(g, n) for n in fair_nodes)) if fair_nodes else set()
-    violated = any(spec.holds(rows[i], prop.trigger) for i in reach)
+    violated = any(backends.scalar(spec).holds(rows[i], prop.trigger) for i in reach)
     return {tuple(rows[i]) for i in fair_nodes}, violated
 
 
 def engine_fair_states(spec, prop, graph):
-    q_fails = ~spec.holds_batch(prop.goal, graph.rows(0, graph.size))
+    q_fails = ~backends.batch(spec).holds(prop.goal, graph.rows(0, graph.size))
     fairness = liveness.fairness_instances(spec, prop)
     sub = liveness.Subgraph(graph, np.flatnonzero(q_fails), [aid for _, aid in fairness])
     label = sub.fair_components(fairness)
@@ -190,17 +191,17 @@ def test_random_walks_cover_both_verdicts_and_strong_refinement():
 
 def reference_kafka(spec, prop):
     """(fair states, violated): graph from whole successor rows, Emerson-Lei on networkx SCCs with sets."""
-    init = spec.initial_row()
+    init = backends.scalar(spec).initial_row()
     ids, frontier, rows, edges = {init.tobytes(): 0}, init[:, None], [init], []
     while frontier.shape[1]:
         src_ids = [ids[frontier[:, k].tobytes()] for k in range(frontier.shape[1])]
         new = []
         for inst in spec.actions:
-            sel = np.flatnonzero(spec.guard_batch(inst, frontier))
+            sel = np.flatnonzero(backends.batch(spec).guard(inst, frontier))
             if sel.size == 0:
                 continue
             succ = frontier[:, sel].copy()
-            for c, v in spec.update_batch(inst, frontier, sel)._written.items():
+            for c, v in backends.batch(spec).update(inst, frontier, sel)._written.items():
                 succ[c] = v
             for k, j in enumerate(sel):
                 key = succ[:, k].tobytes()
@@ -210,7 +211,7 @@ def reference_kafka(spec, prop):
                     new.append(succ[:, k])
                 edges.append((src_ids[j], ids[key], inst.id))
         frontier = np.array(new, dtype=np.int8).T if new else np.empty((frontier.shape[0], 0), np.int8)
-    bad = {i for i, r in enumerate(rows) if not spec.holds(r, prop.goal)}
+    bad = {i for i, r in enumerate(rows) if not backends.scalar(spec).holds(r, prop.goal)}
     fair_insts = [(f.kind, a) for f in prop.fairness for a in spec.actions if a.name == f.action]
     enabled = {(u, a) for u, _, a in edges if u in bad}       # every enabled action has an edge (self-loops too)
     fair_nodes, work = set(), [bad]
@@ -246,7 +247,7 @@ def reference_kafka(spec, prop):
     g.add_nodes_from(bad)
     g.add_edges_from((u, v) for u, v, _ in edges if u in bad and v in bad)
     reach = set(fair_nodes).union(*(nx.ancestors(g, n) for n in fair_nodes)) if fair_nodes else set()
-    violated = any(spec.holds(rows[i], prop.trigger) for i in reach)
+    violated = any(backends.scalar(spec).holds(rows[i], prop.trigger) for i in reach)
     return {tuple(rows[i]) for i in fair_nodes}, violated
 
 
@@ -309,12 +310,12 @@ def test_cli_lasso_check_show_replay(tmp_path):
 def test_replay_rejects_an_unfair_loop():
     """A loop that never fetches while a fetch stays enabled is no counterexample under weak fairness of fetch."""
     spec = SPECS["kip-320"]()
-    steps = [(None, spec.initial_row())]
+    steps = [(None, backends.scalar(spec).initial_row())]
     for label in [("elect_leader", {"l": 0}), ("apply_leader_and_isr", {"r": 0, "e": 1}),
                   ("apply_leader_and_isr", {"r": 1, "e": 1}), ("truncate_by_epoch", {"f": 1, "l": 0}),
                   ("produce", {"l": 0})]:
-        inst = spec.action_named(*label)
-        steps.append((inst, spec.step(steps[-1][1], inst)))
+        inst = backends.action_named(spec, *label)
+        steps.append((inst, backends.scalar(spec).step(steps[-1][1], inst)))
     result = replay_lasso(spec, from_steps(spec, "hw-advances", "local", steps, loop=5, trigger=5))
     assert not result.ok and "fetch(f=1, l=0)" in result.message and "weak" in result.message
 
@@ -400,9 +401,9 @@ def test_kafka_properties_agree_on_every_backend():
     variables = z3_variables(spec.layout)
     for prop in spec.properties.values():
         for pred in (prop.trigger, prop.goal):
-            scalar = [spec.holds(r, pred) for r in rows]
-            assert list(spec.holds_batch(pred, batch)) == scalar, pred.name
-            formula = spec.z3_invariant(pred, variables)
+            scalar = [backends.scalar(spec).holds(r, pred) for r in rows]
+            assert list(backends.batch(spec).holds(pred, batch)) == scalar, pred.name
+            formula = backends.symbolic(spec).invariant(pred, variables)
             for r, want in zip(rows, scalar):
                 subst = [(v, z3.BoolVal(bool(x)) if z3.is_bool(v) else z3.IntVal(int(x))) for v, x in zip(variables, r)]
                 assert z3.is_true(z3.simplify(z3.substitute(formula, *subst))) == want, pred.name

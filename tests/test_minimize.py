@@ -6,10 +6,10 @@ import random
 import pytest
 
 from isrcheck.checker.bfs import search
-from isrcheck.checker.fuzz import CompiledModel
 from isrcheck.checker.minimize import Minimized, minimize
 from isrcheck.checker.trace import from_steps, load, replay, save
 from isrcheck.specs import SPECS
+from isrcheck.model import backends
 
 SEED = 20240611
 
@@ -38,7 +38,7 @@ def _padded(spec, steps, rng, inserts):
 
     Built on the compiled model for speed; the padded trace is then checked on the scalar backend.
     """
-    model = CompiledModel.of(spec)
+    model = backends.compiled(spec)
     ids = [a.id for a, _ in steps[1:]]
     added = tries = 0
     while added < inserts and tries < 100 * inserts:
@@ -60,9 +60,9 @@ def _padded(spec, steps, rng, inserts):
 
 
 def _engine_steps(spec, actions):
-    steps = [(None, spec.initial_row())]
+    steps = [(None, backends.scalar(spec).initial_row())]
     for a in actions:
-        steps.append((a, spec.step(steps[-1][1], a)))
+        steps.append((a, backends.scalar(spec).step(steps[-1][1], a)))
     return steps
 
 
@@ -130,7 +130,7 @@ def test_minimize_cuts_at_the_first_violation(shortest):
     spec, steps = shortest["hw-truncation"]
     actions = [a for a, _ in steps[1:]]
     row = steps[-1][1]
-    extra = spec.enabled(row)[:3]                 # steps after the violation
+    extra = backends.scalar(spec).enabled(row)[:3]                 # steps after the violation
     result = minimize(spec, actions + extra, "no-committed-loss", reduce=False)
     assert (result.before, result.after) == (len(actions) + len(extra), len(actions))
     _check(spec, result)

@@ -1,7 +1,7 @@
 """Known Kafka replication bugs replayed as explicit action sequences on the scalar backend.
 
 Each scenario is written as Kafka events (action labels as ``isrcheck show``
-prints them) and replayed with ``Spec.action_named`` and ``Spec.step``; every
+prints them) and replayed with ``backends.action_named`` and the scalar backend's ``step``; every
 step must be enabled. A protocol version that has the bug reaches a state that
 breaks the invariant exactly at the step that does the damage; a version that
 fixed it either runs the same events and keeps the invariant at every step, or
@@ -19,6 +19,7 @@ import pytest
 
 from isrcheck.model.kraft import KRaftReplication
 from isrcheck.specs import SPECS
+from isrcheck.model import backends
 
 
 @functools.lru_cache(maxsize=None)
@@ -50,17 +51,17 @@ def parse(label):
 
 def instance(spec, label):
     name, params = parse(label)
-    inst = spec.action_named(name, params)
+    inst = backends.action_named(spec, name, params)
     assert inst is not None, f"{spec.name}: no action instance {label}"
     return inst
 
 
 def replay(spec, steps, start=None):
     """Rows reached by the steps: rows[0] is the start (initial state), rows[i] follows steps[i-1]."""
-    row = spec.initial_row() if start is None else start
+    row = backends.scalar(spec).initial_row() if start is None else start
     rows = [row]
     for i, label in enumerate(steps):
-        nxt = spec.step(row, instance(spec, label))
+        nxt = backends.scalar(spec).step(row, instance(spec, label))
         assert nxt is not None, (f"{spec.name}: step {i + 1} {label} is not enabled in state "
                                  f"{spec.layout.decode(row)}")
         row = nxt
@@ -70,11 +71,11 @@ def replay(spec, steps, start=None):
 
 def refused(spec, row, label):
     """The action instance exists in the spec but is disabled in this state."""
-    return spec.step(row, instance(spec, label)) is None
+    return backends.scalar(spec).step(row, instance(spec, label)) is None
 
 
 def holds(spec, row, name):
-    return spec.holds(row, spec.invariants[name])
+    return backends.scalar(spec).holds(row, spec.invariants[name])
 
 
 def first_violation(spec, rows, name):

@@ -20,6 +20,7 @@ from isrcheck.checker.strengthen import ReachableCubes, reachable_states, streng
 from isrcheck.checker.cnf import CnfUnrolling
 from isrcheck.checker.unrolling import Unrolling
 from isrcheck.specs import SPECS
+from isrcheck.model import backends
 
 PROVED_HERE = ["acks-1", "unclean-election", "kip-497", "async-isr"]
 
@@ -48,7 +49,7 @@ def _z3_confirms(spec, targets, lemmas):
         blocked = [z3.Not(equals(i, cube)) for cube in lemmas]
         return z3.And([u.holds(spec.invariants[n], i) for n in targets] + blocked)
     initially = z3.SolverFor("QF_FD")
-    initially.add(equals(0, enumerate(spec.initial_row())), z3.Not(strengthened(0)))
+    initially.add(equals(0, enumerate(backends.scalar(spec).initial_row())), z3.Not(strengthened(0)))
     step = z3.SolverFor("QF_FD")
     step.add(u.typed(0), strengthened(0), u.transition(0), u.typed(1), z3.Not(strengthened(1)))
     return initially.check() == z3.unsat and step.check() == z3.unsat
@@ -80,7 +81,7 @@ def test_a_wrong_reachable_set_never_becomes_a_proof(monkeypatch):
     spec = SPECS["acks-1"]()
     shallow, complete = reachable_states(spec, max_depth=5)
     assert not complete
-    assert spec.holds_batch(spec.invariants["no-committed-loss"], shallow).all()
+    assert backends.batch(spec).holds(spec.invariants["no-committed-loss"], shallow).all()
     monkeypatch.setattr(st, "reachable_states", lambda spec, **_: (shallow, True))
     with pytest.raises(RuntimeError, match="internal error"):
         strengthen(spec, ["no-committed-loss"])

@@ -20,13 +20,15 @@ from isrcheck.model.expr import DeclarationError
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kafka_present import KafkaPresentation
 from isrcheck.model.kraft_present import KRaftPresentation
-from isrcheck.model.spec import action
+from isrcheck.model.layout import Field
+from isrcheck.model.spec import DECLARED, RESERVED, Bound, Spec, action, invariant
 from isrcheck.specs import SPECS
 from isrcheck.specs.tla.present import TlaPresentation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
-ENGINES = ["bfs", "spark_engine", "bmc", "cnf", "induction", "unrolling", "strengthen", "fuzz", "minimize", "trace", "gate", "cli", "show",
+ENGINES = ["bfs", "spark_engine", "bmc", "cnf", "induction", "unrolling", "strengthen", "fuzz", "minimize", "trace", "gate",
+           "gate_changes", "gate_run", "gate_results", "gate_formats", "result", "cli", "show",
            "export", "report", "fingerprint", "visited", "coverage", "itf_types", "settings"]
 EVERY_OPTION = dict(controller_failover=1, async_isr=1, elr=1, fetch_response_loss=1, proof_ghosts=1)
 
@@ -171,3 +173,149 @@ def test_show_reads_a_tla_trace_in_its_own_terms():
     mermaid = run("show", "--format", "mermaid", path).stdout
     assert "Producer->>r0: 5. r0, presuming it leads, appends record 0 at offset 0" in mermaid
     assert "leo=None" not in run("show", "--format", "dot", path).stdout
+
+
+HELPER_NAMES = '''
+"""A team's KIP-101 whose helpers are named like what engines once called on a spec."""
+from isrcheck.specs.kip_101 import Kip101
+
+
+class Helpers(Kip101):
+    name = "helpers"
+
+    def holds(self, *args):
+        raise AssertionError("an engine called the spec's own holds()")
+
+    def step(self, *args):
+        raise AssertionError("an engine called the spec's own step()")
+
+    def run(self, *args):
+        raise AssertionError("an engine called the spec's own run()")
+
+    def enabled(self, *args):
+        raise AssertionError("an engine called the spec's own enabled()")
+
+    def initial_row(self, *args):
+        raise AssertionError("an engine called the spec's own initial_row()")
+'''
+
+
+def test_a_spec_may_name_its_helpers_holds_step_run_enabled(tmp_path):
+    """Engines evaluate a spec through backends (model/backends.py), never through methods of the user's class."""
+    (tmp_path / "helpers.py").write_text(HELPER_NAMES)
+
+    def isrcheck(*args):
+        return subprocess.run(["isrcheck", *args], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+    spec = ["--spec", "helpers.py:Helpers"]
+    r = isrcheck("check", *spec, "--invariant", "no-committed-loss", "--out", "out", "--no-progress")
+    assert r.returncode == 1 and "violated" in r.stdout, r.stdout + r.stderr
+    trace = str(tmp_path / "out" / "helpers" / "no-committed-loss.itf.json")
+    r = isrcheck("replay", trace, *spec)
+    assert r.returncode == 0 and "reproduces" in r.stdout, r.stdout + r.stderr
+    r = isrcheck("show", trace, *spec)
+    assert r.returncode == 0 and "no-committed-loss" in r.stdout and "Traceback" not in r.stderr, r.stderr
+    r = isrcheck("minimize", trace, *spec, "--output", "min.itf.json")
+    assert r.returncode == 0 and (tmp_path / "min.itf.json").exists(), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("attr", sorted(RESERVED))
+def test_a_spec_redefining_what_engines_read_is_rejected_at_class_creation(attr):
+    with pytest.raises(DeclarationError, match=rf"Bad\.{attr}: the engines read {attr} off every spec; give "):
+        type("Bad", (KafkaReplication,), {attr: lambda self: None})
+
+
+def test_spec_carries_no_engine_method():
+    """The class a user subclasses declares; evaluation lives in model/backends.py."""
+    engine = {"initial_row", "run", "step", "holds", "enabled", "traced", "traced_invariant", "guard_batch",
+              "update_batch", "holds_batch", "z3_action", "z3_invariant", "z3_type_ok", "action_named"}
+    assert not engine & set(dir(Spec))
+    public = {n for n in vars(Spec) if not n.startswith("_")}
+    assert public <= DECLARED | {"declared_invariants", "declared_properties", "liveness_expected", "bound_declarations"}
+
+
+def test_bounds_are_declared_once_and_the_rest_derives():
+    """defaults, limits, the CLI's flags, --set help, list and the gate's progress come from declared_bounds."""
+    for name, cls in SPECS.items():
+        declared = cls.bound_declarations()
+        assert list(declared) == list(cls.defaults), name
+        assert all(cls.limits[n] == (b.lo, b.hi) and b.doc for n, b in declared.items()), name
+    kip = SPECS["kip-320"].bound_declarations()
+    flagged = [n for n, b in kip.items() if b.kind == "bound"]
+    assert flagged == ["replicas", "log_size", "max_records", "max_epochs", "max_crashes"]
+    help_text = " ".join(run("check", "--help").stdout.split())
+    for n in flagged:
+        assert f"--{n.replace('_', '-')}" in help_text
+    assert "--set unclean=1" in help_text and "--acks-all" not in help_text
+    (entry,) = json.loads(run("list", "kip-320", "--format", "json").stdout)
+    assert entry["bounds"]["min_isr"] == {"default": 1, "lo": 1, "hi": 5, "kind": "option",
+                                          "doc": kip["min_isr"].doc}
+    assert entry["default_bounds"]["max_epochs"] == kip["max_epochs"].default
+
+
+def test_a_family_may_still_state_defaults_and_limits_dicts():
+    """The older way (a family stating ``defaults``/``limits``) keeps working: each is an undocumented option."""
+    class Counter(Spec):
+        name = "counter"
+        defaults = {"top": 2}
+        limits = {"top": (1, 3)}
+
+        def configure(self, top):
+            self.TOP = top
+
+        def fields(self):
+            return [Field("x", 0, 3)]
+
+        @action()
+        def bump(self, s):
+            s.require(s.x < self.TOP)
+            s.x = s.x + 1
+
+        @invariant("small")
+        def small(self, s):
+            return s.x <= self.TOP
+
+    assert Counter.bound_declarations() == {"top": Bound("top", 2, 1, 3)}
+    assert Counter(top=3).bounds == {"top": 3}
+
+
+@pytest.mark.parametrize("bounds, words", [
+    ((Bound("n", 5, 1, 3, "size"),), "n's default 5 is outside 1..3"),
+    ((Bound("n", 1, 1, 3), Bound("n", 2, 1, 3)), "'n' is declared twice"),
+    ((("n", 1, 1, 3),), "a tuple of Bound("),
+    ((Bound("n", 1, 1, 3, kind="size"),), "kind is \"bound\" or \"option\""),
+])
+def test_bound_declaration_mistakes_fail_at_class_creation(bounds, words):
+    with pytest.raises(DeclarationError) as info:
+        type("Sized", (Spec,), {"declared_bounds": bounds})
+    assert words in str(info.value)
+
+
+def _imports(folder, package):
+    """module -> the isrcheck modules it imports anywhere in its source (lazy imports in functions too)."""
+    graph = {}
+    for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+        if not name.endswith(".py"):
+            continue
+        deps = set()
+        for node in ast.walk(ast.parse(open(os.path.join(ROOT, folder, name), encoding="utf-8").read())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("isrcheck."):
+                parent = node.module in ("isrcheck.checker", "isrcheck.model")
+                deps |= {f"{node.module}.{a.name}" for a in node.names} if parent else {node.module}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name.startswith("isrcheck.")}
+        graph[f"{package}.{name[:-3]}"] = deps
+    return graph
+
+
+def test_engines_and_model_import_no_module_that_imports_them_back():
+    """No import cycle (fuzz.py and minimize.py had one): the compiled backend lives in model/backends.py."""
+    graph = {**_imports("checker", "isrcheck.checker"), **_imports("model", "isrcheck.model")}
+    assert "isrcheck.checker.fuzz" not in graph["isrcheck.checker.minimize"]
+
+    def reaches(start, goal, seen):
+        for dep in graph.get(start, ()):
+            if dep == goal or (dep not in seen and dep in graph and reaches(dep, goal, seen | {dep})):
+                return True
+        return False
+    assert [m for m in graph if reaches(m, m, {m})] == []

@@ -24,6 +24,7 @@ from isrcheck.checker.induction import prove
 from isrcheck.checker.unrolling import Unrolling
 from isrcheck.specs import SPECS
 from test_conformance import random_rows, walk_rows     # the conformance test's sample of states
+from isrcheck.model import backends
 
 def _violated(spec):
     return [name for name, verdict in spec.expected.items() if verdict == "violated"]
@@ -111,7 +112,7 @@ def test_bmc_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
     assert result.budget_hit == "Ctrl-C" and result.depth < 10
     assert result.verdicts == {"single-acting-leader": "violated", "no-committed-loss": "unknown"}
     steps = result.violations["single-acting-leader"].steps
-    assert len(steps) == 5 and not spec.holds(steps[-1][1], spec.invariants["single-acting-leader"])
+    assert len(steps) == 5 and not backends.scalar(spec).holds(steps[-1][1], spec.invariants["single-acting-leader"])
 
 
 @pytest.mark.parametrize("name", ["kip-279", "kafka-7128", "tla-kip101"])
@@ -131,7 +132,7 @@ def test_cnf_step_agrees_with_the_scalar_backend(name):
         for row in walk_rows(spec, 150, rng) + random_rows(spec, 20, rng):
             s0 = u.literals(0, enumerate(row))
             for inst in spec.actions:
-                after = spec.step(row, inst)
+                after = backends.scalar(spec).step(row, inst)
                 sat = solver.solve(assumptions=s0 + [int(u.choice(0)[inst.id])])
                 assert sat == (after is not None), (inst.label, row)
                 if sat:
@@ -140,7 +141,7 @@ def test_cnf_step_agrees_with_the_scalar_backend(name):
                     assert u.values(model, 1) == list(map(int, after)), inst.label
                     for inv in spec.invariants.values():
                         truth = model[holds[inv.name] - 1] > 0
-                        assert truth == spec.holds(row, inv), inv.name
+                        assert truth == backends.scalar(spec).holds(row, inv), inv.name
                         violated += not truth
                 else:
                     disabled += 1
@@ -210,11 +211,11 @@ def test_proof_ghost_updates_agree_on_the_scalar_and_z3_backends():
     rng = np.random.default_rng(1)
     written = set()
     for _ in range(8):
-        row = spec.initial_row()
+        row = backends.scalar(spec).initial_row()
         for _ in range(40):
-            steps = [(a, nxt) for a in spec.actions if (nxt := spec.step(row, a)) is not None]
+            steps = [(a, nxt) for a in spec.actions if (nxt := backends.scalar(spec).step(row, a)) is not None]
             inst, nxt = steps[rng.integers(len(steps))]
-            _, updates = spec.z3_action(inst, variables)
+            _, updates = backends.symbolic(spec).action(inst, variables)
             sub = [(x, z3.BoolVal(bool(v)) if lay.boolean[c] else z3.IntVal(int(v)))
                    for c, (x, v) in enumerate(zip(variables, row))]
             for c in set(updates) & ghosts:
@@ -257,10 +258,10 @@ def test_prove_not_inductive_gives_a_consistent_counterexample_to_induction():
     inv = spec.invariants["leader-in-isr"]
     rows = [spec.layout.encode(state) for _, state in result.steps]     # within bounds: relax=False
     for i in range(k):
-        assert spec.holds(rows[i], inv)
-        nxt = spec.step(rows[i], result.steps[i + 1][0])
+        assert backends.scalar(spec).holds(rows[i], inv)
+        nxt = backends.scalar(spec).step(rows[i], result.steps[i + 1][0])
         assert nxt is not None and np.array_equal(nxt, rows[i + 1])
-    assert not spec.holds(rows[k], inv)
+    assert not backends.scalar(spec).holds(rows[k], inv)
     text = result.render(spec)
     assert "counterexample to induction" in text and "leader-in-isr fails in state 2" in text
     assert result.trace(spec).extra["counterexample_to_induction"]

@@ -20,6 +20,7 @@ import pytest
 
 from isrcheck.checker.bfs import Search, search
 from isrcheck.specs.tla import TLA_SPECS
+from isrcheck.model import backends
 
 SMALL = dict(replicas=2, log_size=2, max_records=2, max_epochs=2)
 ALL_INVARIANTS = ["type-ok", "weak-isr", "strong-isr", "leader-in-isr"]
@@ -647,19 +648,19 @@ def test_counterexamples_replay_and_are_shortest(small_run):
     name, spec, _, _, violations = small_run
     for inv, v in violations.violations.items():
         rows = [row for _, row in v.steps]
-        assert np.array_equal(rows[0], spec.initial_row())
+        assert np.array_equal(rows[0], backends.scalar(spec).initial_row())
         for (_, before), (inst, after) in zip(v.steps, v.steps[1:]):
-            assert np.array_equal(spec.step(before, inst), after)
+            assert np.array_equal(backends.scalar(spec).step(before, inst), after)
         check = spec.invariants[inv]
-        assert not spec.holds(rows[-1], check)
-        assert all(spec.holds(r, check) for r in rows[:-1])
+        assert not backends.scalar(spec).holds(rows[-1], check)
+        assert all(backends.scalar(spec).holds(r, check) for r in rows[:-1])
 
 
 def test_leader_in_isr_false_initially():
     for cls in TLA_SPECS.values():
         spec = cls(**SMALL)
-        assert not spec.holds(spec.initial_row(), spec.invariants["leader-in-isr"])
-        assert spec.holds(spec.initial_row(), spec.invariants["type-ok"])
+        assert not backends.scalar(spec).holds(backends.scalar(spec).initial_row(), spec.invariants["leader-in-isr"])
+        assert backends.scalar(spec).holds(backends.scalar(spec).initial_row(), spec.invariants["type-ok"])
 
 
 @pytest.mark.parametrize("name", sorted(TLC_3_REPLICAS))

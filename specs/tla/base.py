@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from isrcheck.model.expr import all_of, max_of, min_of, where
 from isrcheck.model.layout import Field
-from isrcheck.model.spec import FuzzTarget, Spec, action, invariant
+from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant
 from isrcheck.specs.tla.present import TlaPresentation
 
 NIL = -1
@@ -46,8 +46,12 @@ class TlaKafkaReplication(Spec):
 
     references = ("github.com/hachikuji/kafka-specification (Jason Gustafson's TLA+ specs, 2018; "
                   "LeaderInIsr added 2020)",)
-    defaults = dict(replicas=3, log_size=2, max_records=2, max_epochs=2)
-    limits = dict(replicas=(1, 5), log_size=(1, 6), max_records=(1, 8), max_epochs=(0, 8))
+    declared_bounds = (
+        Bound("replicas", 3, 1, 5, "Replicas (brokers)", kind="bound"),
+        Bound("log_size", 2, 1, 6, "LogSize: offsets each replica's log can hold", kind="bound"),
+        Bound("max_records", 2, 1, 8, "MaxRecords: records appended, in all", kind="bound"),
+        Bound("max_epochs", 2, 0, 8, "MaxLeaderEpoch", kind="bound"),
+    )
     expected_why = {
         "type-ok": "THEOREM Spec => []TypeOk",
         "leader-in-isr": ("false in the initial state: the quorum leader starts as None, "

@@ -1,0 +1,90 @@
+"""What a search engine returns: one result type for the exhaustive engine, Spark, BMC and the fuzzer.
+
+Every field means one thing in every engine, and a quantity an engine does not
+know is None (never 0 or -1 standing for "not known"):
+
+- ``distinct_states``, ``transitions``: states (fingerprints) and transitions
+  enumerated; None for BMC, which enumerates none;
+- ``depth``: levels (states on the longest path) fully covered, the initial
+  state being level 1: BFS levels explored, BMC levels checked, the fuzzer's
+  longest run plus its initial state;
+- ``complete``: the whole reachable state space was searched (only the
+  exhaustive engines can say so: then "holds" is a verdict);
+- ``budget_hit``: what stopped the search early, as a noun phrase (the CLI
+  prints "stopped by <budget_hit>"), or None;
+- ``never_fired``: action names no transition took, when the search was complete;
+  None when the engine cannot know;
+- ``retained_bytes``: memory the engine keeps per search (visited set, parents);
+  None for BMC;
+- engine extras, None (or empty) elsewhere: ``runs``, ``seed``, ``found``,
+  ``fired`` (fuzz), ``z3_unknown``, ``level_seconds``, ``bits`` (BMC).
+
+A :class:`Violation` records where an invariant failed: ``level`` is the number
+of states on its trace, ``state_id`` the state's number in an exhaustive search
+(None elsewhere), ``steps`` the trace as ``[(ActionInstance or None, row)]``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Violation:
+    invariant: str
+    state_id: int | None
+    level: int
+    steps: list = field(default_factory=list)   # [(ActionInstance or None, row)]
+
+
+@dataclass
+class Result:
+    invariants: list
+    violations: dict                 # invariant -> Violation
+    distinct_states: int | None
+    transitions: int | None
+    depth: int
+    seconds: float
+    peak_memory_bytes: int
+    retained_bytes: int | None
+    complete: bool
+    budget_hit: str | None
+    never_fired: list | None
+    fingerprint_bits: int = 64       # a pair of distinct states collides with probability <= 2**-bits
+    engine: str = "local"
+    runs: int | None = None                                   # fuzz: runs executed
+    seed: int | None = None                                   # fuzz: the seed that reproduces the campaign
+    found: dict = field(default_factory=dict)                 # fuzz: per invariant, how its violation was found
+    fired: list = field(default_factory=list)                 # fuzz: the action names some run took
+    z3_unknown: str | None = None                             # bmc: why z3 gave up, if it did
+    level_seconds: list = field(default_factory=list)         # bmc: cumulative seconds as each level was done
+    bits: int | None = None                                   # bmc: SAT variables per state
+    coverage: object = None          # exhaustive: checker.coverage.Coverage, per action instance enabled / fired / new
+
+    @property
+    def verdicts(self):
+        return {inv: ("violated" if inv in self.violations else "holds" if self.complete else "unknown")
+                for inv in self.invariants}
+
+    @property
+    def states_per_second(self):
+        if self.distinct_states is None:
+            return None
+        return self.distinct_states / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def bytes_per_state(self):
+        if self.retained_bytes is None or self.distinct_states is None:
+            return None
+        return self.retained_bytes / max(self.distinct_states, 1)
+
+    @property
+    def collision_probability(self):
+        """Upper bound on the chance that a fingerprint collision hid a state: each lookup meets at most n others."""
+        if self.distinct_states is None:
+            return None
+        return min(1.0, self.distinct_states * self.transitions / 2.0 ** self.fingerprint_bits)
+
+    @property
+    def timed_out(self):
+        """BMC: z3 gave up (time limit or otherwise) before the requested depth."""
+        return self.z3_unknown is not None
