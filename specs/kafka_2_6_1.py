@@ -2,10 +2,12 @@
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
 class Kafka261(Kip320):
     name = "kafka-2.6.1"
+    dropped_invariants = LEMMAS      # kip-320's proof lemmas are about kip-320's protocol
     summary = ("Kafka 2.6.1: KIP-320's fencing, the controller notices every bounce (KIP-380, 2.2), truncation "
                "brings the HW down to the new LEO (2.4), and Log.truncateTo at the LEO still drops the "
                "leader-epoch cache entry makeLeader wrote there (KAFKA-10706), so a follower's truncation ends.")

@@ -288,7 +288,7 @@ KIP320_FAMILY = {"kip-320", "no-isr-fencing", "zombie-controller", "acks-1", "un
 @pytest.mark.parametrize("files, selected", [
     (["model/kafka.py"], set(SPECS)),
     (["checker/bfs.py", "README.md"], set(SPECS)),
-    (["specs/kip_101.py"], {"kip-101", "kip-279"} | KIP320_FAMILY),
+    (["specs/kip_101.py"], {"kip-101", "kip-279", "kafka-2.0.1"} | KIP320_FAMILY),
     (["specs/kip_320.py"], KIP320_FAMILY),
     (["specs/async_isr.py"], {"async-isr", "kip-497"}),      # defines both; kip-497 also inherits from async-isr
     (["specs/last_replica_standing.py"], {"last-replica-standing", "kip-966"}),
