@@ -106,7 +106,7 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
         usable_dir(out_dir, "--out")
     except OutputPathError as e:
         raise GateError(str(e)) from None
-    progress = None if no_progress else (lambda message: err.print(f"gate: {message}", soft_wrap=True,
+    progress = None if no_progress else (lambda message: err.print(_fit(f"gate: {message}"), soft_wrap=True,
                                                                    markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,
                       progress=progress, update_traces=update_traces)
@@ -138,3 +138,8 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
         except OSError as e:
             err.print(f"gate: warning: cannot append the summary to {summary} ({e.strerror})", markup=False)
     ctx.exit(EXIT_STOPPED if report.stopped else EXIT_MET if report.ok else EXIT_UNMET)
+
+
+def _fit(line, width=80):
+    """A progress line cut to ``width`` columns, so CI logs never wrap it."""
+    return line if len(line) <= width else line[:width - 1] + "…"

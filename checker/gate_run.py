@@ -140,8 +140,9 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
         report.sources[name] = _class_source(registry[name])
         expected = expectations[name, conf]
         what = f"[{k}/{len(specs)}] {label(name, conf)}"
-        say(f"{what}: searching {len(expected)} invariants at "
-            + " ".join(f"{b}={spec.bounds[b]}" for b in _progress_bounds(type(spec))))
+        differ = [f"{b}={spec.bounds[b]}" for b in _progress_bounds(type(spec))
+                  if spec.bounds[b] != type(spec).defaults.get(b)]
+        say(f"{what}: searching {len(expected)} invariants at " + (" ".join(differ) if differ else "its defaults"))
 
         def unexpected(v, name=name, conf=conf, spec=spec, expected=expected):
             """A violation of an invariant that must hold is written as soon as found: a stop keeps it."""
@@ -158,7 +159,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
                                     counterexamples, out, update_traces))
         live = live_expectations.get((name, conf))
         if live and not result.budget_hit:
-            say(f"{what}: liveness: {', '.join(live)}")
+            say(f"{what}: liveness of {len(live)} properties")
             for prop, r in check_liveness(spec, list(live)).items():
                 make = None if r.lasso is None else (lambda r=r, **meta: lasso_trace(spec, r, **meta))
                 report.rows.append(_row(report, spec, conf, prop, live[prop], r.verdict, make,
@@ -174,8 +175,8 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             say(f"{what}: stopped by {result.budget_hit} after {result.distinct_states:,} "
                 f"states, depth {result.depth} fully explored")
             break
-        say(f"{what}: {result.distinct_states:,} states, depth {result.depth}, "
-            f"{result.seconds:.1f} s — " + (f"UNMET: {', '.join(unmet)}" if unmet else "as expected"))
+        say(f"{what}: " + (f"UNMET: {', '.join(unmet)}" if unmet else "as expected")
+            + f" · {result.distinct_states:,} states · depth {result.depth} · {result.seconds:.1f} s")
     report.seconds = time.perf_counter() - start
     return report
 

@@ -195,13 +195,6 @@ def test_kip320_proof_needs_the_history_ghosts():
     assert result.verdict == "not-inductive" and len(result.steps) == 2
 
 
-@pytest.mark.long
-def test_kip320_no_committed_loss_is_proved_with_three_replicas():
-    """The headline proof: isrcheck prove --spec kip-320 --invariant no-committed-loss --replicas 3 (about 60 s CPU)."""
-    spec, result = kip320_proof(3)
-    assert result.verdict == "proved", result.render(spec)
-
-
 def test_proof_ghost_updates_agree_on_the_scalar_and_z3_backends():
     """The ghosts' updates, as the exhaustive engine (scalar/numpy) and the proof (z3) see them, on random walks."""
     spec = Kip320(replicas=3, proof_ghosts=1)
