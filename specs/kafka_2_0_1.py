@@ -62,7 +62,7 @@ class Kafka201(Kip279):
     expected_liveness = {"eventually-leader": "holds", "truncation-terminates": "holds",
                          "hw-advances": "violated", "isr-regrows": "violated"}
     expected_liveness_why = {
-        "hw-advances": "the truncation loop, as in 2.1: " + TRUNCATION_LOOP + "; the leader's ISR still holds the "
+        "hw-advances": "the truncation loop of 2.0.1 and 2.1: " + TRUNCATION_LOOP + "; the leader's ISR still holds the "
                        "looping follower, so its HW stays below the record. Fairness: weak fetch, "
                        "apply_leader_and_isr, truncate_by_epoch, alter_isr",
         "isr-regrows": "the same truncation loop: " + TRUNCATION_LOOP + "; the follower never fetches, so it never "
