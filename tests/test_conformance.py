@@ -40,6 +40,8 @@ from isrcheck.specs import SPECS
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.model import backends
 
+pytestmark = pytest.mark.long      # two minutes of CPU over every spec: out of the fast local subset
+
 SEED = 20240611
 RANDOM_STATES = 500
 WALK_STATES = 500

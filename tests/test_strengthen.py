@@ -55,6 +55,7 @@ def _z3_confirms(spec, targets, lemmas):
     return initially.check() == z3.unsat and step.check() == z3.unsat
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", PROVED_HERE)
 def test_every_expected_holds_invariant_is_proved_and_the_proof_checks_out(name):
     spec = SPECS[name]()
