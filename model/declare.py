@@ -184,3 +184,24 @@ class Bound:
     def flag(self):
         """The command-line flag of a bound (``--max-epochs``)."""
         return f"--{self.name.replace('_', '-')}"
+
+
+class Bounds:
+    """The bounds and options one spec instance is built at, as attributes, for its ``configure(self, bounds)``:
+    ``bounds.replicas``. Their names are the declared ones (``declared_bounds``, or ``defaults``), so a spec
+    states each bound once; reading one that is not declared is a DeclarationError naming it."""
+
+    def __init__(self, spec_class, values):
+        self._spec_class, self._values = spec_class, dict(values)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in self._values:
+            raise DeclarationError(f"{self._spec_class.__name__}.configure() reads bounds.{name}, which is no "
+                                   f"declared bound (declared: {', '.join(self._values) or 'none'}): declare it "
+                                   f"in declared_bounds as Bound({name!r}, default, lo, hi, doc)")
+        return self._values[name]
+
+    def __repr__(self):
+        return "Bounds(" + ", ".join(f"{k}={v}" for k, v in self._values.items()) + ")"

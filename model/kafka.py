@@ -84,21 +84,20 @@ class KafkaReplication(Spec):
               "they change no behaviour, only split states that differ in history alone"),
     )
 
-    def configure(self, replicas, log_size, max_records, max_epochs, max_crashes,
-                  acks_all, min_isr, unclean, unflushed_loss, controller_failover=0, async_isr=0, elr=0,
-                  fetch_response_loss=0, proof_ghosts=0):
-        self.R, self.L, self.M, self.E, self.C = replicas, log_size, max_records, max_epochs, max_crashes
-        self.may_stop = max_crashes > 0   # a broker can be down (crash or shutdown); else actions on one drop out
-        self.NONE = replicas
-        self.NO_OFFSET = log_size + 1     # "no such offset": past any LEO
-        self.acks_all, self.min_isr = bool(acks_all), min_isr
-        self.unclean, self.unflushed_loss = bool(unclean), bool(unflushed_loss)
-        self.controller_failover, self.async_isr, self.elr = bool(controller_failover), bool(async_isr), bool(elr)
-        self.fetch_response_loss, self.proof_ghosts = bool(fetch_response_loss), bool(proof_ghosts)
-        self.REPLICAS = range(replicas)
-        self.OFFSETS = range(log_size)
-        self.EPOCHS = range(1, max_epochs + 1)
-        self.RECORDS = range(1, max_records + 1)
+    def configure(self, bounds):
+        b = bounds
+        self.R, self.L, self.M, self.E, self.C = b.replicas, b.log_size, b.max_records, b.max_epochs, b.max_crashes
+        self.may_stop = self.C > 0        # a broker can be down (crash or shutdown); else actions on one drop out
+        self.NONE = self.R
+        self.NO_OFFSET = self.L + 1       # "no such offset": past any LEO
+        self.acks_all, self.min_isr = bool(b.acks_all), b.min_isr
+        self.unclean, self.unflushed_loss = bool(b.unclean), bool(b.unflushed_loss)
+        self.controller_failover, self.async_isr, self.elr = bool(b.controller_failover), bool(b.async_isr), bool(b.elr)
+        self.fetch_response_loss, self.proof_ghosts = bool(b.fetch_response_loss), bool(b.proof_ghosts)
+        self.REPLICAS = range(self.R)
+        self.OFFSETS = range(self.L)
+        self.EPOCHS = range(1, self.E + 1)
+        self.RECORDS = range(1, self.M + 1)
 
     def fields(self):
         R, L, M, E, C = self.R, self.L, self.M, self.E, self.C

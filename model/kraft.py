@@ -81,8 +81,8 @@ class KRaftReplication(KafkaReplication):
     defaults = {**KafkaReplication.defaults, "async_isr": 1, "max_epochs": 3}
     limits = {**KafkaReplication.limits, "async_isr": (1, 1)}   # AlterPartition is the only way an ISR changes
 
-    def configure(self, **bounds):
-        super().configure(**bounds)
+    def configure(self, bounds):
+        super().configure(bounds)
         # Partition.effectiveMinIsr (3.7+): min.insync.replicas above the replication factor counts as the factor
         self.min_isr = min(self.min_isr, self.R)
 

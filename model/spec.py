@@ -36,7 +36,7 @@ from __future__ import annotations
 import inspect
 
 from isrcheck.model import backends, configuration, loading
-from isrcheck.model.declare import (ActionInstance, Bound, Fairness, FuzzTarget, Invariant, LeadsTo, action,
+from isrcheck.model.declare import (ActionInstance, Bound, Bounds, Fairness, FuzzTarget, Invariant, LeadsTo, action,
                                     doc_parts, invariant, leads_to, strong, weak)
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.layout import Field, Layout
@@ -182,12 +182,12 @@ class Spec:
             lo, hi = self.limits.get(k, (None, None))
             if lo is not None and not lo <= v <= hi:
                 raise BoundsError(f"{self.name}: --{k.replace('_', '-')} {v} is outside {lo}..{hi}")
-        try:
-            inspect.signature(self.configure).bind(**self.bounds)
-        except TypeError as e:
-            raise DeclarationError(f"{type(self).__name__}.configure() must take every bound in defaults "
-                                   f"({', '.join(self.bounds)}) as a keyword: {e}") from None
-        self.configure(**self.bounds)
+        params = list(inspect.signature(self.configure).parameters.values())
+        if len(params) != 1 or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD) \
+                or params[0].name in self.bounds:         # configure(self, replicas): the bounds as keywords
+            raise DeclarationError(f"{type(self).__name__}.configure() takes one argument, the bounds as attributes: "
+                                   f"def configure(self, bounds): ... bounds.{next(iter(self.bounds), 'replicas')} ...")
+        self.configure(Bounds(type(self), self.bounds))
         fields = self.fields()
         if not isinstance(fields, (list, tuple)) or not all(isinstance(f, Field) for f in fields):
             raise DeclarationError(f"{type(self).__name__}.fields() must return a list of Field(...)")
@@ -238,8 +238,9 @@ class Spec:
         return cls.__dict__.get("expected_liveness", {}), cls.__dict__.get("expected_liveness_why", {})
 
     # --- to be provided by subclasses -------------------------------------------------
-    def configure(self, **bounds):
-        """Derive constants and domains from the bounds."""
+    def configure(self, bounds):
+        """Derive constants and domains from the bounds: ``bounds.NAME`` for each declared bound
+        (model.declare.Bounds)."""
 
     def fields(self):
         raise NotImplementedError

@@ -26,7 +26,7 @@ class Tiny(Spec):
 
     name = "tiny"
 
-    def configure(self):
+    def configure(self, bounds):
         self.CELLS = range(3)
 
     def fields(self):
@@ -350,7 +350,7 @@ def _domain_typo():
 
 def _domain_not_a_range():
     class C(Tiny):
-        def configure(self):
+        def configure(self, bounds):
             self.CELLS = ["a", "b"]
     return C
 
@@ -424,9 +424,21 @@ def _fields_not_fields():
     return C
 
 
-def _configure_misses_a_bound():
+def _configure_reads_an_undeclared_bound():
     class C(Tiny):
         defaults = dict(n=2)
+
+        def configure(self, bounds):
+            self.CELLS = range(bounds.cells)
+    return C
+
+
+def _configure_takes_the_bounds_as_keywords():
+    class C(Tiny):
+        defaults = dict(n=2)
+
+        def configure(self, n):
+            self.CELLS = range(n)
     return C
 
 
@@ -486,7 +498,10 @@ def _bad_fuzz_target():
     (_action_returns_a_value, ["action set_cell(i=0)", "returns a value"]),
     (_action_named_like_an_engine_attribute, ["C.actions: the engines read actions", "another name"]),
     (_fields_not_fields, ["fields()", "Field(...)"]),
-    (_configure_misses_a_bound, ["configure()", "n"]),
+    (_configure_reads_an_undeclared_bound, ["C.configure() reads bounds.cells", "declared: n",
+                                            "Bound('cells', default, lo, hi, doc)"]),
+    (_configure_takes_the_bounds_as_keywords, ["C.configure() takes one argument", "def configure(self, bounds)",
+                                               "bounds.n"]),
     (_bare_action, ["@action on 'other'", '@action(r="REPLICAS")']),
     (_bare_invariant, ["@invariant on 'other'", '@invariant("']),
     (_domain_a_number, ["@action(i=3)", 'i="REPLICAS"']),

@@ -37,8 +37,8 @@ class Walk(Spec):
     name = "walk"
     defaults = {"seed": 0}
 
-    def configure(self, seed):
-        rng = np.random.default_rng(seed)
+    def configure(self, bounds):
+        rng = np.random.default_rng(bounds.seed)
         n = int(rng.integers(4, 9))
         self.N = n
         pairs = [(int(a), int(b)) for a, b in rng.integers(0, n, size=(int(rng.integers(n, 3 * n)), 2))]

@@ -260,8 +260,8 @@ def test_a_family_may_still_state_defaults_and_limits_dicts():
         defaults = {"top": 2}
         limits = {"top": (1, 3)}
 
-        def configure(self, top):
-            self.TOP = top
+        def configure(self, bounds):
+            self.TOP = bounds.top
 
         def fields(self):
             return [Field("x", 0, 3)]

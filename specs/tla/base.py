@@ -64,13 +64,13 @@ class TlaKafkaReplication(Spec):
                     FuzzTarget("truncations", "log_end_offset", "drops"),
                     FuzzTarget("ISR shrinks", "q_isr", "drops"))
 
-    def configure(self, replicas, log_size, max_records, max_epochs):
-        self.R, self.L, self.M, self.E = replicas, log_size, max_records, max_epochs
-        self.NONE = replicas                      # None == "NONE"
-        self.REPLICAS = range(replicas)           # Replicas
-        self.OFFSETS = range(log_size)            # ReplicaLog!Offsets == 0 .. LogSize - 1
-        self.EPOCHS = range(max_epochs + 1)       # LeaderEpochSeq!IdSet == 0 .. MaxLeaderEpoch
-        self.RECORD_IDS = range(max_records)      # RecordSeq!IdSet == 0 .. MaxRecords - 1
+    def configure(self, bounds):
+        self.R, self.L, self.M, self.E = bounds.replicas, bounds.log_size, bounds.max_records, bounds.max_epochs
+        self.NONE = self.R                        # None == "NONE"
+        self.REPLICAS = range(self.R)             # Replicas
+        self.OFFSETS = range(self.L)              # ReplicaLog!Offsets == 0 .. LogSize - 1
+        self.EPOCHS = range(self.E + 1)           # LeaderEpochSeq!IdSet == 0 .. MaxLeaderEpoch
+        self.RECORD_IDS = range(self.M)           # RecordSeq!IdSet == 0 .. MaxRecords - 1
 
     def fields(self):
         R, L, M, E = self.R, self.L, self.M, self.E
