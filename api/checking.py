@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from isrcheck.checker.bfs import search
+from isrcheck.checker.budget import Budget
+from isrcheck.checker.result import Measured
 from isrcheck.checker.registry import resolve
 from isrcheck.checker.trace import Trace, from_steps, save
 from isrcheck.model.configuration import configuration_of
@@ -20,7 +22,7 @@ from isrcheck.model.spec import Spec
 
 
 @dataclass
-class CheckResult:
+class CheckResult(Measured):
     """What a check found.
 
     ``verdicts`` maps each invariant checked to ``"holds"`` (no reachable state within the bounds violates it),
@@ -31,6 +33,9 @@ class CheckResult:
     defaults or a named one, ``configuration``), for the invariants checked; else it is empty.
     ``coverage`` is the search's action coverage, as ``--format json`` has it (``actions``: per action,
     ``instances``: per action instance, each with ``enabled``, ``fired`` and ``new_states``).
+    The counts and times mean what they mean for every engine (``isrcheck.checker.result``): ``distinct_states``,
+    ``transitions``, ``depth``, ``seconds``, ``peak_memory_bytes``, ``retained_bytes`` (the visited set and
+    parents kept), with ``states_per_second`` and ``bytes_per_state`` derived from them.
     """
     spec: str
     bounds: dict
@@ -46,6 +51,8 @@ class CheckResult:
     configuration: str | None = None     # the spec's configuration these bounds are, if any
     instance: Spec | None = field(default=None, repr=False)
     coverage: dict = field(default_factory=dict, repr=False)
+    peak_memory_bytes: int | None = None
+    retained_bytes: int | None = None
 
     @property
     def holds(self):
@@ -106,15 +113,16 @@ def check(spec, invariants=None, *, max_states=None, max_depth=None, time_limit=
         if name not in instance.invariants:
             raise ValueError(f"spec {instance.name} has no invariant {name!r} "
                              f"(it has: {', '.join(instance.invariants)})")
-    result = search(instance, names, symmetry=symmetry, max_states=max_states, max_depth=max_depth,
-                    time_limit=time_limit)
+    result = search(instance, names, symmetry=symmetry,
+                    budget=Budget(max_states=max_states, max_depth=max_depth, seconds=time_limit))
     traces = {inv: from_steps(instance, inv, "local", v.steps) for inv, v in result.violations.items()}
     conf, declared = configuration_of(cls, instance.bounds)
     expected = declared.expected if declared else {}
     return CheckResult(instance.name, dict(instance.bounds), result.verdicts,
                        {inv: want for inv, want in expected.items() if inv in names},
                        result.distinct_states, result.transitions, result.depth, result.seconds, result.complete,
-                       result.budget_hit, traces, conf, instance, result.coverage.as_json())
+                       result.budget_hit, traces, conf, instance, result.coverage.as_json(), result.peak_memory_bytes,
+                       result.retained_bytes)
 
 
 __all__ = ["check", "CheckResult", "Trace"]

@@ -29,6 +29,7 @@ import time
 
 from isrcheck.checker.bfs import search
 from isrcheck.checker.bmc import bmc
+from isrcheck.checker.budget import Budget
 from isrcheck.specs import SPECS
 
 
@@ -47,7 +48,7 @@ def measure(name, inv, timeout):
     spec = SPECS[name]()
     cpu = time.process_time()
     try:
-        res = bmc(spec, [inv], depth, timeout_s=timeout)
+        res = bmc(spec, [inv], depth, Budget(seconds=timeout))
     except Exception as e:                   # an untranslatable spec, an internal error: report, go on
         row["bmc_cpu_s"] = round(time.process_time() - cpu, 2)
         row["bmc_error"] = f"{type(e).__name__}: {e}"

@@ -51,6 +51,7 @@ def _shortest(spec_name, invariant):
 def _one(task):
     spec_name, invariant, bounds, budget, seed = task
     from isrcheck.checker.fuzz import fuzz
+    from isrcheck.checker.budget import Budget
     from isrcheck.specs import SPECS
     cpu0, wall0 = time.process_time(), time.monotonic()
     try:
@@ -58,7 +59,7 @@ def _one(task):
     except Exception as e:                      # noqa: BLE001 — a spec that does not load is a row, not a crash
         return {"spec": spec_name, "invariant": invariant, "bounds": bounds, "verdict": f"error: {e}",
                 "bfs_shortest": _shortest(spec_name, invariant)}
-    result = fuzz(spec, [invariant], budget, seed=seed, clock=time.process_time)
+    result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, clock=time.process_time)
     row = {"spec": spec_name, "invariant": invariant, "bounds": bounds, "verdict": result.verdicts[invariant],
            "runs": result.runs, "transitions": result.transitions,
            "cpu_seconds": round(time.process_time() - cpu0, 1), "wall_seconds": round(time.monotonic() - wall0, 1),

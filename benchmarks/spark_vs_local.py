@@ -117,6 +117,7 @@ def throughput(config, invariants, partitions=2):
 # --- per-level overhead -----------------------------------------------------------------------
 def overhead(reps=3):
     from isrcheck.checker.spark_engine import spark_context, spark_search
+    from isrcheck.checker.budget import Budget
     from isrcheck.specs import SPECS
     sc, _ = spark_context("local[2]", 2, SPARK_CONF)
     name, bounds = OVERHEAD
@@ -139,7 +140,7 @@ def overhead(reps=3):
         for _ in range(reps):
             kw = {} if batch is None else {"batch_states": batch}
             t = time.perf_counter()
-            spark_search(spec, inv, partitions=2, max_depth=2, **kw)
+            spark_search(spec, inv, partitions=2, budget=Budget(max_depth=2), **kw)
             one = time.perf_counter() - t
             t = time.perf_counter()
             spark_search(spec, inv, partitions=2, **kw)

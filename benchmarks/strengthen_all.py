@@ -9,6 +9,7 @@ the CPU seconds (the exhaustive search's share in brackets).
 import argparse
 import time
 
+from isrcheck.checker.budget import Budget
 from isrcheck.checker.strengthen import strengthen
 from isrcheck.specs import SPECS
 
@@ -25,11 +26,11 @@ def main():
         if not holds:
             continue
         cpu = time.process_time()
-        r = strengthen(spec, holds, timeout_s=args.timeout)
+        r = strengthen(spec, holds, Budget(seconds=args.timeout))
         cpu = time.process_time() - cpu
         why = f"   {r.reason}" if r.reason else ""
-        print(f"{name:<22} {len(holds):>5} {r.verdict:<8} {r.reachable_states:>10,} {len(r.lemmas):>7,} "
-              f"{r.queries:>8,} {cpu:>6.1f} ({r.search_seconds:.1f}){why}", flush=True)
+        print(f"{name:<22} {len(holds):>5} {r.verdict:<8} {r.distinct_states or 0:>10,} {len(r.lemmas):>7,} "
+              f"{r.queries:>8,} {cpu:>6.1f} ({r.phase_seconds.get('search', 0):.1f}){why}", flush=True)
 
 
 if __name__ == "__main__":

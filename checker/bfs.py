@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from isrcheck.checker import checkpoint as checkpoint_mod, stop
+from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
 from isrcheck.checker.result import Result, Violation
@@ -388,6 +389,13 @@ class Search:
         return steps
 
 
-def search(spec, invariants, symmetry=False, chunk=1 << 18, **budgets):
-    """Run the exhaustive search for the named invariants."""
-    return Search(spec, invariants, symmetry=symmetry, chunk=chunk).run(**budgets)
+def search(spec, invariants, symmetry=False, chunk=1 << 18, budget=UNLIMITED, **options):
+    """Run the exhaustive search for the named invariants within ``budget`` (its max_states, max_depth and
+    seconds); ``options`` are :meth:`Search.run`'s others (progress, on_violation, checkpoint, ...)."""
+    return run_within(Search(spec, invariants, symmetry=symmetry, chunk=chunk), budget, **options)
+
+
+def run_within(searcher, budget, **options):
+    """``searcher.run(...)`` (a :class:`Search`) within a :class:`checker.budget.Budget`'s limits."""
+    return searcher.run(max_states=budget.max_states, max_depth=budget.max_depth, time_limit=budget.seconds,
+                        **options)

@@ -23,13 +23,14 @@ from pysat.solvers import Solver as SatSolver
 
 from isrcheck.checker import stop
 from isrcheck.checker.bfs import peak_memory
+from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.cnf import CnfUnrolling, sat_check
 from isrcheck.checker.unrolling import Stopped, Z3Unknown
 from isrcheck.model import backends
 
 
-def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=None):
+def bmc(spec, invariants, depth, budget=UNLIMITED, progress=None, on_violation=None):
     """Bounded model checking of the named invariants on paths of up to ``depth`` states.
 
     Levels are checked in order 1, 2, ..., depth (level d: paths of d states from
@@ -37,8 +38,8 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=Non
     level, with a trace of that many states; once every invariant is violated
     the search stops. One incremental SAT solver holds the unrolling
     (:class:`CnfUnrolling`): each level adds a step and asks, under an assumption,
-    for a path whose last state violates a pending invariant. ``timeout_s``
-    bounds the whole run; when it runs out the result has ``z3_unknown`` and
+    for a path whose last state violates a pending invariant. ``budget.seconds``
+    bounds the whole run (the solver's time: z3 and SAT); when it runs out the result has ``z3_unknown`` and
     ``budget_hit`` set and ``depth`` is the last level fully checked.
     ``progress(depth=, seconds=)`` is called after each level,
     ``on_violation(violation)`` for each violation as soon as its level is checked.
@@ -47,12 +48,12 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=Non
     if depth < 1:
         raise ValueError("bmc depth must be at least 1")
     start = time.perf_counter()
-    deadline = None if timeout_s is None else start + timeout_s
+    deadline = None if budget.seconds is None else start + budget.seconds
     invs = [spec.invariants[name] for name in invariants]
     pending = list(invs)
     violations = {}
     u = CnfUnrolling(spec, invs)
-    done, unknown, budget, level_seconds = 0, None, None, []
+    done, unknown, hit, level_seconds = 0, None, None, []
     with SatSolver(name="cadical195") as solver:
         solver.append_formula(u.initial())
         try:
@@ -73,21 +74,21 @@ def bmc(spec, invariants, depth, timeout_s=None, progress=None, on_violation=Non
                 if not pending:
                     break
         except Stopped as e:              # stop cleanly: the violations found so far are reported and saved
-            unknown = budget = e.reason
+            unknown = hit = e.reason
         except Z3Unknown as e:
             unknown = e.reason
         except KeyboardInterrupt:         # Ctrl-C where no stop handler is installed (a library caller)
-            unknown = budget = "Ctrl-C"
+            unknown = hit = "Ctrl-C"
         except MemoryError:
-            unknown = budget = stop.out_of_memory()
+            unknown = hit = stop.out_of_memory()
     if unknown is not None:
-        budget = budget or f"z3 time limit {timeout_s:g}s"
+        hit = hit or f"z3 time limit {budget.seconds:g}s"
     elif pending:
-        budget = f"bmc depth {depth}"     # a noun phrase: the CLI prints "stopped by <budget_hit>"
+        hit = f"bmc depth {depth}"     # a noun phrase: the CLI prints "stopped by <budget_hit>"
     return Result(
         invariants=[i.name for i in invs], violations=violations, distinct_states=None, transitions=None,
         depth=done, seconds=time.perf_counter() - start, peak_memory_bytes=peak_memory(), retained_bytes=None,
-        complete=False, budget_hit=budget, never_fired=None, engine="bmc", z3_unknown=unknown,
+        complete=False, budget_hit=hit, never_fired=None, engine="bmc", z3_unknown=unknown,
         level_seconds=level_seconds, bits=int(u.start[-1]))
 
 

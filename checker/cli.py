@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from isrcheck.checker import __version__, report, settings, show as show_mod, stop
+from isrcheck.checker.budget import Budget
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, itf_text, load,
@@ -333,25 +334,24 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                         f"directory")
     sink = TraceSink(spec, engine, out_dir, typed=itf == "typed", symmetry=symmetry)
     progress = Progress(not no_progress)
+    budget = Budget(max_states=max_states, max_depth=max_depth,
+                    seconds=z3_timeout or time_limit if engine == "bmc" else time_limit)
     result = None
     if names:           # the invariants first: their traces are written as found, and a stop keeps them
         try:
             if engine == "bmc":
                 from isrcheck.checker.bmc import bmc
-                result = bmc(spec, names, depth, timeout_s=z3_timeout or time_limit, progress=progress.bmc(depth),
-                             on_violation=sink)
+                result = bmc(spec, names, depth, budget, progress=progress.bmc(depth), on_violation=sink)
             elif engine == "spark":
                 from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
                 if missing_dependencies():
                     raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
                 result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
-                                      max_states=max_states, max_depth=max_depth, time_limit=time_limit,
-                                      progress=progress, on_violation=sink)
+                                      budget=budget, progress=progress, on_violation=sink)
             else:
                 from isrcheck.checker.bfs import search
                 try:
-                    result = search(spec, names, symmetry=symmetry, chunk=chunk, max_states=max_states,
-                                    max_depth=max_depth, time_limit=time_limit, progress=progress,
+                    result = search(spec, names, symmetry=symmetry, chunk=chunk, budget=budget, progress=progress,
                                     on_violation=sink, checkpoint=checkpoint or resume, resume=resume is not None,
                                     checkpoint_every=checkpoint_every)
                 except CheckpointError as e:
@@ -362,8 +362,7 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
     if props and (result is None or not result.budget_hit):
         from isrcheck.checker.liveness import check as check_liveness
         try:
-            live = check_liveness(spec, props, chunk=chunk, max_states=max_states, max_depth=max_depth,
-                                  time_limit=time_limit, progress=progress)
+            live = check_liveness(spec, props, chunk=chunk, progress=progress, budget=budget)
         finally:
             progress.done()
     elif props:
@@ -639,12 +638,13 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
         pick_invariants(spec, [name], False)
     check_out_dir(out_dir, spec.name, [invariant])
     cpu, start = time.process_time(), time.perf_counter()
+    budget = Budget(seconds=z3_timeout)
     if auto_lemmas:
-        result, used = _auto_lemma_proof(spec, invariant, z3_timeout)
+        result, used = _auto_lemma_proof(spec, invariant, budget)
     else:
         progress = Progress(True)
         try:
-            result = k_induction(spec, invariant, k, lemmas=list(lemmas), timeout_s=z3_timeout, phase=progress.phase)
+            result = k_induction(spec, invariant, k, lemmas=list(lemmas), budget=budget, phase=progress.phase)
         finally:
             progress.done()
         settings = " ".join(f"{key}={v}" for key, v in declared["settings"].items()) if declared else ""
@@ -662,8 +662,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
         sys.exit(code)
     console = _out()
     head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {wall:.1f} s "
-            f"({cpu:.1f} s CPU; {'search' if auto_lemmas else 'base'} {result.base_seconds:.1f} s, "
-            f"{'SAT' if auto_lemmas else 'step'} {result.step_seconds:.1f} s)")
+            f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})")
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
                       f"\n{head}")
@@ -684,12 +683,12 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
     sys.exit(code)
 
 
-def _auto_lemma_proof(spec, invariant, z3_timeout):
+def _auto_lemma_proof(spec, invariant, budget):
     """prove --auto-lemmas: (ProofResult, how the lemmas were found)."""
     from isrcheck.checker.strengthen import prove_with_lemmas
     progress = Progress(True)
     try:
-        return prove_with_lemmas(spec, invariant, timeout_s=z3_timeout, progress=progress)
+        return prove_with_lemmas(spec, invariant, budget, progress=progress)
     finally:
         progress.done()
 
@@ -721,10 +720,10 @@ def parse_budget(text):
 def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, itf, no_progress, **kw):
     """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
     stop.polled()
-    from isrcheck.checker.fuzz import DEFAULT_MAX_STEPS, fuzz as run_fuzz
+    from isrcheck.checker.fuzz import fuzz as run_fuzz
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
-    seconds = parse_budget(budget)
+    limits = Budget(seconds=parse_budget(budget), max_steps=max_steps)
     check_out_dir(out_dir, spec.name, names)
     progress = Progress(not no_progress)
     if seed is None:      # chosen here, so that every trace written (even one a stop keeps) records it
@@ -734,8 +733,8 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, it
     sink = TraceSink(spec, "fuzz", out_dir, typed=itf == "typed", seed=seed)
 
     try:
-        result = run_fuzz(spec, names, seconds, seed=seed, max_steps=max_steps or DEFAULT_MAX_STEPS,
-                          derandomize=True, progress=progress.fuzz, on_violation=sink)
+        result = run_fuzz(spec, names, limits, seed=seed, derandomize=True, progress=progress.fuzz,
+                          on_violation=sink)
     finally:
         progress.done()
     finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)

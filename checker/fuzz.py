@@ -2,9 +2,8 @@
 
 API (the CLI's ``isrcheck fuzz`` calls these)::
 
-    fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
-         progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True, clock=time.monotonic) -> Result
+    fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, *,
+         shrink_budget_s=None, backend="compiled", minimize_steps=True, clock=time.monotonic) -> Result
 
 The fuzzer runs on model/backends.py's ``compiled(spec)``, the fast one-state-at-a-time
 executor (``ScalarTuples`` for ``backend="scalar"``).
@@ -12,7 +11,7 @@ executor (``ScalarTuples`` for ``backend="scalar"``).
 The spec's bounds are whatever spec instance is passed in (e.g.
 ``SPECS["hw-truncation"](replicas=5, max_epochs=8, max_crashes=3)``).
 ``fuzz`` raises KeyError for an invariant the spec does not have and
-ValueError for a non-positive budget or ``max_steps < 1``.
+ValueError for a budget (checker/budget.py) without ``seconds``.
 
 Result. A :class:`checker.result.Result` with ``engine`` "fuzz" (the CLI prints
 the same report keys as for ``check``): ``violations[name].steps`` is
@@ -69,9 +68,9 @@ Hypothesis shrinks it. ``hypothesis.target`` steers towards runs with more
 of the events the spec declares as its ``fuzz_targets`` (e.g. leader changes,
 truncations, crashes).
 
-Budgets and sessions. ``budget_s`` bounds the search, in seconds of
+Budgets and sessions. ``budget.seconds`` (``budget_s`` below) bounds the search, in seconds of
 ``clock`` (wall time by default; ``time.process_time`` makes every budget
-and ``seconds_to_find`` CPU time, independent of the machine's load); ``max_examples``, when
+and ``seconds_to_find`` CPU time, independent of the machine's load); ``budget.max_runs`` (``max_examples``), when
 given, also bounds the number of search runs, which makes a fuzz independent
 of the machine's speed. Shrinking a failure may run ``shrink_budget_s``
 longer (default ``min(10, max(2, budget_s / 10))``) and minimizing it as long
@@ -196,7 +195,8 @@ def _pick(en, weight, v):
 
 def _replica_params(spec):
     """Per action instance, its replica parameters in order (the first is the replica acting)."""
-    return [[a.params[p] for p, d in a.fn.__isrcheck_action__.items() if d == "REPLICAS"] for a in spec.actions]
+    return [[a.params[p] for p, d in a.fn.__isrcheck_action__.items() if d == spec.replica_domain]
+            for a in spec.actions]
 
 
 class _Fuzzer:
@@ -501,10 +501,12 @@ class _Fuzzer:
             fired=[k for k, f in zip(self.kinds, self.fired) if f])
 
 
-def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, derandomize=False,
-         progress=None, *, max_examples=None, shrink_budget_s=None, backend="compiled",
-         minimize_steps=True, clock=time.monotonic, on_violation=None):
-    """Fuzz ``spec`` for the named invariants for about ``budget_s`` seconds; see the module doc.
+def fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, *, shrink_budget_s=None,
+         backend="compiled", minimize_steps=True, clock=time.monotonic, on_violation=None):
+    """Fuzz ``spec`` for the named invariants for about ``budget.seconds`` seconds; see the module doc.
+
+    ``budget`` (checker/budget.py): ``seconds`` (required), ``max_steps`` (the longest execution;
+    DEFAULT_MAX_STEPS when None), ``max_runs`` (search runs at most; none when None).
 
     ``progress``, when given, is called about once a second with keyword
     arguments ``runs``, ``transitions``, ``distinct``, ``seconds``, ``found``;
@@ -515,8 +517,8 @@ def fuzz(spec, invariants, budget_s, seed=None, max_steps=DEFAULT_MAX_STEPS, der
     unknown = [n for n in invariants if n not in spec.invariants]
     if unknown:
         raise KeyError(f"spec {spec.name} has no invariant {unknown[0]!r}")
-    if budget_s <= 0 or max_steps < 1:
-        raise ValueError("fuzz needs a positive time budget and max_steps >= 1")
-    fz = _Fuzzer(spec, invariants, budget_s, seed, max_steps, derandomize, progress, max_examples,
-                 shrink_budget_s, backend, clock, on_violation)
+    if budget.seconds is None:
+        raise ValueError("fuzz needs a time budget (Budget(seconds=...))")
+    fz = _Fuzzer(spec, invariants, budget.seconds, seed, budget.max_steps or DEFAULT_MAX_STEPS, derandomize, progress,
+                 budget.max_runs, shrink_budget_s, backend, clock, on_violation)
     return fz.run(minimize_steps)

@@ -15,6 +15,7 @@ import z3
 
 from isrcheck.checker.result import Violation
 from isrcheck.checker.bmc import bmc
+from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.unrolling import Unrolling, Z3Unknown, solve
 
 
@@ -32,7 +33,11 @@ class ProofResult:
       state (values of relaxed fields may exceed their declared bounds);
     - ``failing``: the invariant or lemma that fails at the last state;
     - ``reason``: for "unknown", why (z3's reason, or a lemma refuted in the base case);
-    - ``relaxed``: the fields (declared ``unbounded``) whose upper bounds the step left out.
+    - ``relaxed``: the fields (declared ``unbounded``) whose upper bounds the step left out;
+    - ``phase_seconds``: {"base": the base case's seconds, "step": the induction step's} (the phases that ran);
+      a proof with learned lemmas has {"search": the exhaustive search's, "SAT": lemma learning's};
+    - ``distinct_states``: the reachable states lemmas were learned from; None for k-induction.
+    (Every field as in checker/result.py.)
     """
 
     spec: str
@@ -42,12 +47,12 @@ class ProofResult:
     k: int
     verdict: str
     seconds: float
-    base_seconds: float = 0.0
-    step_seconds: float = 0.0
+    phase_seconds: dict = field(default_factory=dict)
     steps: list = field(default_factory=list)
     failing: str | None = None
     reason: str | None = None
     relaxed: tuple = ()
+    distinct_states: int | None = None
 
     def violation(self):
         """The base-case counterexample as a checker.bfs.Violation (verdict "refuted" only)."""
@@ -84,7 +89,7 @@ def relaxed_columns(spec, fields):
     return [c for name in fields for c in range(lay.base[name], lay.base[name] + lay.fields[name].size)]
 
 
-def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path=False, phase=None):
+def prove(spec, invariant, k, lemmas=(), budget=UNLIMITED, relax=True, simple_path=False, phase=None):
     """k-induction proof of ``invariant`` (with auxiliary ``lemmas``) at the spec's bounds.
 
     What is proved is the conjunction P = invariant /\\ lemmas (assuming a lemma
@@ -129,14 +134,14 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     distinct (sound for the same shortest-path reason; it can only remove
     counterexamples to induction, at a quadratic cost).
 
-    ``timeout_s`` bounds the whole proof; z3 unknown or the time running out
+    ``budget.seconds`` bounds the whole proof; z3 unknown or the time running out
     gives verdict "unknown" with the reason. ``phase(name)``, when given, is called as
     each phase (the base case, the induction step) starts.
     """
     if k < 1:
         raise ValueError("k must be at least 1")
     start = time.perf_counter()
-    deadline = None if timeout_s is None else start + timeout_s
+    deadline = None if budget.seconds is None else start + budget.seconds
     names = [invariant] + [n for n in dict.fromkeys(lemmas) if n != invariant]
     for n in names:
         if n not in spec.invariants:
@@ -156,8 +161,8 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     # --- base case -------------------------------------------------------------------------
     states = "1 state" if k == 1 else f"{k} states"
     say(f"prove: base case (SAT), every path of up to {states}")
-    base = bmc(spec, names, k, timeout_s=None if deadline is None else max(deadline - time.perf_counter(), 0.001))
-    result.base_seconds = base.seconds
+    base = bmc(spec, names, k, budget.left(time.perf_counter() - start))
+    result.phase_seconds["base"] = base.seconds
     if invariant in base.violations:
         return finish(verdict="refuted", steps=base.violations[invariant].steps, failing=invariant)
     if base.violations:
@@ -190,16 +195,17 @@ def prove(spec, invariant, k, lemmas=(), timeout_s=None, relax=True, simple_path
     try:
         model = solve(solver, deadline, [z3.Not(z3.And(list(goals.values())))])
     except Z3Unknown as e:
-        return finish(verdict="unknown", reason=f"induction step: {e.reason}", step_seconds=time.perf_counter() - t0)
+        result.phase_seconds["step"] = time.perf_counter() - t0
+        return finish(verdict="unknown", reason=f"induction step: {e.reason}")
+    result.phase_seconds["step"] = time.perf_counter() - t0
     if model is None:
-        return finish(verdict="proved", step_seconds=time.perf_counter() - t0)
+        return finish(verdict="proved")
     ids = u.action_ids(model, k)
     decoded = [spec.layout.decode(u.values(model, i)) for i in range(k + 1)]
     failing = [n for n, g in goals.items() if z3.is_false(model.eval(g, model_completion=True))]
     steps = [(None, decoded[0])] + [(spec.actions[a], decoded[i + 1]) for i, a in enumerate(ids)]
     return finish(verdict="not-inductive", steps=steps, failing=failing[0] if failing else None,
-                  reason=("fails at the last state: " + ", ".join(failing)) if failing else None,
-                  step_seconds=time.perf_counter() - t0)
+                  reason=("fails at the last state: " + ", ".join(failing)) if failing else None)
 
 
 def _fmt(v):

@@ -35,7 +35,9 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from isrcheck.checker.bfs import Search, peak_memory
+from isrcheck.checker.bfs import Search, peak_memory, run_within
+from isrcheck.checker.budget import UNLIMITED
+from isrcheck.checker.result import Measured
 from isrcheck.checker.trace import from_steps
 from isrcheck.model import backends
 
@@ -48,7 +50,8 @@ class Lasso:
 
 
 @dataclass
-class LivenessResult:
+class LivenessResult(Measured):
+    """One property's verdict; the other fields mean what they mean in checker/result.py."""
     property: str
     verdict: str                  # holds | violated | unknown
     lasso: Lasso | None
@@ -59,10 +62,6 @@ class LivenessResult:
     retained_bytes: int
     peak_memory_bytes: int
     budget_hit: str | None
-
-    @property
-    def bytes_per_state(self):
-        return self.retained_bytes / max(self.distinct_states, 1)
 
 
 def lasso_trace(spec, result, **meta):
@@ -121,7 +120,7 @@ class PackedRows:
 class StateGraph:
     """Every reachable state, bit-packed, in the engine's BFS numbering; ids by fingerprint."""
 
-    def __init__(self, spec, chunk=1 << 18, progress=None, **budgets):
+    def __init__(self, spec, chunk=1 << 18, progress=None, budget=UNLIMITED):
         self.spec = spec
         self.search = Search(spec, [], chunk=chunk)
         self.states = PackedRows(spec.layout)
@@ -130,7 +129,7 @@ class StateGraph:
         def keep(rows):
             self.states.append(rows)
             fps.append(self.search.fingerprint.full(rows))
-        self.result = self.search.run(on_states=keep, progress=progress, **budgets)
+        self.result = run_within(self.search, budget, on_states=keep, progress=progress)
         self.states.seal()
         fps = np.concatenate(fps)
         self.order = np.argsort(fps).astype(np.uint32)
@@ -362,10 +361,11 @@ def _fair_cycle(sub, fairness, component, entry):
     return path
 
 
-def check(spec, properties, chunk=1 << 18, progress=None, **budgets):
-    """Explore once, then check each named property: {name: LivenessResult}."""
+def check(spec, properties, chunk=1 << 18, progress=None, budget=UNLIMITED):
+    """Explore once (within ``budget``: its max_states, max_depth, seconds), then check each named property:
+    {name: LivenessResult}."""
     start = time.perf_counter()
-    graph = StateGraph(spec, chunk=chunk, progress=progress, **budgets)
+    graph = StateGraph(spec, chunk=chunk, progress=progress, budget=budget)
     out = {}
     for name in properties:
         lasso, edges, fair_states, kept = check_leads_to(spec, spec.properties[name], graph)

@@ -203,13 +203,18 @@ def proof_json(spec, result, lemmas_used, seconds, cpu_seconds, trace_file):
 
     ``counterexample_to_induction`` (not-inductive) is the k consistent states and the one after them that breaks
     ``failing``, each with the action that led to it; ``trace_file`` (refuted) the real counterexample."""
+    # base_seconds and step_seconds: the first and second phase (k-induction's base case and step; with learned
+    # lemmas, the exhaustive search and the SAT phase), 0 for a phase that did not run (phase_seconds has them named)
+    first, second = (list(result.phase_seconds.values()) + [0.0, 0.0])[:2]
     cti = None
     if result.verdict == "not-inductive":
         cti = [{"action": a.label if a is not None else None, "state": state} for a, state in result.steps]
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
             "invariant": result.invariant, "verdict": result.verdict, "k": result.k, "lemmas": list(result.lemmas),
             "lemmas_used": lemmas_used, "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3),
-            "base_seconds": round(result.base_seconds, 3), "step_seconds": round(result.step_seconds, 3),
+            "base_seconds": round(first, 3), "step_seconds": round(second, 3),
+            "phase_seconds": {name: round(s, 3) for name, s in result.phase_seconds.items()},
+            "distinct_states": result.distinct_states,
             "reason": result.reason, "failing": getattr(result, "failing", None), "trace_file": trace_file,
             "trace_length": len(result.steps) if result.verdict == "refuted" else None,
             "counterexample_to_induction": cti}

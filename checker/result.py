@@ -1,10 +1,24 @@
-"""What a search engine returns: one result type for the exhaustive engine, Spark, BMC and the fuzzer.
+"""What an engine returns: one vocabulary for every result.
 
-Every field means one thing in every engine, and a quantity an engine does not
-know is None (never 0 or -1 standing for "not known"):
+:class:`Result` is what a search returns (the exhaustive engine, Spark, BMC and
+the fuzzer); the other results share its field names and their meanings:
+:class:`checker.liveness.LivenessResult` (one liveness property),
+:class:`checker.induction.ProofResult` (``prove``, k-induction or learned lemmas),
+:class:`checker.strengthen.StrengthenResult` (lemma learning) and the API's
+:class:`isrcheck.checking.CheckResult`. Each field means one thing in every one of
+them, and a quantity a result does not know is None (never 0 or -1 standing for
+"not known"); :class:`Measured` derives the rates from them the same way for all.
+
+- ``verdict`` / ``verdicts``: "holds", "violated" or "unknown" (a proof's:
+  "proved", "refuted", "not-inductive" or "unknown");
+- ``seconds``: wall-clock seconds of the whole run; ``phase_seconds``: the
+  seconds of each phase of a run that has phases, by phase name, in order (only
+  the phases that ran);
+- ``reason``: why a verdict is "unknown" (or what a lemma's refutation says), in words;
+- ``peak_memory_bytes``: the process's peak resident memory after the run;
 
 - ``distinct_states``, ``transitions``: states (fingerprints) and transitions
-  enumerated; None for BMC, which enumerates none;
+  enumerated; None for BMC and k-induction, which enumerate none;
 - ``depth``: levels (states on the longest path) fully covered, the initial
   state being level 1: BFS levels explored, BMC levels checked, the fuzzer's
   longest run plus its initial state;
@@ -36,8 +50,24 @@ class Violation:
     steps: list = field(default_factory=list)   # [(ActionInstance or None, row)]
 
 
+class Measured:
+    """Rates derived from a result's ``distinct_states``, ``seconds`` and ``retained_bytes`` (None when a count is)."""
+
+    @property
+    def states_per_second(self):
+        if self.distinct_states is None:
+            return None
+        return self.distinct_states / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def bytes_per_state(self):
+        if self.retained_bytes is None or self.distinct_states is None:
+            return None
+        return self.retained_bytes / max(self.distinct_states, 1)
+
+
 @dataclass
-class Result:
+class Result(Measured):
     invariants: list
     violations: dict                 # invariant -> Violation
     distinct_states: int | None
@@ -64,18 +94,6 @@ class Result:
     def verdicts(self):
         return {inv: ("violated" if inv in self.violations else "holds" if self.complete else "unknown")
                 for inv in self.invariants}
-
-    @property
-    def states_per_second(self):
-        if self.distinct_states is None:
-            return None
-        return self.distinct_states / self.seconds if self.seconds > 0 else float("inf")
-
-    @property
-    def bytes_per_state(self):
-        if self.retained_bytes is None or self.distinct_states is None:
-            return None
-        return self.retained_bytes / max(self.distinct_states, 1)
 
     @property
     def collision_probability(self):

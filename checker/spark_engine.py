@@ -101,6 +101,7 @@ import numpy as np
 
 from isrcheck.checker import stop as stopping
 from isrcheck.checker.bfs import Search, search as bfs_search
+from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.fingerprint import Symmetry
 from isrcheck.model import backends
@@ -503,11 +504,12 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 # ---------------------------------------------------------------------------------------------
 # the search
 # ---------------------------------------------------------------------------------------------
-def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, max_states=None,
-                 max_depth=None, time_limit=None, progress=None, workdir=None, on_violation=None, *, chunk=None,
+def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, budget=UNLIMITED,
+                 progress=None, workdir=None, on_violation=None, *, chunk=None,
                  checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, _fault=None):
     """Exhaustive search of the named invariants on Spark; the same Result as checker.bfs.search.
 
+    ``budget``: its max_states, max_depth and seconds, as checker.bfs.search reads them.
     ``master`` (and ``conf``, extra Spark settings) are used only when no
     SparkContext is active: an active one is reused and left running, one
     created here is stopped at the end. ``partitions`` defaults to the context's
@@ -530,6 +532,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     from pyspark.core.rdd import RDD
 
     start = time.perf_counter()
+    max_states, max_depth, time_limit = budget.max_states, budget.max_depth, budget.seconds
     chunk = chunk or local_chunk()
     search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
     sc, created = spark_context(master, partitions, conf)

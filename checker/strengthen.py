@@ -40,17 +40,18 @@ import numpy as np
 from pysat.solvers import Solver as SatSolver
 
 from isrcheck.checker import stop
-from isrcheck.checker.bfs import Search, search
+from isrcheck.checker.bfs import search
+from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.cnf import CnfUnrolling, sat_check
 from isrcheck.checker.induction import ProofResult
 from isrcheck.checker.unrolling import Z3Unknown
 from isrcheck.model import backends
 
 
-def reachable_states(spec, **budgets):
-    """Every state the exhaustive engine reaches (within optional budgets), column-major; and whether that is all."""
+def reachable_states(spec, budget=UNLIMITED, progress=None):
+    """Every state the exhaustive engine reaches (within ``budget``), column-major; and whether that is all."""
     batches = []
-    result = Search(spec, []).run(on_states=batches.append, **budgets)
+    result = search(spec, [], budget=budget, on_states=batches.append, progress=progress)
     return np.concatenate(batches, axis=1), result.complete
 
 
@@ -107,7 +108,9 @@ class StrengthenResult:
     "violated" (a reachable state violates ``failing``; the exhaustive engine has
     the trace), or "unknown" (``reason``: the time limit, or the exhaustive search
     not finishing). ``lemmas``: the clauses of F as cubes ((column, value), ...)
-    no reachable state is in; ``queries``: SAT calls.
+    no reachable state is in; ``queries``: SAT calls; ``distinct_states``: the
+    reachable states (None before the search ends); ``phase_seconds``: {"search":
+    the exhaustive search's seconds, "SAT": the lemma learning's} (the phases that ran).
     """
 
     spec: str
@@ -115,9 +118,9 @@ class StrengthenResult:
     verdict: str
     lemmas: list = field(default_factory=list)
     queries: int = 0
-    reachable_states: int = 0
+    distinct_states: int | None = None
     seconds: float = 0.0
-    search_seconds: float = 0.0
+    phase_seconds: dict = field(default_factory=dict)
     failing: str | None = None
     reason: str | None = None
 
@@ -127,22 +130,22 @@ class StrengthenResult:
         return "not (" + " and ".join(f"{lay.names[c]} = {bool(v) if lay.boolean[c] else v}" for c, v in cube) + ")"
 
 
-def prove_with_lemmas(spec, invariant, timeout_s=None, progress=None):
+def prove_with_lemmas(spec, invariant, budget=UNLIMITED, progress=None):
     """``prove --auto-lemmas``: :func:`strengthen` one invariant, as a :class:`checker.induction.ProofResult`.
 
     The lemmas are listed smallest first, as they read; a reachable violation is
     a refutation, with the exhaustive engine's (shortest) trace. Returns the
     result and a line saying how the lemmas were found.
     """
-    found = strengthen(spec, [invariant], timeout_s=timeout_s, search_progress=progress, progress=progress)
-    used = (f"{len(found.lemmas):,} learned from {found.reachable_states:,} reachable states "
+    found = strengthen(spec, [invariant], budget, search_progress=progress, progress=progress)
+    used = (f"{len(found.lemmas):,} learned from {found.distinct_states or 0:,} reachable states "
             f"({found.queries:,} SAT queries)")
     smallest = [found.describe(spec, cube) for cube in sorted(found.lemmas, key=len)]
     result = ProofResult(spec.name, dict(spec.bounds), invariant, smallest, 1, found.verdict, found.seconds,
-                         base_seconds=found.search_seconds, step_seconds=found.seconds - found.search_seconds,
-                         reason=found.reason)
+                         phase_seconds=dict(found.phase_seconds), reason=found.reason,
+                         distinct_states=found.distinct_states)
     if found.verdict == "violated":
-        again = search(spec, [invariant])
+        again = search(spec, [invariant], budget=budget.left(found.seconds))
         if invariant in again.violations:
             result.verdict, result.steps = "refuted", again.violations[invariant].steps
         else:
@@ -150,30 +153,37 @@ def prove_with_lemmas(spec, invariant, timeout_s=None, progress=None):
     return result, used
 
 
-def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=None, **budgets):
+def strengthen(spec, targets, budget=UNLIMITED, progress=None, search_progress=None):
     """Prove the named invariants together at the spec's bounds, with lemmas learned from the reachable states.
 
-    ``budgets`` (max_states, ...) cap the exhaustive search; a capped search gives
-    "unknown" (its states cannot stand for R). ``search_progress`` is the
-    exhaustive search's progress callback (see :meth:`checker.bfs.Search.run`);
+    ``budget``: its seconds bound the whole run, the exhaustive search included; its max_states and
+    max_depth cap that search, and a capped search gives "unknown" (its states cannot stand for R).
+    ``search_progress`` is the exhaustive search's progress callback (see :meth:`checker.bfs.Search.run`);
     then ``progress(lemmas=, discharged=, seconds=)`` is called every 100 lemmas.
     """
     start = time.perf_counter()
-    deadline = None if timeout_s is None else start + timeout_s
+    deadline = None if budget.seconds is None else start + budget.seconds
     result = StrengthenResult(spec.name, list(targets), "unknown")
 
     def finish(**kw):
         for key, v in kw.items():
             setattr(result, key, v)
         result.seconds = time.perf_counter() - start
+        if learning:                  # the SAT phase ran (the states were all the reachable ones)
+            result.phase_seconds["SAT"] = result.seconds - result.phase_seconds["search"]
         return result
 
-    rows, complete = reachable_states(spec, progress=search_progress, **budgets)
-    result.reachable_states, result.search_seconds = rows.shape[1], time.perf_counter() - start
+    learning = False
+    rows, complete = reachable_states(spec, budget=budget, progress=search_progress)
+    result.distinct_states, result.phase_seconds["search"] = rows.shape[1], time.perf_counter() - start
     if not complete:
         why = stop.reason()
-        return finish(reason=f"stopped by {why} during the exhaustive search ({rows.shape[1]:,} states)" if why else
-                      "the exhaustive search did not finish: its states are not all the reachable ones")
+        if why:
+            return finish(reason=f"stopped by {why} during the exhaustive search ({rows.shape[1]:,} states)")
+        if deadline is not None and time.perf_counter() >= deadline:
+            return finish(reason=f"time limit reached during the exhaustive search ({rows.shape[1]:,} states, "
+                                 f"no lemmas learned yet)")
+        return finish(reason="the exhaustive search did not finish: its states are not all the reachable ones")
     lay = spec.layout
     if ((rows < lay.lo[:, None]) | (rows > lay.hi[:, None])).any():
         raise RuntimeError("internal error: a reachable state is outside its fields' bounds")
@@ -181,6 +191,7 @@ def strengthen(spec, targets, timeout_s=None, progress=None, search_progress=Non
     for inv in invs:
         if not backends.batch(spec).holds(inv, rows).all():
             return finish(verdict="violated", failing=inv.name)
+    learning = True
     reach = ReachableCubes(spec, rows)
     u = CnfUnrolling(spec, invs)
     lemmas = []

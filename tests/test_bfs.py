@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from isrcheck.checker.bfs import search
+from isrcheck.checker.budget import Budget
 from isrcheck.checker.trace import from_steps, replay
 from isrcheck.model.spec import action
 from isrcheck.specs import SPECS
@@ -67,7 +68,7 @@ def test_violation_trace_replays_and_is_shortest():
     steps = result.violations["no-committed-loss"].steps
     assert replay(spec, from_steps(spec, "no-committed-loss", "local", steps)).ok
     # shortest: no state before the last one violates, and a search to one level less finds nothing
-    shallower = search(spec, ["no-committed-loss"], max_depth=len(steps) - 1)
+    shallower = search(spec, ["no-committed-loss"], budget=Budget(max_depth=len(steps) - 1))
     assert "no-committed-loss" not in shallower.violations
     assert shallower.budget_hit
 
@@ -85,13 +86,13 @@ def test_symmetry_reduces_states_and_keeps_verdicts():
 
 def test_budgets_stop_and_report():
     spec = SPECS["kip-320"]()
-    by_states = search(spec, ["no-committed-loss"], max_states=5000)
+    by_states = search(spec, ["no-committed-loss"], budget=Budget(max_states=5000))
     assert by_states.budget_hit.startswith("max states")
     assert not by_states.complete and by_states.verdicts["no-committed-loss"] == "unknown"
     assert by_states.distinct_states >= 5000
-    by_depth = search(spec, ["no-committed-loss"], max_depth=5)
+    by_depth = search(spec, ["no-committed-loss"], budget=Budget(max_depth=5))
     assert by_depth.depth == 5 and by_depth.budget_hit.startswith("max depth")
-    by_time = search(spec, ["no-committed-loss"], time_limit=1e-9)
+    by_time = search(spec, ["no-committed-loss"], budget=Budget(seconds=1e-9))
     assert by_time.budget_hit.startswith("time limit")
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from isrcheck.checker.bfs import search
+from isrcheck.checker.budget import Budget
 from isrcheck.checker.result import Result
 from isrcheck.checker.fuzz import _Fuzzer, _pick, fuzz
 from isrcheck.checker.trace import from_steps, replay
@@ -147,7 +148,7 @@ def five_replicas():
     """hw-truncation at replicas=5, 8 epochs, 3 crashes: far beyond exhaustive reach."""
     spec = SPECS["hw-truncation"](replicas=5, max_epochs=8, max_crashes=3)
     start = time.monotonic()
-    result = fuzz(spec, ["no-committed-loss"], budget_s=60, derandomize=True, max_examples=3000,
+    result = fuzz(spec, ["no-committed-loss"], Budget(seconds=60, max_runs=3000), derandomize=True,
                   shrink_budget_s=3)
     return spec, result, time.monotonic() - start
 
@@ -186,7 +187,7 @@ def test_shrunk_trace_at_three_replicas_is_close_to_the_shortest():
     assert shortest == 12
     spec = SPECS["hw-truncation"](replicas=3)
     # 2000 runs find it for about half the seeds, 6000 for each of seeds 0-5: a budget, not a lucky seed
-    result = fuzz(spec, ["no-committed-loss"], budget_s=60, derandomize=True, max_examples=6000,
+    result = fuzz(spec, ["no-committed-loss"], Budget(seconds=60, max_runs=6000), derandomize=True,
                   shrink_budget_s=3)
     v = _check_violation(spec, result, "no-committed-loss")
     print(f"\nreplicas=3: BFS shortest {shortest}, fuzz {result.found['no-committed-loss']}")
@@ -196,7 +197,7 @@ def test_shrunk_trace_at_three_replicas_is_close_to_the_shortest():
 def test_kip_320_survives_fuzzing():
     spec = SPECS["kip-320"](replicas=3, max_epochs=6, max_crashes=2)
     holds = [n for n, verdict in spec.expected.items() if verdict == "holds"]
-    result = fuzz(spec, holds, budget_s=8, derandomize=True)
+    result = fuzz(spec, holds, Budget(seconds=8), derandomize=True)
     assert result.violations == {}
     assert set(result.verdicts.values()) == {"unknown"}          # fuzzing proves nothing
     assert result.budget_hit == "time limit 8s"
@@ -206,9 +207,9 @@ def test_kip_320_survives_fuzzing():
 
 def test_fuzz_is_deterministic_under_a_seed():
     spec = SPECS["kip-101"]()
-    a = fuzz(spec, ["no-committed-loss"], budget_s=60, seed=7, max_examples=40)
-    b = fuzz(spec, ["no-committed-loss"], budget_s=60, seed=7, max_examples=40)
-    c = fuzz(spec, ["no-committed-loss"], budget_s=60, seed=8, max_examples=40)
+    a = fuzz(spec, ["no-committed-loss"], Budget(seconds=60, max_runs=40), seed=7)
+    b = fuzz(spec, ["no-committed-loss"], Budget(seconds=60, max_runs=40), seed=7)
+    c = fuzz(spec, ["no-committed-loss"], Budget(seconds=60, max_runs=40), seed=8)
     assert (a.runs, a.transitions, a.distinct_states) == (b.runs, b.transitions, b.distinct_states)
     assert (a.runs, a.transitions, a.distinct_states) != (c.runs, c.transitions, c.distinct_states)
     assert a.seed == 7 and a.budget_hit == "max examples 40"
@@ -217,4 +218,4 @@ def test_fuzz_is_deterministic_under_a_seed():
 def test_fuzz_rejects_unknown_invariants():
     spec = SPECS["kip-101"]()
     with pytest.raises(KeyError):
-        fuzz(spec, ["no-such-invariant"], budget_s=1)
+        fuzz(spec, ["no-such-invariant"], Budget(seconds=1))

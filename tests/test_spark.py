@@ -16,6 +16,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from isrcheck.checker.bfs import search                                   # noqa: E402
+from isrcheck.checker.budget import Budget                               # noqa: E402
 from isrcheck.checker.spark_engine import spark_context, spark_search     # noqa: E402
 from isrcheck.specs import SPECS                                          # noqa: E402
 
@@ -109,10 +110,10 @@ def test_task_failure_is_retried(sc, stage, batch_states, tmp_path):
 def test_budgets_same_as_local(sc):
     """max_states stops at the local engine's chunk boundary (a small chunk, to cut mid-level); max_depth too."""
     spec, invariants = _setup(HOLDS)
-    for budgets in (dict(max_states=1500), dict(max_states=1), dict(max_depth=6)):
-        local = search(spec, invariants, chunk=64, **budgets)
+    for budget in (Budget(max_states=1500), Budget(max_states=1), Budget(max_depth=6)):
+        local = search(spec, invariants, chunk=64, budget=budget)
         assert local.budget_hit
-        assert_same(local, spark_search(spec, invariants, partitions=2, chunk=64, **budgets))
+        assert_same(local, spark_search(spec, invariants, partitions=2, chunk=64, budget=budget))
 
 
 def test_symmetry_same_as_local(sc):
@@ -123,7 +124,7 @@ def test_symmetry_same_as_local(sc):
 
 def test_time_limit(sc):
     spec, invariants = _setup(HOLDS)
-    result = spark_search(spec, invariants, partitions=2, time_limit=0.5)
+    result = spark_search(spec, invariants, partitions=2, budget=Budget(seconds=0.5))
     assert result.budget_hit == "time limit 0.5s"
     assert not result.complete
     assert set(result.verdicts.values()) == {"unknown"}

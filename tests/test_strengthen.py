@@ -16,6 +16,7 @@ import z3
 from pysat.solvers import Solver as SatSolver
 
 import isrcheck.checker.strengthen as st
+from isrcheck.checker.budget import Budget
 from isrcheck.checker.strengthen import ReachableCubes, reachable_states, strengthen
 from isrcheck.checker.cnf import CnfUnrolling
 from isrcheck.checker.unrolling import Unrolling
@@ -64,7 +65,7 @@ def test_every_expected_holds_invariant_is_proved_and_the_proof_checks_out(name)
     assert result.verdict == "proved" and result.reason is None
     assert result.lemmas and result.queries > len(result.lemmas)
     rows, complete = reachable_states(spec)
-    assert complete and result.reachable_states == rows.shape[1]
+    assert complete and result.distinct_states == rows.shape[1]
     for cube in result.lemmas:         # each lemma is true: no reachable state is in its cube
         assert not _reached(rows, cube), result.describe(spec, cube)
     assert _z3_confirms(spec, targets, result.lemmas)
@@ -80,7 +81,7 @@ def test_an_invariant_a_reachable_state_violates_is_never_proved():
 def test_a_wrong_reachable_set_never_becomes_a_proof(monkeypatch):
     """States cut off before the violation, passed off as all of them: the SAT checks refuse the lemmas."""
     spec = SPECS["acks-1"]()
-    shallow, complete = reachable_states(spec, max_depth=5)
+    shallow, complete = reachable_states(spec, Budget(max_depth=5))
     assert not complete
     assert backends.batch(spec).holds(spec.invariants["no-committed-loss"], shallow).all()
     monkeypatch.setattr(st, "reachable_states", lambda spec, **_: (shallow, True))
@@ -89,12 +90,12 @@ def test_a_wrong_reachable_set_never_becomes_a_proof(monkeypatch):
 
 
 def test_a_truncated_search_is_unknown():
-    result = strengthen(SPECS["acks-1"](), ["leader-in-isr"], max_depth=4)
+    result = strengthen(SPECS["acks-1"](), ["leader-in-isr"], Budget(max_depth=4))
     assert result.verdict == "unknown" and "did not finish" in result.reason
 
 
 def test_the_time_limit_is_unknown_and_says_how_far_it_got():
-    result = strengthen(SPECS["kip-320"](), ["no-committed-loss"], timeout_s=3)
+    result = strengthen(SPECS["kip-320"](), ["no-committed-loss"], Budget(seconds=3))
     assert result.verdict == "unknown" and result.reason.startswith("time limit reached")
     assert "lemmas" in result.reason and result.seconds < 6
 

@@ -19,6 +19,7 @@ import z3
 from isrcheck.checker import trace as tr
 from isrcheck.checker.bfs import search
 from isrcheck.checker.bmc import bmc
+from isrcheck.checker.budget import Budget
 from isrcheck.checker.cnf import BitBlaster, CnfUnrolling
 from isrcheck.checker.induction import prove
 from isrcheck.checker.unrolling import Unrolling
@@ -87,7 +88,7 @@ def test_bmc_reports_nothing_for_invariants_that_hold():
 def test_bmc_timeout_says_so_and_stops_a_long_solve():
     spec = SPECS["kip-101"]()
     start = time.perf_counter()
-    result = bmc(spec, ["strong-isr"], 14, timeout_s=6.0)
+    result = bmc(spec, ["strong-isr"], 14, Budget(seconds=6.0))
     # levels 12-14 take 5-10 s each: the solve under way at the deadline was stopped, not waited for
     assert time.perf_counter() - start < 7.5
     assert result.timed_out and "time limit" in result.z3_unknown
@@ -281,7 +282,7 @@ def test_prove_short_of_the_counterexample_is_not_refuted():
 
 
 def test_prove_timeout_is_unknown():
-    spec, result = kip320_proof(2, timeout_s=0.05)
+    spec, result = kip320_proof(2, budget=Budget(seconds=0.05))
     assert result.verdict == "unknown" and "time limit" in result.reason
 
 

@@ -181,6 +181,9 @@ def test_prove_not_inductive_exits_4_with_the_counterexample_to_induction_in_jso
     cti = report["counterexample_to_induction"]
     assert len(cti) == 2 and cti[0]["action"] is None and cti[1]["action"]
     assert set(cti[0]["state"]) >= {"leo", "hw", "isr", "leader_epoch"}
+    # the result vocabulary: k-induction's phases by name, no states enumerated (null, not 0)
+    assert list(report["phase_seconds"]) == ["base", "step"] and report["distinct_states"] is None
+    assert report["base_seconds"] == report["phase_seconds"]["base"] > 0
     text = isrcheck("prove", "--spec", "kip-320", "--invariant", "no-committed-loss", "--lemma", "log-matching")
     assert text.returncode == 4 and "not inductive (exit 4)" in text.stdout
 
@@ -192,11 +195,13 @@ def test_prove_json_refuted_and_proved(tmp_path):
     report = json.loads(r.stdout)
     assert report["verdict"] == "refuted" and report["counterexample_to_induction"] is None
     assert report["trace_length"] == len(json.load(open(report["trace_file"]))["states"])
+    assert list(report["phase_seconds"]) == ["search"] and report["step_seconds"] == 0   # no lemma was learned
     r = isrcheck("prove", "--spec", "acks-1", "--invariant", "log-matching", "--auto-lemmas", "--format", "json",
                  "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["verdict"] == "proved" and report["trace_file"] is None and report["lemmas"]
+    assert list(report["phase_seconds"]) == ["search", "SAT"] and report["distinct_states"] > 0
 
 
 # --- replay and minimize --format json ----------------------------------------------------------------
