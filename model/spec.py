@@ -49,8 +49,8 @@ __all__ = ["Spec", "BoundsError", "DECLARED", "RESERVED", "action", "invariant",
 #: instance gets, are read by the engines (``RESERVED``): a subclass may not redefine them
 DECLARED = frozenset({"name", "summary", "references", "declared_bounds", "defaults", "limits", "expected",
                       "expected_why", "expected_liveness", "expected_liveness_why", "configurations", "not_modelled",
-                      "dropped_invariants", "proofs", "fuzz_targets", "presentation_class", "configure", "fields",
-                      "initial"})
+                      "dropped_invariants", "proofs", "fuzz_targets", "replica_domain", "presentation_class",
+                      "configure", "fields", "initial"})
 
 #: spec class and bounds -> (invariants, action instances), each checked once per process
 _CHECKED = {}
@@ -86,9 +86,10 @@ class Spec:
     #: invariant -> {"lemmas": [invariant, ...], "settings": {option: value}}: what ``isrcheck prove``
     #: assumes and proves along with the invariant when no --lemma is given, and the options it turns on
     proofs: dict = {}
-    #: liveness property name -> "holds" | "violated" at the default bounds; not inherited (see liveness_expected)
+    #: liveness property name -> "holds" | "violated" at the default bounds, as this class states them; merged
+    #: along the MRO as ``expected`` is (``liveness_expected()``); None withdraws an inherited one (not triaged)
     expected_liveness: dict = {}
-    #: liveness property name -> why it is expected so, with the fairness it assumes
+    #: liveness property name -> why it is expected so, with the fairness it assumes (inherited as expected_why)
     expected_liveness_why: dict = {}
 
     #: name -> Configuration: expected verdicts at other bounds (model/configuration.py; not inherited)
@@ -98,6 +99,9 @@ class Spec:
 
     #: what the fuzzer steers towards (:class:`FuzzTarget`): the events that make runs interesting
     fuzz_targets: tuple = ()
+    #: the domain (a spec attribute's name) of the action parameters that are replica ids, e.g.
+    #: ``@action(r="REPLICAS")``: the fuzzer slows and stops replicas by them (the first one is the replica acting)
+    replica_domain: str = "REPLICAS"
     #: how traces read in ``show``, diagrams and the gate's summary: the family's ``Presentation`` subclass
     presentation_class: type = Presentation
 
@@ -118,14 +122,7 @@ class Spec:
     @classmethod
     def _inherit_expectations(cls):
         """``expected``/``expected_why`` merged along the MRO, less ``dropped_invariants`` (and proofs using them)."""
-        expected, why = {}, {}
-        for klass in reversed(cls.__mro__):
-            own, own_why = vars(klass).get("expected", {}), vars(klass).get("expected_why", {})
-            for name, verdict in own.items():
-                if expected.get(name, verdict) != verdict and name not in own_why:
-                    why.pop(name, None)            # the verdict changed and the old reason no longer explains it
-                expected[name] = verdict
-            why.update(own_why)
+        expected, why = cls._merged("expected", "expected_why")
         dropped = set(cls.dropped_invariants)
         unknown = dropped - {fn.__isrcheck_invariant__ for _, fn in cls._members("__isrcheck_invariant__", False)}
         if unknown:
@@ -136,6 +133,20 @@ class Spec:
         if dropped:
             cls.proofs = {inv: proof for inv, proof in cls.proofs.items()
                           if inv not in dropped and not dropped & set(proof.get("lemmas", ()))}
+
+    @classmethod
+    def _merged(cls, attr, why_attr):
+        """(verdicts, whys) of ``attr``/``why_attr`` as each class along the MRO states them, base classes first: a
+        why is kept while the verdict it explains is."""
+        expected, why = {}, {}
+        for klass in reversed(cls.__mro__):
+            own, own_why = vars(klass).get(attr, {}), vars(klass).get(why_attr, {})
+            for name, verdict in own.items():
+                if expected.get(name, verdict) != verdict and name not in own_why:
+                    why.pop(name, None)            # the verdict changed and the old reason no longer explains it
+                expected[name] = verdict
+            why.update(own_why)
+        return expected, why
 
     @classmethod
     def _derive_bounds(cls):
@@ -230,12 +241,11 @@ class Spec:
 
     @classmethod
     def liveness_expected(cls):
-        """(expected, why) of the liveness properties as this class itself states them.
-
-        Not inherited: a version that changes the protocol triages its liveness verdicts anew (a
-        subclass inherits the properties, and states none of their verdicts until it does).
-        """
-        return cls.__dict__.get("expected_liveness", {}), cls.__dict__.get("expected_liveness_why", {})
+        """(expected, why) of the liveness properties at the default bounds, inherited along the MRO (a version
+        states the verdicts that change; None withdraws one it has not triaged)."""
+        live, why = cls._merged("expected_liveness", "expected_liveness_why")
+        live = {k: v for k, v in live.items() if v is not None}
+        return live, {k: v for k, v in why.items() if k in live}
 
     # --- to be provided by subclasses -------------------------------------------------
     def configure(self, bounds):

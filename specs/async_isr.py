@@ -20,6 +20,8 @@ class AsyncIsr(Kip320):
     truncation_clamps_hw = True     # 2.7 keeps the HW in Log (2.4+): truncation brings it down to the new LEO
     truncation_cleans_epoch_cache = True    # 2.7.0 has KAFKA-10706's fix (Log.truncateTo, apache/kafka#9633)
     defaults = {**Kip320.defaults, "async_isr": 1, "max_epochs": 2}
+    #: liveness at the defaults (max_epochs=2 leaves no room for kip-320's truncation loop): all four hold
+    expected_liveness = {"hw-advances": "holds", "isr-regrows": "holds"}
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",

@@ -45,7 +45,7 @@ class Kip320(Kip320Lemmas, Kafka201):
                                  "epoch and writes another record at the offset its follower holds (kip-497, 2.7, "
                                  "holds at these bounds)"}),
     }
-    # liveness expectations are not inherited (see the README): 2.1 loops as 2.0.1 does (KAFKA-10706)
+    # liveness: 2.1 loops as 2.0.1 does (KAFKA-10706), a sibling rather than a parent, so stated here
     expected_liveness = dict(Kafka201.expected_liveness)
     expected_liveness_why = {**Kafka201.expected_liveness_why,
         "truncation-terminates": "holds at these bounds only: weak elect_leader forces an election away from the "

@@ -16,6 +16,11 @@ class NoIsrFencing(Kip320):
     references = ("KAFKA-1382 (ISR update must be conditional on the zkVersion; stale cached zkVersion)",
                   "KIP-497 (AlterIsr, partition epoch)", "KIP-320")
     defaults = {**Kip320.defaults, "max_epochs": 2}
+    expected_liveness = {"isr-regrows": "holds", "hw-advances": "violated"}
+    expected_liveness_why = {
+        "hw-advances": "the missing fence itself: a stale shrink_isr of the deposed leader empties the new leader's "
+                       "ISR (the leader is no member of it), so no HW advance ever covers its new record (9-state "
+                       "lasso). Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr"}
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "violated",

@@ -426,12 +426,21 @@ def test_kafka_1120_and_its_fix_at_the_same_bounds():
     assert SPECS["kafka-1120"]().bounds == SPECS["kip-320"]().bounds
 
 
-def test_liveness_expectations_are_stated_not_inherited():
+def test_liveness_expectations_are_inherited_like_expected():
     for cls in SPECS.values():
         expected, why = cls.liveness_expected()
         assert set(expected) <= set(cls().properties) and set(expected.values()) <= {"holds", "violated"}, cls.name
         assert set(why) <= set(expected), cls.name
-    assert SPECS["kafka-7128"].liveness_expected() == ({}, {})        # a Kip320 subclass, not triaged yet
+    # a version that states nothing has its parent's verdicts and reasons
+    assert SPECS["kafka-13141"].liveness_expected() == SPECS["kafka-3.9"].liveness_expected()
+    assert "expected_liveness" not in vars(SPECS["kafka-13141"])
+    # a changed verdict without a reason of its own loses the parent's reason; a stated one replaces it
+    fencing, kip320 = SPECS["no-isr-fencing"].liveness_expected(), SPECS["kip-320"].liveness_expected()
+    assert kip320[0]["isr-regrows"] == "violated" and fencing[0]["isr-regrows"] == "holds"
+    assert "isr-regrows" in kip320[1] and "isr-regrows" not in fencing[1]
+    assert fencing[1]["hw-advances"] != kip320[1]["hw-advances"]
+    # None withdraws what a version has not triaged: no expectation, and the gate does not check it
+    assert SPECS["kafka-7128"].liveness_expected() == ({}, {})
 
 
 def test_saved_lassos_render_their_loop_in_mermaid_and_dot():
