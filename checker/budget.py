@@ -11,6 +11,9 @@ others alone. ``None`` is "no limit". A run that hits a limit stops with a parti
 - ``seconds``: wall-clock seconds of the whole run (a search, a BMC run, a proof, a fuzzing campaign);
 - ``max_steps``: fuzz: the longest execution, in steps;
 - ``max_runs``: fuzz: executions (examples) to run at most.
+
+Memory is not a field: ``--max-memory`` is a stop request (checker/stop.py) that every engine polls, as it
+polls SIGINT and SIGTERM.
 """
 from __future__ import annotations
 
