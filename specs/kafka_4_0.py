@@ -1,4 +1,5 @@
 """Kafka 4.0 in KRaft mode: kafka-3.9 with eligible leader replicas (KIP-966) on."""
+from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kafka_3_9 import Kafka39
 
@@ -24,6 +25,16 @@ class Kafka40(Kafka39):
         "strong-live-isr": "a hard-crashed member that lost committed records is out of the ISR before it runs again "
                            "(fenced, then registered anew: ReplicationControlManager.handleBrokerFenced / "
                            "handleBrokerUncleanShutdown)",
+    }
+    configurations = {
+        "last-known-leader": Configuration(
+            bounds={"max_crashes": 2, "max_records": 1, "log_size": 1}, expected={"no-committed-loss": "violated"},
+            why={"no-committed-loss": "KIP-966's last known leader (4.0): both replicas lose a committed record in "
+                                      "hard crashes; the leader's fencing empties the ISR (lastKnownElr: the "
+                                      "leader), neither is in the ELR after an unclean stop, and the controller "
+                                      "elects the last known leader again without the record "
+                                      "(PartitionChangeBuilder.canElectLastKnownLeader): what Kafka did before 4.0 "
+                                      "when every replica was offline; no replica holds the record any more"}),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "holds", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
