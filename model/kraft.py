@@ -198,7 +198,7 @@ class KRaftReplication(KafkaReplication):
         s.pending_epochs_current[r] = False
 
     def commit_isr(self, s, new_isr, writer=None, when=True):
-        """A PartitionChangeRecord that keeps the leader: the ISR (and ELR, last known ELR) change in the metadata log."""
+        """A PartitionChangeRecord that keeps the leader: the ISR (ELR, last known ELR) change in the metadata log."""
         self.update_last_known_leader(s, s.q_leader, new_isr, when)
         super().commit_isr(s, new_isr, writer, when)
 

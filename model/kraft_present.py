@@ -3,8 +3,9 @@
 ``KRaftPresentation`` (``KRaftReplication.presentation_class``) narrates what model/kraft.py adds or
 re-reads: the controller's partition records in the metadata log, fetches answered with DivergingEpoch and
 the truncation that follows, AlterPartition accepted or rejected (and why: a stale partition epoch, leader
-epoch or broker epoch), KIP-966's election of the last known leader, the lag of a follower, and a caught-up replica outside the ISR holding back the HW
-(shouldWaitForReplicaToJoinIsr). Everything else reads as in model/kafka_present.py.
+epoch or broker epoch), KIP-966's election of the last known leader, the lag of a follower, and a caught-up
+replica outside the ISR holding back the HW (shouldWaitForReplicaToJoinIsr). Everything else reads as in
+model/kafka_present.py.
 """
 from __future__ import annotations
 

@@ -25,3 +25,7 @@ class Kafka14617(Kafka40):
         "hw-monotonic": "the same: the elected follower's log ends below the HW consumers saw",
         "strong-live-isr": "the re-registered follower is a live ISR member without the committed record",
     }
+    #: kafka-4.0's: KIP-903's broker-epoch check decides which AlterPartition is accepted, not when the HW moves
+    #: or who is elected
+    expected_liveness = dict(Kafka40.expected_liveness)
+    expected_liveness_why = dict(Kafka40.expected_liveness_why)

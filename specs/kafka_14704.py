@@ -16,3 +16,6 @@ class Kafka14704(Kafka39):
     expected_why = {**KafkaReplication.expected_why,
         "hw-log-matching": "KAFKA-14704: the follower's HW rises to the leader's over its own diverging record before "
                            "it truncates: below both HWs the logs differ (kafka-3.9 holds at these bounds)"}
+    #: kafka-3.9's: KAFKA-14704 changes the follower's HW on a diverging fetch, not where the leader recomputes its own
+    expected_liveness = dict(Kafka39.expected_liveness)
+    expected_liveness_why = dict(Kafka39.expected_liveness_why)
