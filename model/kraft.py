@@ -267,6 +267,7 @@ class KRaftReplication(KafkaReplication):
         if not self.elr:
             s.require(False)
             return
+        # Kafka 4.0 (ELR on): electAnyLeader's last resort, after the ISR and the ELR (KAFKA-15584, 3.7+)
         s.require((s.q_epoch < self.E) & s.up[l] & ~s.shutting_down[l] & (s.q_leader == self.NONE)
                   & (s.q_last_known_leader == l) & ~any_of(s.q_isr[i] | s.q_elr[i] for i in self.REPLICAS))
         self.send_leader_and_isr(s, s.q_epoch + 1, l, [s.up[i] & (i == l) for i in self.REPLICAS])  # l alone
