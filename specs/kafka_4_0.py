@@ -8,7 +8,8 @@ class Kafka40(Kafka39):
     name = "kafka-4.0"
     summary = ("Kafka 4.0 (KRaft): kafka-3.9 with eligible leader replicas (KIP-966): the ISR may become empty, "
                "replicas that leave an ISR below min.insync.replicas stay electable (ELR) unless their last stop "
-               "was unclean; here with min.insync.replicas=2 and hard crashes that lose the unflushed log tail. "
+               "was unclean (opt-in in 4.0: eligible.leader.replicas.version=1; on by default for new clusters "
+               "from 4.1); here with min.insync.replicas=2 and hard crashes that lose the unflushed log tail. "
                "strong-isr is not checked: with unflushed_loss a hard-crashed ISR member lacks committed records "
                "until the controller fences it, which KIP-966 takes as given (it keeps such a replica from being "
                "elected instead); strong-live-isr is the form 4.0 keeps.")
