@@ -50,15 +50,30 @@ Departures (each a sound over-approximation for safety unless said):
 - controlled shutdown: the controller first moves leadership away (``elect_leader``, which may come any time),
   then ``controlled_shutdown`` takes the broker out of the ISR; it stops with ``shutdown``, which may also come
   without it (a controlled shutdown that timed out);
-- KIP-966's last known ELR (for unclean recovery, off by default) is not modelled;
+- KIP-966's last known ELR (``q_last_known_leader``, ELR on): 4.0 fills PartitionRegistration.lastKnownElr only
+  with the last known leader (PartitionChangeBuilder.useLastKnownLeaderInBalancedRecovery is true and nothing sets
+  it false; the ELR members it would otherwise hold are for KIP-966's unclean recovery manager, which 4.0 does not
+  have); the election from it is unclean (ISR: the leader alone) and the leader's RECOVERING state (KIP-704,
+  which keeps the ISR from growing until the leader has recovered) is not modelled: the ISR may grow at once;
 - the ZooKeeper-era options add nothing here: ``fetch_response_loss`` (its action is not modelled for
   truncate-on-fetch: setting it removes no behaviour and adds none) and ``controller_failover`` (the KRaft
   quorum fences a stale controller; its fields stay at their initial values);
-- a crashed leader's in-flight AlterPartition dies with it (model/kafka.py, as for AlterIsr).
+- a crashed leader's in-flight AlterPartition dies with it (model/kafka.py, as for AlterIsr);
+- an AlterPartition rejected for a stale leader or partition epoch (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION)
+  leaves Kafka's partition state pending until new metadata arrives (Partition.handleAlterPartitionError, 3.9);
+  the model goes back to the committed ISR at once, as Kafka does for INELIGIBLE_REPLICA: the maximal ISR loses
+  the proposed member earlier (the HW may rise sooner, which only permits more) and the leader may propose
+  again before the metadata arrives (its compare-and-set fails until then).
+
+The HW is recomputed exactly where Kafka 3.9 calls Partition.maybeIncrementLeaderHW (the same four callers in
+the 4.0 line): makeLeader (``become_leader_or_follower``, ``apply_partition_change``), appendRecordsToLeader
+(``produce``), updateFollowerFetchState when the follower's LEO moved (``fetch``) and handleAlterPartitionUpdate
+(an accepted ``alter_partition``). Nothing else does: a follower that stops being caught up
+(replica.lag.time.max.ms) or is fenced changes what the HW may wait for, but recomputes nothing.
 """
 from __future__ import annotations
 
-from isrcheck.model.expr import all_of, count_of, min_of, where
+from isrcheck.model.expr import all_of, any_of, count_of, min_of, where
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kraft_present import KRaftPresentation
 from isrcheck.model.layout import Field
@@ -98,7 +113,14 @@ class KRaftReplication(KafkaReplication):
                   doc="as leader: the broker epochs its in-flight AlterPartition carries are still registered"),
             Field("shutting_down", 0, 1, (R,), boolean=True, axes=rep,
                   doc="the controller has the broker in controlled shutdown (BrokerHeartbeatManager)"),
-        ]
+        ] + ([Field("q_last_known_leader", 0, R, values="replica",
+                    doc="KIP-966's last known ELR (PartitionRegistration.lastKnownElr) as 4.0 fills it: the leader "
+                        "when the ISR became empty (R: none)")] if self.elr else [])
+
+    def initial(self, s):
+        super().initial(s)
+        if self.elr:
+            s.q_last_known_leader = self.NONE
 
     # ------------------------------------------------------------------------------------
     # hooks of model/kafka.py
@@ -175,6 +197,26 @@ class KRaftReplication(KafkaReplication):
         super().clear_pending_isr(s, r)
         s.pending_epochs_current[r] = False
 
+    def commit_isr(self, s, new_isr, writer=None, when=True):
+        """A PartitionChangeRecord that keeps the leader: the ISR (ELR, last known ELR) change in the metadata log."""
+        self.update_last_known_leader(s, s.q_leader, new_isr, when)
+        super().commit_isr(s, new_isr, writer, when)
+
+    def send_leader_and_isr(self, s, epoch, leader, isr):
+        """A PartitionChangeRecord with a new leader epoch (an election, or the partition going leaderless)."""
+        self.update_last_known_leader(s, leader, isr)
+        super().send_leader_and_isr(s, epoch, leader, isr)
+
+    def update_last_known_leader(self, s, leader, new_isr, when=True):
+        """PartitionChangeBuilder.maybeUpdateLastKnownLeader (4.0, ELR on; useLastKnownLeaderInBalancedRecovery is
+        never turned off): a record that empties the ISR stores the partition's leader as it was as the last known
+        ELR; one that leaves the partition with a leader clears it; a leaderless partition keeps it."""
+        if not self.elr:
+            return
+        empties = ~any_of(new_isr[i] for i in self.REPLICAS)
+        value = where(empties, s.q_leader, where(leader != self.NONE, self.NONE, s.q_last_known_leader))
+        s.q_last_known_leader = where(when, value, s.q_last_known_leader)
+
     def become_leader_or_follower(self, s, r, epoch, new_leader, isr, zk_version_current, controller_epoch=None):
         """Partition.makeLeader (3.9): a new leader resets its followers' state; those in the ISR count as caught up
         (Replica.resetReplicaState: lastCaughtUpTimeMs = now), the others not."""
@@ -212,6 +254,24 @@ class KRaftReplication(KafkaReplication):
             s.require(count_of(s.q_isr[i] for i in self.REPLICAS) > 1)
         self.commit_isr(s, [s.q_isr[i] & (i != r) for i in self.REPLICAS])
 
+    @action(l="REPLICAS")
+    def elect_last_known_leader(self, s, l):
+        """With the ISR and the ELR both empty, the controller elects l, the last known leader, once it is unfenced
+        (PartitionChangeBuilder.electAnyLeader / canElectLastKnownLeader, 4.0, KIP-966 with ELR on).
+
+        The election counts as unclean: the ISR becomes l alone (tryElection: "forcibly set the ISR to just the
+        new leader") and the leader is RECOVERING (KIP-704). ReplicationControlManager runs it in any partition
+        change that finds the partition leaderless (the unclean-shutdown registration that empties the ELR,
+        handleBrokerUnfenced); the model lets it come any time after.
+        """
+        if not self.elr:
+            s.require(False)
+            return
+        # Kafka 4.0 (ELR on): electAnyLeader's last resort, after the ISR and the ELR (KAFKA-15584, 3.7+)
+        s.require((s.q_epoch < self.E) & s.up[l] & ~s.shutting_down[l] & (s.q_leader == self.NONE)
+                  & (s.q_last_known_leader == l) & ~any_of(s.q_isr[i] | s.q_elr[i] for i in self.REPLICAS))
+        self.send_leader_and_isr(s, s.q_epoch + 1, l, [s.up[i] & (i == l) for i in self.REPLICAS])  # l alone
+
     @action(r="REPLICAS")
     def controlled_shutdown(self, s, r):
         """The controller puts broker r, which asks to shut down, in controlled shutdown and takes it out of the ISR
@@ -232,11 +292,19 @@ class KRaftReplication(KafkaReplication):
         """The controller handles leader l's AlterPartition and l reads the response (ReplicationControlManager
         .alterPartition, Partition.handleAlterPartitionError, 3.9).
 
-        Accepted: the ISR and partition epoch change, l adopts them and may raise its HW. Rejected
-        (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, or INELIGIBLE_REPLICA for a stale broker epoch,
-        KIP-903): l goes back to its committed ISR and retries on a later fetch.
+        Accepted (handleAlterPartitionUpdate): the ISR and partition epoch change, l adopts them and may raise
+        its HW ("we may need to increment high watermark since ISR could be down to 1"). Rejected
+        (handleAlterPartitionError: FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, or INELIGIBLE_REPLICA for a
+        stale broker epoch, KIP-903): l goes back to its committed ISR and retries on a later fetch; the HW is
+        not recomputed.
         """
-        KafkaReplication.alter_isr(self, s, l)
+        s.require(s.alter_pending[l] & s.up[l])
+        ok = self.alter_accepted(s, l)
+        proposed = [s.pending_isr[l][i] for i in self.REPLICAS]
+        self.clear_pending_isr(s, l)
+        # Partition.handleAlterPartitionUpdate (3.2+) ends with maybeIncrementLeaderHW; the error path does not
+        self.write_isr(s, l, proposed, when=ok)
+        self.maybe_increment_hw(s, l, when=ok)
 
     # ------------------------------------------------------------------------------------
     # brokers
@@ -267,7 +335,8 @@ class KRaftReplication(KafkaReplication):
         offset) with no records: l does not record f's fetch offset (KAFKA-13141, 2.7.2/3.0) and f does not
         apply the response's HW before truncating (KAFKA-14704, 3.5). Otherwise f appends the records from
         its LEO and learns l's HW as read before l records f's fetch offset; l marks f caught up if the fetch
-        reached its LEO, may propose f for the ISR (AlterPartition) and raise its HW.
+        reached its LEO, may propose f for the ISR (AlterPartition), and raises its HW only if f's LEO moved
+        (``prevFollowerEndOffset != logEndOffset``: a fetch at the same offset recomputes nothing).
         """
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l) & ~s.truncating[f])
@@ -296,10 +365,12 @@ class KRaftReplication(KafkaReplication):
         s.truncating[f] = diverging
         s.diverging_end[f] = where(diverging, target, 0)
         recorded = ~diverging | self.records_diverging_fetch
+        moved = recorded & (fetch_offset != s.remote_leo[l][f])
         s.remote_leo[l][f] = where(recorded, fetch_offset, s.remote_leo[l][f])
         s.caught_up[l][f] = s.caught_up[l][f] | (recorded & (fetch_offset >= leader_leo))
         self.maybe_expand_isr(s, l, f, recorded)
-        self.maybe_increment_hw(s, l)
+        # Partition.updateFollowerFetchState (3.9): the HW is recomputed only when the follower's LEO moved
+        self.maybe_increment_hw(s, l, when=moved)
 
     @action(f="REPLICAS")
     def truncate_on_fetch_response(self, s, f):
@@ -340,6 +411,16 @@ class KRaftReplication(KafkaReplication):
     FOLLOWER_FAIRNESS = (weak("fetch"), weak("apply_leader_and_isr"), weak("truncate_on_fetch_response"),
                          weak("alter_partition"), weak("apply_partition_change"))
 
+    @leads_to("eventually-leader", fairness=[weak("elect_leader"), weak("apply_leader_and_isr"),
+                                             weak("elect_last_known_leader")])
+    def eventually_leader(self, s):
+        """Once every broker stays up, some replica becomes the acting leader.
+
+        Fairness as in model/kafka.py, and with ELR on (4.0) the controller eventually elects the last known
+        leader of a partition whose ISR and ELR are empty.
+        """
+        return KafkaReplication.eventually_leader(self, s)
+
     @leads_to("hw-advances", fairness=FOLLOWER_FAIRNESS)
     def hw_advances(self, s):
         """A record appended by the acting leader while its ISR members stay up is eventually below the HW.
@@ -347,8 +428,15 @@ class KRaftReplication(KafkaReplication):
         Fairness: a live follower eventually fetches from the leader it believes in and applies a DivergingEpoch
         answer, a live broker eventually applies the partition records that reach it, and the controller
         eventually answers a pending AlterPartition (each instance weakly fair).
+
+        The obligation also ends while fewer than min.insync.replicas brokers are ISR-eligible (up and not in
+        controlled shutdown): then the ISR cannot reach min.insync.replicas, and Partition.maybeIncrementLeaderHW
+        (3.7+, KAFKA-15583; the rule KIP-966 builds on) keeps the HW where it is by design until a broker
+        returns (restarts need no fairness).
         """
-        return KafkaReplication.hw_advances(self, s)
+        stuck, advanced = KafkaReplication.hw_advances(self, s)
+        too_few = count_of(self.isr_eligible(s, i) for i in self.REPLICAS) < self.min_isr
+        return stuck & ~too_few, advanced | too_few
 
     @leads_to("isr-regrows", fairness=FOLLOWER_FAIRNESS)
     def isr_regrows(self, s):

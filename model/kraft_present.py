@@ -3,8 +3,9 @@
 ``KRaftPresentation`` (``KRaftReplication.presentation_class``) narrates what model/kraft.py adds or
 re-reads: the controller's partition records in the metadata log, fetches answered with DivergingEpoch and
 the truncation that follows, AlterPartition accepted or rejected (and why: a stale partition epoch, leader
-epoch or broker epoch), the lag of a follower, and a caught-up replica outside the ISR holding back the HW
-(shouldWaitForReplicaToJoinIsr). Everything else reads as in model/kafka_present.py.
+epoch or broker epoch), KIP-966's election of the last known leader, the lag of a follower, and a caught-up
+replica outside the ISR holding back the HW (shouldWaitForReplicaToJoinIsr). Everything else reads as in
+model/kafka_present.py.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ class KRaftPresentation(KafkaPresentation):
                                               "controller_failover", "apply_stale_leader_and_isr", "alter_isr",
                                               "restart_unnoticed"}
                 | {"truncate_on_fetch_response", "lag_expires", "alter_partition", "apply_partition_change",
-                   "controlled_shutdown"})
+                   "controlled_shutdown", "elect_last_known_leader"})
 
     def explain(self, trace, invariant=None):
         """As the Kafka family's, with the controller's state in the metadata log rather than ZooKeeper."""
@@ -95,6 +96,10 @@ class KRaftPresentation(KafkaPresentation):
             kept = " (the last ISR member stays)" if r in cur.isr() else ""
             return (f"r{r} asks to shut down: the controller puts it in controlled shutdown and takes it out of the "
                     f"ISR{kept}: ISR {_set(cur.isr())}, leader epoch stays {cur.get('q_epoch')}.")
+        if name == "elect_last_known_leader":
+            return (f"The ISR and the ELR are empty: the controller elects r{p['l']}, the last known leader "
+                    f"(lastKnownElr, KIP-966), for leader epoch {cur.get('q_epoch')} — unclean: ISR "
+                    f"{_set(cur.isr())}, the leader RECOVERING.")
         if name == "apply_partition_change":
             return (f"Leader r{p['r']} applies the controller's ISR change of its leader epoch: ISR "
                     f"{_set(cur.isr())}, new partition epoch.")
@@ -159,6 +164,8 @@ class KRaftPresentation(KafkaPresentation):
         if name == "alter_partition":
             ok = _alter_outcome(pr, p["l"], self.R, self.spec)[0]
             return f"r{p['l']}", "Controller", f"AlterPartition: {'accepted' if ok else 'rejected'}"
+        if name == "elect_last_known_leader":
+            return "Controller", f"r{p['l']}", f"elect last known leader r{p['l']} (unclean), epoch {cu.get('q_epoch')}"
         if name == "controlled_shutdown":
             return f"r{p['r']}", "Controller", f"controlled shutdown: ISR {_set(cu.isr())}"
         if name == "apply_partition_change":

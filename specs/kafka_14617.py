@@ -26,6 +26,5 @@ class Kafka14617(Kafka40):
         "no-committed-loss-anywhere": "the same: then no electable replica holds the record",
         "consistent-reads": "the same: the elected follower serves another record at an offset consumers read",
         "hw-monotonic": "the same: the elected follower's log ends below the HW consumers saw",
-        "strong-isr": Kafka40.expected_why["strong-isr"],
         "strong-live-isr": "the re-registered follower is a live ISR member without the committed record",
     }

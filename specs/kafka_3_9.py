@@ -39,9 +39,14 @@ class Kafka39(KRaftReplication):
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "violated", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
     expected_liveness_why = {
-        "hw-advances": "as modelled, Kafka 3.9 recomputes the HW only on a fetch, a produce, an ISR change or a new "
-                       "leader epoch (the callers of Partition.maybeIncrementLeaderHW): a follower outside the ISR "
-                       "but caught up holds the HW below a new record (shouldWaitForReplicaToJoinIsr, KAFKA-15021), "
-                       "then crashes; nothing recomputes the HW until the next produce, and producers need no "
-                       "fairness. Fairness: weak fetch, apply_leader_and_isr, truncate_on_fetch_response, "
-                       "alter_partition, apply_partition_change"}
+        "hw-advances": "Kafka 3.9 recomputes the HW only where Partition.maybeIncrementLeaderHW is called: makeLeader, "
+                       "appendRecordsToLeader, updateFollowerFetchState when the follower's LEO moved, and "
+                       "handleAlterPartitionUpdate. The leader proposes dropping a lagging follower; the follower "
+                       "fetches at the leader's LEO (caught up again, so the HW waits for it: "
+                       "shouldWaitForReplicaToJoinIsr, KAFKA-15021); a record is appended; the AlterPartition "
+                       "commits the ISR {leader} and recomputes the HW, still waiting for the caught-up follower; the "
+                       "follower crashes. Its lag expiring and its fencing change what the HW waits for but call none "
+                       "of the four, so the HW stays below the record until the next produce (producers need no "
+                       "fairness; an idempotent producer's retry of the record would recompute it). Fairness: weak "
+                       "fetch, apply_leader_and_isr, truncate_on_fetch_response, alter_partition, "
+                       "apply_partition_change"}

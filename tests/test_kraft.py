@@ -47,19 +47,31 @@ def state(spec, row):
 
 
 # --- the command line, at the defaults ------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["kafka-3.9", pytest.param("kafka-4.0", marks=pytest.mark.long)])   # 4.0: ~18 s
+@pytest.mark.parametrize("name", ["kafka-3.9", pytest.param("kafka-4.0", marks=pytest.mark.long)])   # 4.0: ~40 s
 def test_check_all_meets_every_expectation(name, tmp_path):
-    """Every invariant as expected (only the benign split brain breaks, and kafka-4.0's strong-isr by design);
-    --all checks the properties too, and hw-advances' expected violation makes the exit code 1, as for kip-320."""
+    """Every invariant as expected (only the benign split brain breaks; kafka-4.0 does not check strong-isr);
+    --all checks the properties too: kafka-3.9's hw-advances is violated (exit 1), kafka-4.0 exits 0."""
     r = isrcheck("check", "--spec", name, "--all", "--format", "json", cwd=tmp_path)
     cls = SPECS[name]
-    assert r.returncode == (1 if "violated" in cls.liveness_expected()[0].values() else 0), r.stderr
+    liveness = cls.liveness_expected()[0]
+    assert r.returncode == (1 if "violated" in liveness.values() else 0), r.stderr
+    assert ("violated" in liveness.values()) is (name == "kafka-3.9")
     report = json.loads(r.stdout)
     assert report["verdicts"] == cls.expected
-    assert {p: v["verdict"] for p, v in report["properties"].items()} == cls.liveness_expected()[0]
-    assert report["benign"] == ["single-acting-leader"] and report["never_fired"] == []
-    assert [inv for inv, v in cls.expected.items() if v == "violated"] == \
-        ["single-acting-leader"] + (["strong-isr"] if name == "kafka-4.0" else [])
+    assert {p: v["verdict"] for p, v in report["properties"].items()} == liveness
+    # 4.0's last known leader is elected only after two unclean stops (configuration last-known-leader)
+    assert report["benign"] == ["single-acting-leader"]
+    assert report["never_fired"] == (["elect_last_known_leader"] if name == "kafka-4.0" else [])
+    assert [inv for inv, v in cls.expected.items() if v == "violated"] == ["single-acting-leader"]
+    assert ("strong-isr" in cls.expected) is (name == "kafka-3.9") and "strong-live-isr" in cls.expected
+
+
+def test_kafka_4_0_says_why_it_does_not_check_strong_isr(tmp_path):
+    r = isrcheck("list", "kafka-4.0", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "strong-isr is not checked" in words(r.stdout) and "KIP-966" in r.stdout
+    r = isrcheck("check", "--spec", "kafka-4.0", "--invariant", "strong-isr", cwd=tmp_path)
+    assert r.returncode == 2 and "strong-isr" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("name, invariant, phrases", [
@@ -155,8 +167,8 @@ def test_alter_partition_with_a_stale_broker_epoch_is_rejected_unless_kip_903_is
 
 
 def test_an_isr_shrink_by_the_controller_keeps_the_leader_epoch():
-    spec, steps = walk("kafka-4.0", "kafka-4.0/strong-isr.itf.json")
-    row = steps[-1][2]
+    spec, steps = walk("kafka-4.0", "kafka-3.9/hw-advances.itf.json", upto=4)       # r0 leads, r1 follows
+    row = backends.scalar(spec).step(steps[-1][2], backends.action_named(spec, "crash", {"r": 1}))
     s = state(spec, row)
     assert s["q_isr"][1] and not s["up"][1]
     row = backends.scalar(spec).step(row, backends.action_named(spec, "controller_shrink_isr", {"r": 1}))
@@ -203,8 +215,82 @@ def test_the_leader_drops_only_a_follower_that_is_not_caught_up():
     assert shrink in backends.scalar(spec).enabled(steps[-1][2])
 
 
-def test_no_hw_advance_below_min_insync_replicas():
-    spec, steps = walk("kafka-4.0", "kafka-4.0/hw-advances.itf.json")
+def test_no_hw_advance_below_min_insync_replicas_and_hw_advances_owes_nothing_then():
+    """kafka-3.9's lasso on kafka-4.0 (min.insync.replicas=2): the ISR {r0} is below it, so the HW stays (KAFKA-15583);
+    once r1 is down too few brokers are ISR-eligible and hw-advances' obligation ends, where on kafka-3.9 it does
+    not (its HW could advance, but nothing recomputes it)."""
+    spec, steps = walk("kafka-4.0", "kafka-3.9/hw-advances.itf.json")
+    assert [n for n, _, _ in steps[-3:]] == ["produce", "alter_partition", "crash"]
     s = state(spec, steps[-1][2])
-    assert s["isr"][0] == [True, False] and spec.min_isr == 2 and s["hw"][0] < s["leo"][0]
-    assert not backends.scalar(spec).holds(steps[-1][2], spec.properties["hw-advances"].goal)
+    assert s["isr"][0] == [True, False] and spec.min_isr == 2 and s["hw"][0] == 0 < s["leo"][0]
+    assert backends.scalar(spec).holds(steps[-1][2], spec.properties["hw-advances"].goal)
+    spec39, steps39 = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json")
+    assert state(spec39, steps39[-1][2])["hw"][0] == 0
+    assert not backends.scalar(spec39).holds(steps39[-1][2], spec39.properties["hw-advances"].goal)
+
+
+def test_the_hw_is_recomputed_only_when_the_follower_fetch_offset_moves():
+    """Partition.updateFollowerFetchState (3.9): maybeIncrementLeaderHW only if the follower's LEO changed."""
+    spec, steps = walk("kafka-3.9", "kafka-3.9/hw-advances.itf.json", upto=9)
+    assert steps[-1][0] == "alter_partition"
+    step = backends.scalar(spec).step
+    row = step(steps[-1][2], backends.action_named(spec, "lag_expires", {"l": 0, "f": 1}))
+    row = step(row, backends.action_named(spec, "fetch", {"f": 1, "l": 0}))      # again at offset 0: r1 gets record 1
+    s = state(spec, row)
+    assert s["remote_leo"][0][1] == 0 and s["leo"][1] == 1 and not s["caught_up"][0][1]
+    assert s["hw"][0] == 0                       # r1 no longer holds it back, but nothing recomputed the HW
+    s = state(spec, step(row, backends.action_named(spec, "fetch", {"f": 1, "l": 0})))   # at offset 1: moved
+    assert s["remote_leo"][0][1] == 1 and s["hw"][0] == 1
+
+
+def test_a_rejected_alter_partition_does_not_recompute_the_hw():
+    """handleAlterPartitionError (3.9) goes back to the committed ISR without maybeIncrementLeaderHW."""
+    spec, steps = walk("kafka-4.0", "kafka-14617/no-committed-loss.itf.json", upto=13)
+    before, after = state(spec, steps[-2][2]), state(spec, steps[-1][2])
+    assert steps[-1][0] == "alter_partition" and not after["q_isr"][1] and not after["alter_pending"][0]
+    assert after["hw"][0] == before["hw"][0] and after["acked_at"] == before["acked_at"]
+
+
+# --- KIP-966's last known ELR (4.0) ---------------------------------------------------------------------------
+LAST_KNOWN = """
+from isrcheck.model.expr import any_of
+from isrcheck.model.spec import invariant
+from isrcheck.specs.kafka_4_0 import Kafka40
+
+
+class LastKnown(Kafka40):
+    name = "kafka-4.0-last-known"
+    expected = {**Kafka40.expected, "last-known-leader-kept": "holds"}
+
+    @invariant("last-known-leader-kept")
+    def kept(self, s):
+        \"\"\"A last known leader is stored only while the partition is leaderless with an empty ISR.\"\"\"
+        empty = ~any_of(s.q_isr[i] for i in self.REPLICAS)
+        return (s.q_last_known_leader == self.NONE) | ((s.q_leader == self.NONE) & empty)
+"""
+
+
+def test_the_last_known_leader_is_kept_only_while_the_partition_is_leaderless(tmp_path):
+    """PartitionChangeBuilder.maybeUpdateLastKnownLeader (4.0): set when the ISR empties, cleared with a leader;
+    at bounds where every action fires (the last known leader is elected)."""
+    (tmp_path / "last_known.py").write_text(LAST_KNOWN)
+    r = isrcheck("check", "--spec", "last_known.py:LastKnown", "--invariant", "last-known-leader-kept",
+                 "--max-crashes", "2", "--max-records", "1", "--log-size", "1", "--format", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)
+    assert report["verdicts"] == {"last-known-leader-kept": "holds"} and report["never_fired"] == []
+
+
+def test_the_last_known_leader_is_elected_without_the_records_it_lost(tmp_path):
+    """Configuration last-known-leader: both replicas lose a committed record in hard crashes; the controller
+    elects the last known leader again (4.0), as Kafka did before 4.0 with every replica offline."""
+    r = isrcheck("check", "--spec", "kafka-4.0", "--invariant", "no-committed-loss", "--max-crashes", "2",
+                 "--max-records", "1", "--log-size", "1", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "configuration last-known-leader" in words(r.stdout)
+    path = tmp_path / "isrcheck-out" / "kafka-4.0" / "no-committed-loss.itf.json"
+    names = [n for n, _, _ in traces.load(str(path)).steps]
+    assert names.count("crash") == 2 and "elect_last_known_leader" in names
+    shown = isrcheck("show", str(path), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "the controller elects r0, the last known leader (lastKnownElr, KIP-966)" in words(shown.stdout)
