@@ -92,6 +92,7 @@ import os
 import re
 import resource
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -168,7 +169,8 @@ _WORKER_CACHE = {}
 
 def _worker_search(job):
     """The spec and a Search over it, built once per Python worker process."""
-    key = (job.spec_class, job.bounds, job.symmetry, job.chunk)
+    # by name: a spec class pickled by value (a user's file) is a new object in every task
+    key = (job.spec_class.__module__, job.spec_class.__qualname__, job.bounds, job.symmetry, job.chunk)
     found = _WORKER_CACHE.get(key)
     if found is None:
         spec = job.spec_class(**dict(job.bounds))
@@ -176,6 +178,21 @@ def _worker_search(job):
         sym = Symmetry(spec.layout, search.fingerprint) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
     return found
+
+
+def _ship_spec_class(spec_class):
+    """Pickle the spec's class by value when executors could not import it by name.
+
+    A spec from ``FILE.py:CLASS`` lives in a private module that only the driver
+    has (``checker.registry``): its code must travel with the tasks. A class in an
+    importable module (the built-in specs, a plugin) travels by name.
+    """
+    top = spec_class.__module__.split(".")[0]
+    finders = [f for f in sys.meta_path if hasattr(f, "find_spec")]      # not sys.modules: how a new process finds it
+    if any(f.find_spec(top, None) is not None for f in finders):
+        return
+    from pyspark import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[top])
 
 
 def _ident(k):
@@ -497,6 +514,10 @@ def spark_context(master="local[*]", partitions=None, conf=None):
         c.set(k, str(v))
     sc = SparkContext(conf=c)
     sc.setLogLevel("ERROR")
+    if "PYSPARK_PYTHON" not in os.environ:
+        # the executors' Python workers run this interpreter (it has isrcheck), not whatever python3 is
+        # on their PATH; spark.pyspark.python or PYSPARK_PYTHON name another one (a cluster's own path)
+        sc.pythonExec = settings.get("spark.pyspark.python", sys.executable)
     return sc, True
 
 
@@ -572,6 +593,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         since_checkpoint = 0
         t_level = time.perf_counter()
         spec_class, bounds = type(spec), tuple(sorted(spec.bounds.items()))
+        _ship_spec_class(spec_class)
         stop = False
         while not stop and level_sizes[-1] and pending:
             if max_depth is not None and depth >= max_depth:
