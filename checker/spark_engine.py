@@ -9,9 +9,10 @@ Data flow: the RDD API, numpy batches as records, one shuffle per level
 -----------------------------------------------------------------------
 Partition ``p`` owns the states whose (canonical) fingerprint is ``p`` modulo
 the partition count. After level L the search is one persisted RDD, ``R_L``,
-with a single record per partition (a :class:`_Part`): the partition's visited
-set (a sorted uint64 array), its share of level L (rows, one state per row, and
-fingerprints) and their sort keys. A level is two halves:
+with a single record per partition (a :class:`_Part`): its share of level L
+(rows, one state per row, and fingerprints) and their sort keys. The
+partition's visited set (a sorted uint64 array) is not in the record: see
+"Visited sets beside the tasks" below. A level is two halves:
 
 - map (level L -> L+1): expand the partition's share of level L chunk by chunk
   with the numpy backend (``Search.expand``); keep the smallest (parent, action)
@@ -27,20 +28,37 @@ fingerprints) and their sort keys. A level is two halves:
 
 Large levels run one level per job, two stages: the map tasks read ``R_L`` from
 the cache; the reduce reads the union of ``R_L`` and the shuffled successors
-(they share one partitioner, so the union is partition-aligned and the visited
-sets never go through a shuffle) and its output is ``R_{L+1}``, persisted
-(memory and disk). While levels are small (``batch_states``) the driver chains
-up to eight levels into one job, one stage per level: each task reduces level L
-and expands it at once, one Python pass, and the visited set rides the shuffle
-to the partition's next task as a record; only the job's last level is cached.
+(they share one partitioner, so the union is partition-aligned: no shuffle of
+``R_L``) and its output is ``R_{L+1}``, persisted (memory and disk). While
+levels are small (``batch_states``) the driver chains up to eight levels into
+one job, one stage per level: each task reduces level L and expands it at once,
+one Python pass, and the partition's keys ride the shuffle to its next task as a
+record; only the job's last level is cached.
+
+Visited sets beside the tasks (bytes per level grow with the new states only)
+------------------------------------------------------------------------------
+Between the JVM and the Python workers, and through the shuffle, a level moves
+only its new states (the frontier's records and the successors). Each
+partition's visited set lives in a file, ``visited/part-PPPPP/level-LLLLL.npy``
+under the workdir: the reduce task of level L+1 reads level L's (memory-mapped),
+anti-joins and merges, and writes level L+1's atomically; the map task of level
+L+1 maps it to drop successors it owns and has seen. Only the two newest levels'
+files are kept. The files are a cache, not the record of truth: the reliable
+copy is the per-level Parquet files, whose fingerprint columns are exactly each
+partition's new states, so a task that finds no file (an older level
+recomputed after a lost executor, another machine's task) rebuilds it from them
+and saves it; every file is a deterministic function of the Parquet files, so a
+retried or speculative task writes the same bytes. (Keeping the sets in cached
+co-partitioned RDD records instead costs their whole size JVM -> Python -> JVM
+every level: about 4.7 GB for 12M states, the first design.)
 
 The driver learns each level's outcome from task summaries sent through an
 accumulator keyed by (level, partition), so a recomputed task changes nothing;
 the job's action is a JVM-side count, so no extra Python pass runs over the
 cached records. Nothing lives in executor-side globals but the spec,
 re-instantiated from its class and bounds once per Python worker: a retried
-task reads its inputs from the cache, the shuffle and the Parquet files of the
-previous level again and produces the same record. Every ``checkpoint_every``
+task reads its inputs from the cache, the shuffle, the visited files and the
+Parquet files of the previous level again and produces the same record. Every ``checkpoint_every``
 levels the level RDD is checkpointed (``workdir/checkpoints``) to bound
 lineage and recomputation after a lost executor.
 
@@ -83,6 +101,13 @@ Fault tolerance in local mode needs a master with task retries, e.g.
 ``local[2,4]`` (``local[N]`` fails the job on the first task failure). On a
 cluster, ``workdir`` must be a POSIX path that every executor and the driver
 can read and write (the Parquet files are the numbering barrier).
+
+Executors in their own processes (``local-cluster``, standalone, YARN...): their
+Python workers run the driver's interpreter (``sys.executable``) unless
+``PYSPARK_PYTHON`` names another; the spec travels as its class and bounds, by
+name when a new process can import its module, by value (cloudpickle) when it
+comes from a user's ``FILE.py:CLASS`` (a private module only the driver has);
+task summaries come back through an accumulator.
 """
 from __future__ import annotations
 
@@ -124,7 +149,6 @@ MAX_KEY = np.uint64(1 << (64 - ACTION_BITS))      # keys must leave room for one
 CHECKPOINT_EVERY = 8
 BATCH_STATES = 50_000          # chain levels into one job while the predicted states stay below this
 MAX_BATCH = 8
-VISITED_FACTOR = 20            # ... and while the states so far stay below this many times it
 
 
 def local_chunk():
@@ -138,8 +162,7 @@ def local_chunk():
 class _Part:
     """One partition's share of the search after a level: the single record of its RDD partition."""
 
-    def __init__(self, visited, rows, fps, keys, level_start):
-        self.visited = visited          # uint64, sorted: every owned (canonical) fingerprint seen so far
+    def __init__(self, rows, fps, keys, level_start):
         self.rows = rows                # int8, n x width (a state per row): owned states of the newest level
         self.fps = fps                  # uint64 (n,): their full fingerprints (expand's delta base)
         self.keys = keys                # uint64 (n,), sorted: parent number << 16 | action
@@ -244,6 +267,49 @@ def _write_level(workdir, level, index, fps, keys):
     os.replace(tmp, path)
 
 
+def _visited_path(workdir, level, index):
+    return os.path.join(workdir, "visited", f"part-{index:05d}", f"level-{level:05d}.npy")
+
+
+def _visited(job, index, level):
+    """Partition ``index``'s visited (canonical) fingerprints after ``level``, sorted: its file, else rebuilt.
+
+    The file is a cache beside the tasks; the reliable copy is the levels' Parquet
+    files (their fingerprint columns are exactly the partition's new states of
+    each level), so a missing file (an older level, another machine) is rebuilt
+    from them and saved. Read-only (memory-mapped when not empty).
+    """
+    path = _visited_path(job.workdir, level, index)
+    try:
+        return np.load(path, mmap_mode="r")
+    except FileNotFoundError:
+        pass
+    except ValueError:                     # an empty array cannot be mapped
+        return np.load(path)
+    import pyarrow.parquet as pq
+    parts = [np.array([job.init_fp], dtype=np.uint64)] if index == job.owner0 else []
+    for lv in range(2, level + 1):
+        t = pq.ParquetFile(_level_path(job.workdir, lv, index)).read(columns=["fingerprint"], use_threads=False)
+        parts.append(t.column("fingerprint").to_numpy().astype(np.uint64))
+    visited = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.uint64)
+    _save_visited(job.workdir, level, index, visited)
+    return visited
+
+
+def _save_visited(workdir, level, index, visited):
+    """Write a level's visited set atomically; drop the one two levels back (no task of this run reads it)."""
+    path = _visited_path(workdir, level, index)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    with open(tmp, "wb") as fh:
+        np.save(fh, visited)
+    os.replace(tmp, path)
+    try:
+        os.remove(_visited_path(workdir, level - 2, index))
+    except FileNotFoundError:
+        pass
+
+
 def _read_level_keys(workdir, level, merged=True):
     """Every key of a level from its Parquet files: one sorted array, or one per partition file."""
     if level == 1:
@@ -308,7 +374,7 @@ def _map_task(job, index, records, carry=False):
     partition owns and has visited are dropped, and only the rest are materialized.
     A successor is tagged ``K(parent) << 16 | action``: the parent's number is not
     known here, but its key is, in the same order. With ``carry`` the partition's
-    visited set and keys go through the shuffle to its own next task too.
+    keys go through the shuffle to its own next task too.
     """
     spec, search, sym = _worker_search(job)
     P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
@@ -318,7 +384,7 @@ def _map_task(job, index, records, carry=False):
         fired = np.zeros(n_actions, dtype=bool)
         if n and part.keys[-1] >= MAX_KEY:
             raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
-        visited = part.visited
+        visited = _visited(job, index, job.level)
         for cs in range(0, n, chunk):
             rows = part.rows[cs:cs + chunk]
             batch = _transpose(rows)
@@ -367,7 +433,7 @@ def _map_task(job, index, records, carry=False):
         _maybe_fail(job, "map", index)
         yield index, ("s", counts, fired)
         if carry:
-            yield index, _Part(visited, None, None, part.keys, part.level_start)
+            yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
 
 
 def _fused_task(jobs, index, records):
@@ -401,7 +467,7 @@ def _reduce_task(job, index, records):
     level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
     n_level = sum(k.size for k in level_keys)
     ls = prev.level_start
-    visited = prev.visited
+    visited = _visited(job, index, job.level)
     fp = np.concatenate(fps) if fps else np.zeros(0, dtype=np.uint64)
     if fp.size:
         tag = np.concatenate(tags)
@@ -433,6 +499,7 @@ def _reduce_task(job, index, records):
     else:
         new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
+    _save_visited(job.workdir, job.level + 1, index, visited)
     violations = {}
     if new_keys.size:
         batch = _transpose(new_rows)
@@ -452,7 +519,7 @@ def _reduce_task(job, index, records):
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
         visited=int(visited.size))})
-    yield index, _Part(visited, new_rows, new_fps, new_keys, ls + n_level)
+    yield index, _Part(new_rows, new_fps, new_keys, ls + n_level)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,7 +628,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     level_rdd = None
     try:
         P = int(partitions or sc.defaultParallelism)
-        for sub in ("levels", "checkpoints"):            # an earlier run's files would be read as this one's
+        for sub in ("levels", "visited", "checkpoints"):            # an earlier run's files would be read as this one's
             shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
         os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)
         if checkpoint_every:
@@ -582,8 +649,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
 
         empty_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         empty = np.zeros(0, dtype=np.uint64)
-        records = [(p, _Part(init_key_fp.copy(), init.T.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
-                    if p == owner0 else _Part(empty, empty_rows, empty, empty, 0)) for p in range(P)]
+        records = [(p, _Part(init.T.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
+                    if p == owner0 else _Part(empty_rows, empty, empty, 0)) for p in range(P)]
         summaries = sc.accumulator({}, _Summaries())
         level_rdd = sc.parallelize(records, P).partitionBy(P, _ident).persist(StorageLevel.MEMORY_AND_DISK)
         level_start, level_sizes = [0], [1]
@@ -602,15 +669,16 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             n_levels = _batch_size(level_sizes, batch_states, None if max_depth is None else max_depth - depth)
             jobs = [_Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
                          partitions=P, level=level, pending=tuple(pending), workdir=workdir,
+                         init_fp=int(init_key_fp[0]), owner0=owner0,
                          summaries=summaries, fault=_fault) for level in range(depth, depth + n_levels)]
             if n_levels == 1:
                 disc = level_rdd.mapPartitionsWithIndex(_bind(_map_task, jobs[0])).partitionBy(P, _ident)
                 # the level and its successors share the partitioner: their union is partition-aligned,
-                # and the visited sets stay in the cache
+                # and the level's records stay in the cache
                 both = RDD(level_rdd._jrdd.union(disc._jrdd), sc, disc._jrdd_deserializer)
                 both.partitioner = disc.partitioner
             else:
-                # chained small levels: the visited sets ride the shuffle, each stage reduces and expands
+                # chained small levels: each stage reduces and expands
                 both = level_rdd.mapPartitionsWithIndex(_bind(_carry_map_task, jobs[0])).partitionBy(P, _ident)
                 for prev_job, job in zip(jobs, jobs[1:]):
                     both = both.mapPartitionsWithIndex(_bind(_fused_task, (prev_job, job))).partitionBy(P, _ident)
@@ -720,11 +788,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
 
 
 def _batch_size(level_sizes, batch_states, depth_left):
-    """How many levels the next job chains: several while the levels (predicted by the last growth)
-    and the visited sets that then ride the shuffle are small, else one."""
+    """How many levels the next job chains: several while the levels (predicted by the last growth) are small,
+    else one."""
     n = level_sizes[-1]
-    if sum(level_sizes) > VISITED_FACTOR * batch_states:
-        return 1
     growth = max(n / level_sizes[-2], 1.0) if len(level_sizes) > 1 else 4.0
     count, total = 1, n * growth
     while count < MAX_BATCH and total + n * growth ** (count + 1) <= batch_states:

@@ -9,6 +9,8 @@ state).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,23 @@ def test_time_limit(sc):
     assert result.budget_hit == "time limit 0.5s"
     assert not result.complete
     assert set(result.verdicts.values()) == {"unknown"}
+
+
+def test_visited_sets_rebuilt_from_the_level_files(sc, tmp_path):
+    """A partition's visited set is a file beside its tasks; lost, it is rebuilt from the levels' Parquet files
+    (the reliable copy) to the same array; the partitions' sets are disjoint and hold every state."""
+    from isrcheck.checker.bfs import Search
+    from isrcheck.checker.spark_engine import _Job, _visited, _visited_path
+    from isrcheck.model import backends
+    spec, invariants = _setup(HOLDS)
+    result = spark_search(spec, invariants, partitions=3, workdir=str(tmp_path))
+    last = max(int(n[6:11]) for n in os.listdir(tmp_path / "visited" / "part-00000"))     # the newest level
+    kept = [np.load(_visited_path(str(tmp_path), last, p)) for p in range(3)]
+    assert sum(k.size for k in kept) == np.unique(np.concatenate(kept)).size == result.distinct_states
+    assert not os.path.exists(_visited_path(str(tmp_path), last - 2, 0))            # older levels' are dropped
+    init_fp = int(Search(spec, []).fingerprint.full(backends.scalar(spec).initial_row()[:, None])[0])
+    for p in range(3):
+        os.remove(_visited_path(str(tmp_path), last, p))
+        job = _Job(workdir=str(tmp_path), init_fp=init_fp, owner0=init_fp % 3)
+        assert np.array_equal(_visited(job, p, last), kept[p])
+        assert np.array_equal(np.load(_visited_path(str(tmp_path), last, p)), kept[p])    # and saved again
