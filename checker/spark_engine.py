@@ -367,18 +367,26 @@ def _successor_rows(rows, parts, part_start, picks):
     return out
 
 
-def _map_task(job, index, records, carry=False):
+def _nbytes(*arrays):
+    """The payload bytes of a record's arrays (what crosses between the JVM and a Python worker, less pickling)."""
+    return sum(a.nbytes for a in arrays if a is not None)
+
+
+def _map_task(job, index, records, carry=False, from_jvm=True):
     """Expand this partition's share of level ``job.level``; route de-duplicated successors to their owners.
 
     Per chunk the smallest (parent, action) per fingerprint is kept, successors this
     partition owns and has visited are dropped, and only the rest are materialized.
     A successor is tagged ``K(parent) << 16 | action``: the parent's number is not
     known here, but its key is, in the same order. With ``carry`` the partition's
-    keys go through the shuffle to its own next task too.
+    keys go through the shuffle to its own next task too. The payload bytes that
+    cross the JVM boundary (the input record ``from_jvm``, every record out) go to
+    the reduce task with the statistics.
     """
     spec, search, sym = _worker_search(job)
     P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
     for _, part in records:
+        moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
         fired = np.zeros(n_actions, dtype=bool)
@@ -429,9 +437,12 @@ def _map_task(job, index, records, carry=False):
             for q in range(P):
                 sel = np.flatnonzero(owner == np.uint64(q)) if P > 1 else slice(None)
                 if fp.size if P == 1 else sel.size:
-                    yield q, ("d", fp[sel], tag[sel], out[sel] if P == 1 else np.take(out, sel, axis=0))
+                    record = ("d", fp[sel], tag[sel], out[sel] if P == 1 else np.take(out, sel, axis=0))
+                    moved += _nbytes(*record[1:])
+                    yield q, record
         _maybe_fail(job, "map", index)
-        yield index, ("s", counts, fired)
+        moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
+        yield index, ("s", counts, fired, moved)
         if carry:
             yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
 
@@ -439,31 +450,37 @@ def _map_task(job, index, records, carry=False):
 def _fused_task(jobs, index, records):
     """Reduce into level L and expand it in the same task (chained levels: one stage, one Python pass)."""
     reduce_job, map_job = jobs
-    return _map_task(map_job, index, _reduce_task(reduce_job, index, records), carry=True)
+    return _map_task(map_job, index, _reduce_task(reduce_job, index, records, to_jvm=False), carry=True,
+                     from_jvm=False)
 
 
 def _carry_map_task(job, index, records):
     return _map_task(job, index, records, carry=True)
 
 
-def _reduce_task(job, index, records):
+def _reduce_task(job, index, records, to_jvm=True):
     """Level ``job.level + 1`` of this partition: anti-join, number, check, write; the new record.
 
     ``records``: the partition's previous record (cached, or carried through the
     shuffle), its map task's statistics, and every map task's successors for it.
+    Its summary counts the level's payload bytes between the JVM and Python: its
+    map task's, the records read here, and the new record ``to_jvm``.
     """
     spec, search, sym = _worker_search(job)
     prev, fps, tags, rows = None, [], [], []
-    counts, fired = None, np.zeros(len(spec.actions), dtype=bool)
+    counts, fired, moved = None, np.zeros(len(spec.actions), dtype=bool), 0
     for _, v in records:
         if isinstance(v, _Part):
             prev = v
+            moved += _nbytes(v.rows, v.fps, v.keys)
         elif v[0] == "d":
             fps.append(v[1])
             tags.append(v[2])
             rows.append(v[3])
+            moved += _nbytes(*v[1:])
         else:
             counts, fired = v[1], v[2]
+            moved += v[3] + _nbytes(counts, fired)
     level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
     n_level = sum(k.size for k in level_keys)
     ls = prev.level_start
@@ -518,7 +535,8 @@ def _reduce_task(job, index, records):
     _maybe_fail(job, "reduce", index)
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size))})
+        visited=int(visited.size),
+        python_jvm_bytes=moved + (_nbytes(new_rows, new_fps, new_keys) if to_jvm else 0))})
     yield index, _Part(new_rows, new_fps, new_keys, ls + n_level)
 
 
@@ -656,6 +674,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         level_start, level_sizes = [0], [1]
         fired = np.zeros(len(spec.actions), dtype=bool)
         transitions, depth, budget_hit, complete = 0, 1, None, False
+        moved = []                  # per level expanded: new states, bytes through the shuffle and the JVM boundary
         visited_states = 1
         since_checkpoint = 0
         t_level = time.perf_counter()
@@ -688,7 +707,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             if checkpoint_every and since_checkpoint >= checkpoint_every:
                 rdd.checkpoint()
                 since_checkpoint = 0
+            first_stage = sc._jsc.sc().dagScheduler().nextStageId()
             finished = _run_job(sc, rdd, start, time_limit)
+            shuffled = _shuffle_write_bytes(sc, first_stage, n_levels)
             if not finished:
                 budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
                 stop = True
@@ -706,6 +727,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 for s in done:
                     fired |= s["fired"]
                 visited_states = sum(s["visited"] for s in done)
+                moved.append(dict(level=level, new_states=n_new, shuffle_write_bytes=shuffled[level - first],
+                                  python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done)))
                 new_keys, cut, level_budget = None, n_new, None
                 if n_new and max_states is not None and next_id + n_new >= max_states:
                     # the local engine stops after the first chunk of parents that reaches max_states
@@ -784,7 +807,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         peak_memory_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         retained_bytes=8 * visited_states + 10 * distinct,
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
-        fingerprint_bits=search.fingerprint.bits, engine="spark")
+        fingerprint_bits=search.fingerprint.bits, engine="spark", levels=moved)
 
 
 def _batch_size(level_sizes, batch_states, depth_left):
@@ -847,6 +870,31 @@ def _run_job(sc, rdd, start, time_limit):
             timer.cancel()
             for k, v in saved.items():
                 sc.setLocalProperty(k, v)
+
+
+def _shuffle_write_bytes(sc, first_stage, n_levels):
+    """Per level of the job just run, the bytes its stage wrote to the shuffle (Spark's shuffleWriteMetrics).
+
+    The job's stages are the ids from ``first_stage`` on (this driver runs one job at
+    a time); each level's map half is one stage writing a shuffle, in level order,
+    then the last reduce, which writes none (the first job also shuffles the
+    initial records first). None per level when that does not hold (a cancelled
+    job).
+    """
+    jsc = sc._jsc.sc()
+    try:
+        jsc.listenerBus().waitUntilEmpty()            # the status store is fed asynchronously
+    except Exception:                                 # noqa: BLE001 - an internal API: no figures rather than no run
+        return [None] * n_levels
+    store, written = jsc.statusStore(), []
+    for sid in range(first_stage, jsc.dagScheduler().nextStageId()):
+        try:
+            stage = store.lastStageAttempt(sid)
+        except Exception:                             # noqa: BLE001 - a stage without an attempt
+            continue
+        if stage.shuffleWriteBytes():
+            written.append(int(stage.shuffleWriteBytes()))
+    return written[-n_levels:] if len(written) >= n_levels else [None] * n_levels
 
 
 def _trace(search, workdir, violation, level_start):

@@ -40,6 +40,13 @@ def _setup(case):
     return spec, invariants or list(spec.invariants)
 
 
+def assert_levels_measured(result):
+    """One entry per level expanded, its new states adding up, and both byte counts measured."""
+    assert [m["level"] for m in result.levels] == list(range(1, len(result.levels) + 1))
+    assert sum(m["new_states"] for m in result.levels) == result.distinct_states - 1
+    assert all(m["shuffle_write_bytes"] > 0 and m["python_jvm_bytes"] > 0 for m in result.levels)
+
+
 def assert_same(local, spark):
     assert spark.distinct_states == local.distinct_states
     assert spark.transitions == local.transitions
@@ -83,7 +90,9 @@ def test_holds_same_as_local(sc, partitions):
 def test_one_level_per_job_same_as_local(sc, case):
     """Levels chained into one job (the default while they are small) or one job per level: the same answers."""
     spec, invariants = _setup(case)
-    assert_same(search(spec, invariants), spark_search(spec, invariants, partitions=2, batch_states=0))
+    result = spark_search(spec, invariants, partitions=2, batch_states=0)
+    assert_same(search(spec, invariants), result)
+    assert_levels_measured(result)
 
 
 @pytest.mark.parametrize("stage", ["map", "reduce"])
@@ -149,3 +158,18 @@ def test_visited_sets_rebuilt_from_the_level_files(sc, tmp_path):
         job = _Job(workdir=str(tmp_path), init_fp=init_fp, owner0=init_fp % 3)
         assert np.array_equal(_visited(job, p, last), kept[p])
         assert np.array_equal(np.load(_visited_path(str(tmp_path), last, p)), kept[p])    # and saved again
+
+
+def test_bytes_per_level_follow_the_new_states(sc):
+    """Each level expanded reports its shuffle bytes (Spark's metrics) and JVM <-> Python payload bytes; they
+    follow the level's new states, not the visited set (which no longer travels: the last level, which finds
+    nothing new, moves less than the visited set's 8 bytes per state)."""
+    spec, invariants = _setup(HOLDS)
+    result = spark_search(spec, invariants, partitions=2)
+    assert_levels_measured(result)
+    peak = max(result.levels, key=lambda m: m["new_states"])
+    last = result.levels[-1]
+    assert last["new_states"] == 0
+    assert last["python_jvm_bytes"] < 8 * result.distinct_states
+    assert last["python_jvm_bytes"] * 4 < peak["python_jvm_bytes"]
+    assert last["shuffle_write_bytes"] * 4 < peak["shuffle_write_bytes"]

@@ -195,4 +195,7 @@ def test_standalone_cluster_through_the_script(standalone, team_file, tmp_path):
                 "trace_lengths", "bounds"):
         assert remote[key] == local[key], key
     assert set(remote["trace_files"]) == set(local["trace_files"]) == {"strong-isr"}
+    assert local["levels"] is None
+    assert [m["level"] for m in remote["levels"]] == list(range(1, len(remote["levels"]) + 1))
+    assert all(m["shuffle_write_bytes"] > 0 and m["python_jvm_bytes"] > 0 for m in remote["levels"])
     assert _trace(tmp_path / remote["trace_files"]["strong-isr"]) == _trace(tmp_path / local["trace_files"]["strong-isr"])
