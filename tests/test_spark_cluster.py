@@ -185,7 +185,8 @@ def test_standalone_cluster_through_the_script(standalone, team_file, tmp_path):
         results[engine] = _check(common + ["--engine", engine, "--out", engine, *extra], tmp_path, env)
 
     # the local engine runs while the Spark application starts
-    spark = threading.Thread(target=run, args=("spark", ["--master", standalone, "--partitions", "2"]))
+    spark = threading.Thread(target=run, args=("spark", ["--master", standalone, "--partitions", "2",
+                                                         "--workdir", str(tmp_path / "shared")]))
     spark.start()
     run("local", [])
     spark.join()
@@ -196,6 +197,14 @@ def test_standalone_cluster_through_the_script(standalone, team_file, tmp_path):
         assert remote[key] == local[key], key
     assert set(remote["trace_files"]) == set(local["trace_files"]) == {"strong-isr"}
     assert local["levels"] is None
+    assert (tmp_path / "shared" / "levels" / "level-00002").is_dir()          # a given workdir is kept
     assert [m["level"] for m in remote["levels"]] == list(range(1, len(remote["levels"]) + 1))
     assert all(m["shuffle_write_bytes"] > 0 and m["python_jvm_bytes"] > 0 for m in remote["levels"])
     assert _trace(tmp_path / remote["trace_files"]["strong-isr"]) == _trace(tmp_path / local["trace_files"]["strong-isr"])
+
+
+def test_workdir_is_for_spark_only(tmp_path):
+    run = subprocess.run([shutil.which("isrcheck"), "check", "--spec", "kip-320", "--invariant", "log-matching",
+                          "--workdir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.strip() == "isrcheck: error: --workdir is for --engine spark", run.stderr
