@@ -297,9 +297,10 @@ def cli(ctx, config, profile):
 @click.option("--time-limit", type=Seconds(), default=None, help="budget: seconds")
 @stop.memory_option
 @click.option("--checkpoint", "checkpoint", metavar="DIR", default=None,
-              help="local engine: snapshot the search to DIR at level boundaries (resume it with --resume DIR)")
+              help="local and spark engines: snapshot the search to DIR at level boundaries (resume it with "
+                   "--resume DIR)")
 @click.option("--resume", "resume", metavar="DIR", default=None,
-              help="local engine: continue the search snapshotted in DIR (same spec, bounds and invariants), "
+              help="local and spark engines: continue the search snapshotted in DIR (same spec, bounds and invariants), "
                    "snapshotting there as it goes")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
@@ -322,8 +323,10 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                         "or --resume")
     names = pick_invariants(spec, invariants, every) if invariants or every or not props else []
     check_out_dir(out_dir, spec.name, names + props)
-    if (checkpoint or resume) and engine != "local":
-        raise UserError("--checkpoint and --resume work with the local engine only")
+    if (checkpoint or resume) and engine not in ("local", "spark"):
+        raise UserError("--checkpoint and --resume work with the local and spark engines only")
+    if (checkpoint or resume) and workdir is not None:
+        raise UserError("--checkpoint/--resume DIR is the Spark run's workdir: leave out --workdir")
     if workdir is not None and engine != "spark":
         raise UserError("--workdir is for --engine spark")
     if workdir is not None:
@@ -356,9 +359,14 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                 from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
                 if missing_dependencies():
                     raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
-                result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
-                                      max_states=max_states, max_depth=max_depth, time_limit=time_limit,
-                                      progress=progress, on_violation=sink, workdir=workdir)
+                try:
+                    result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
+                                          max_states=max_states, max_depth=max_depth, time_limit=time_limit,
+                                          progress=progress, on_violation=sink, workdir=workdir,
+                                          snapshot=checkpoint or resume, resume=resume is not None,
+                                          snapshot_seconds=checkpoint_every)
+                except CheckpointError as e:
+                    raise UserError(str(e)) from None
             else:
                 from isrcheck.checker.bfs import search
                 try:

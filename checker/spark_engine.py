@@ -125,7 +125,7 @@ import uuid
 
 import numpy as np
 
-from isrcheck.checker import stop as stopping
+from isrcheck.checker import spark_snapshot, stop as stopping
 from isrcheck.checker.bfs import Search, search as bfs_search
 from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.fingerprint import Symmetry
@@ -611,7 +611,8 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 # ---------------------------------------------------------------------------------------------
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, max_states=None,
                  max_depth=None, time_limit=None, progress=None, workdir=None, on_violation=None, *, chunk=None,
-                 checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, _fault=None):
+                 checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, snapshot=None, resume=False,
+                 snapshot_seconds=60.0, _fault=None):
     """Exhaustive search of the named invariants on Spark; the same Result as checker.bfs.search.
 
     ``master`` (and ``conf``, extra Spark settings) are used only when no
@@ -631,6 +632,10 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     levels between reliable checkpoints of the level RDD (0: none). ``_fault``:
     test hook, ``(stage, level, partition)`` with stage "map" or "reduce": that
     task's first attempt fails (after writing its Parquet file, for reduce).
+    ``snapshot``: a directory that is the run's workdir, kept, where the driver's
+    state is snapshotted after a job once ``snapshot_seconds`` have passed since
+    the last (:mod:`checker.spark_snapshot`); with ``resume`` the search goes on
+    from the snapshot there (CheckpointError if none, or another search's).
     """
     from pyspark import StorageLevel
     from pyspark.core.rdd import RDD
@@ -638,15 +643,18 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     start = time.perf_counter()
     chunk = chunk or local_chunk()
     search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
+    saved = spark_snapshot.manifest(snapshot) if resume else None
     sc, created = spark_context(master, partitions, conf)
     if created:
         stopping.reinstall()          # SparkContext took SIGINT for itself
-    own_workdir = workdir is None
-    workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
+    own_workdir = workdir is None and snapshot is None
+    workdir = os.path.abspath(snapshot or workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
     level_rdd = None
     try:
         P = int(partitions or sc.defaultParallelism)
-        for sub in ("levels", "visited", "checkpoints"):            # an earlier run's files would be read as this one's
+        state = None if saved is None else spark_snapshot.state(saved, workdir, spec, invariants, symmetry, P, chunk)
+        # an earlier run's files would be read as this one's (a resumed run's own are its past)
+        for sub in ("checkpoints",) if resume else ("levels", "visited", "checkpoints", "frontier"):
             shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
         os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)
         if checkpoint_every:
@@ -670,12 +678,22 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         records = [(p, _Part(init.T.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
                     if p == owner0 else _Part(empty_rows, empty, empty, 0)) for p in range(P)]
         summaries = sc.accumulator({}, _Summaries())
-        level_rdd = sc.parallelize(records, P).partitionBy(P, _ident).persist(StorageLevel.MEMORY_AND_DISK)
+        level_rdd = sc.parallelize(records, P).partitionBy(P, _ident)
         level_start, level_sizes = [0], [1]
         fired = np.zeros(len(spec.actions), dtype=bool)
         transitions, depth, budget_hit, complete = 0, 1, None, False
         moved = []                  # per level expanded: new states, bytes through the shuffle and the JVM boundary
         visited_states = 1
+        if state is not None:
+            depth, level_start, level_sizes = state["depth"], state["level_start"], state["level_sizes"]
+            transitions, visited_states, moved = state["transitions"], state["visited_states"], state["moved"]
+            fired[:] = state["fired"]
+            pending = state["pending"]
+            violations = {n: Violation(n, sid, lv) for n, (sid, lv) in state["violations"].items()}
+            level_rdd = level_rdd.mapPartitionsWithIndex(_bind(_load_part, (workdir, depth)),
+                                                         preservesPartitioning=True)
+        level_rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        last_snapshot = time.perf_counter()
         since_checkpoint = 0
         t_level = time.perf_counter()
         spec_class, bounds = type(spec), tuple(sorted(spec.bounds.items()))
@@ -782,6 +800,13 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                     stop = True
                 elif not finished:
                     depth -= 1
+                elif snapshot is not None and time.perf_counter() - last_snapshot >= snapshot_seconds:
+                    level_rdd.mapPartitionsWithIndex(_bind(_save_part, (workdir, depth)))._jrdd.count()
+                    spark_snapshot.write(workdir, spec, invariants, symmetry, P, chunk, dict(
+                        depth=depth, level_start=level_start, level_sizes=level_sizes, transitions=transitions,
+                        visited_states=visited_states, moved=moved, fired=fired.tolist(), pending=pending,
+                        violations={n: [v.state_id, v.level] for n, v in violations.items()}))
+                    last_snapshot = time.perf_counter()
             if level_rdd is not rdd:
                 rdd.unpersist(blocking=False)
             t_level = time.perf_counter()
@@ -870,6 +895,20 @@ def _run_job(sc, rdd, start, time_limit):
             timer.cancel()
             for k, v in saved.items():
                 sc.setLocalProperty(k, v)
+
+
+def _save_part(where, index, records):
+    """Snapshot task: write this partition's frontier record (checker.spark_snapshot)."""
+    for _, part in records:
+        spark_snapshot.save_frontier(*where, index, part)
+    return iter(())
+
+
+def _load_part(where, index, records):
+    """Resume task: this partition's frontier record from its snapshot file."""
+    for _ in records:
+        pass
+    yield index, _Part(*spark_snapshot.load_frontier(*where, index))
 
 
 def _shuffle_write_bytes(sc, first_stage, n_levels):
