@@ -300,8 +300,8 @@ def cli(ctx, config, profile):
               help="local and spark engines: snapshot the search to DIR at level boundaries (resume it with "
                    "--resume DIR)")
 @click.option("--resume", "resume", metavar="DIR", default=None,
-              help="local and spark engines: continue the search snapshotted in DIR (same spec, bounds and invariants), "
-                   "snapshotting there as it goes")
+              help="local and spark engines: continue the search snapshotted in DIR (same spec, bounds and "
+                   "invariants), snapshotting there as it goes")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)

@@ -200,7 +200,8 @@ def test_standalone_cluster_through_the_script(standalone, team_file, tmp_path):
     assert (tmp_path / "shared" / "levels" / "level-00002").is_dir()          # a given workdir is kept
     assert [m["level"] for m in remote["levels"]] == list(range(1, len(remote["levels"]) + 1))
     assert all(m["shuffle_write_bytes"] > 0 and m["python_jvm_bytes"] > 0 for m in remote["levels"])
-    assert _trace(tmp_path / remote["trace_files"]["strong-isr"]) == _trace(tmp_path / local["trace_files"]["strong-isr"])
+    assert (_trace(tmp_path / remote["trace_files"]["strong-isr"])
+            == _trace(tmp_path / local["trace_files"]["strong-isr"]))
 
 
 def test_workdir_is_for_spark_only(tmp_path):
