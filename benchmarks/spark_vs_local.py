@@ -16,7 +16,10 @@ throughput: each engine runs once in a fresh process (its own peak memory;
 the Spark run on ``local[2]``, two partitions); their answers must agree.
 states/s is given against wall-clock time and against the CPU time of the
 whole process tree (driver, JVM, Python workers), the figure that measures the
-engines on a shared machine.
+engines on a shared machine. The Spark row adds the bytes its levels moved
+(``Result.levels``): through the shuffle (Spark's shuffle write metrics) and
+between the JVM and the Python workers (the records' numpy payload), in all,
+at the busiest level, and per state.
 """
 from __future__ import annotations
 
@@ -87,12 +90,20 @@ def run_one(engine, config, invariants, partitions):
         result = spark_search(spec, invariants, partitions=partitions, progress=progress)
         cpu = tree_cpu_seconds()             # before stopping: the JVM and its Python workers still run
         sc.stop()
+    moved = {}
+    if result.levels:                        # Spark: the bytes each level moved (shuffle, JVM <-> Python)
+        for key in ("shuffle_write_bytes", "python_jvm_bytes"):
+            per_level = [m[key] or 0 for m in result.levels]
+            moved[key] = sum(per_level)
+            moved["peak_level_" + key] = max(per_level)
+            moved[key + "_per_state"] = round(sum(per_level) / result.distinct_states, 1)
     return {"engine": engine, "config": config, "invariants": invariants, "partitions": partitions,
             "distinct_states": result.distinct_states, "transitions": result.transitions,
             "depth": result.depth, "verdicts": result.verdicts, "seconds": round(result.seconds, 1),
             "cpu_seconds": round(cpu, 1), "states_per_second": round(result.states_per_second),
             "states_per_cpu_second": round(result.distinct_states / cpu) if cpu else None,
-            "peak_memory_mb": round(result.peak_memory_bytes / 2 ** 20)}
+            "cpu_seconds_per_million_states": round(cpu / result.distinct_states * 1e6, 2),
+            "peak_memory_mb": round(result.peak_memory_bytes / 2 ** 20), **moved}
 
 
 def throughput(config, invariants, partitions=2):

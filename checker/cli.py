@@ -288,6 +288,9 @@ def cli(ctx, config, profile):
 @click.option("--z3-timeout", type=Seconds(), default=None, help="bmc: seconds")
 @click.option("--master", default="local[*]", show_default=True, help="spark: master URL")
 @click.option("--partitions", type=click.IntRange(min=1, max=1 << 20), default=None, help="spark: partitions")
+@click.option("--workdir", metavar="DIR", default=None,
+              help="spark: where the levels' files go, a path the driver and every executor share (needed when "
+                   "executors run on other machines; default: a temporary directory here, removed at the end)")
 @click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where traces are written")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--max-states", type=click.IntRange(min=1, max=1 << 62), default=None, help="budget: distinct states")
@@ -295,10 +298,11 @@ def cli(ctx, config, profile):
 @click.option("--time-limit", type=Seconds(), default=None, help="budget: seconds")
 @stop.memory_option
 @click.option("--checkpoint", "checkpoint", metavar="DIR", default=None,
-              help="local engine: snapshot the search to DIR at level boundaries (resume it with --resume DIR)")
+              help="local and spark engines: snapshot the search to DIR at level boundaries (resume it with "
+                   "--resume DIR)")
 @click.option("--resume", "resume", metavar="DIR", default=None,
-              help="local engine: continue the search snapshotted in DIR (same spec, bounds and invariants), "
-                   "snapshotting there as it goes")
+              help="local and spark engines: continue the search snapshotted in DIR (same spec, bounds and "
+                   "invariants), snapshotting there as it goes")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
@@ -307,7 +311,7 @@ def cli(ctx, config, profile):
               help="local engine: per action, how often it was enabled and fired and the states it reached first "
                    "(always in --format json)")
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
-def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions,
+def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions, workdir,
           out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, itf, coverage,
           no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
@@ -320,8 +324,19 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                         "or --resume")
     names = pick_invariants(spec, invariants, every) if invariants or every or not props else []
     check_out_dir(out_dir, spec.name, names + props)
-    if (checkpoint or resume) and engine != "local":
-        raise UserError("--checkpoint and --resume work with the local engine only")
+    if (checkpoint or resume) and engine not in ("local", "spark"):
+        raise UserError("--checkpoint and --resume work with the local and spark engines only")
+    if (checkpoint or resume) and workdir is not None:
+        raise UserError("--checkpoint/--resume DIR is the Spark run's workdir: leave out --workdir")
+    if workdir is not None and engine != "spark":
+        raise UserError("--workdir is for --engine spark")
+    if workdir is not None:
+        try:
+            os.makedirs(workdir, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"--workdir {workdir}: cannot create it ({e.strerror})") from None
+        if not os.access(workdir, os.W_OK | os.X_OK):
+            raise UserError(f"--workdir {workdir}: not a writable directory")
     if checkpoint and resume:
         raise UserError("--resume DIR goes on snapshotting to DIR: leave out --checkpoint")
     if checkpoint:
@@ -346,8 +361,13 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                 from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
                 if missing_dependencies():
                     raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
-                result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
-                                      budget=budget, progress=progress, on_violation=sink)
+                try:
+                    result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
+                                          budget=budget, progress=progress, on_violation=sink, workdir=workdir,
+                                          snapshot=checkpoint or resume, resume=resume is not None,
+                                          snapshot_seconds=checkpoint_every)
+                except CheckpointError as e:
+                    raise UserError(str(e)) from None
             else:
                 from isrcheck.checker.bfs import search
                 try:

@@ -33,7 +33,9 @@ def as_json(spec, engine, result, trace_files, observed=()):
     ``expected`` and ``as_expected`` are :func:`expectations`; ``seed`` and ``found`` (per invariant: how long
     to find, and trace lengths before and after shrinking) are the fuzzer's (else null). A quantity the
     engine does not know is null (BMC: ``distinct_states``, ``transitions``, ``states_per_second``,
-    ``bytes_per_state``, ``collision_probability``, ``never_fired``; the fuzzer: ``never_fired``).
+    ``bytes_per_state``, ``collision_probability``, ``never_fired``; the fuzzer: ``never_fired``). ``levels``
+    (Spark only): per level expanded, its new states, ``shuffle_write_bytes`` (Spark's shuffle write metrics)
+    and ``python_jvm_bytes`` (the numpy payload of the records between the JVM and the Python workers).
     """
     first = next((f for inv, f in trace_files.items() if inv not in observed), None)
     configuration, expected, _, as_expected = expectations(spec, result)
@@ -50,6 +52,7 @@ def as_json(spec, engine, result, trace_files, observed=()):
         "trace_file": first, "trace_files": trace_files,
         "coverage": result.coverage.as_json() if getattr(result, "coverage", None) is not None else None,
         "trace_lengths": {k: len(v.steps) for k, v in result.violations.items()},
+        "levels": result.levels or None,
     }
 
 

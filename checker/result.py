@@ -88,6 +88,7 @@ class Result(Measured):
     z3_unknown: str | None = None                             # bmc: why z3 gave up, if it did
     level_seconds: list = field(default_factory=list)         # bmc: cumulative seconds as each level was done
     bits: int | None = None                                   # bmc: SAT variables per state
+    levels: list = field(default_factory=list)   # spark: per level expanded, new states and the bytes it moved
     coverage: object = None          # exhaustive: checker.coverage.Coverage, per action instance enabled / fired / new
 
     @property

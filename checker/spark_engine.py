@@ -9,9 +9,10 @@ Data flow: the RDD API, numpy batches as records, one shuffle per level
 -----------------------------------------------------------------------
 Partition ``p`` owns the states whose (canonical) fingerprint is ``p`` modulo
 the partition count. After level L the search is one persisted RDD, ``R_L``,
-with a single record per partition (a :class:`_Part`): the partition's visited
-set (a sorted uint64 array), its share of level L (rows, one state per row, and
-fingerprints) and their sort keys. A level is two halves:
+with a single record per partition (a :class:`_Part`): its share of level L
+(rows, one state per row, and fingerprints) and their sort keys. The
+partition's visited set (a sorted uint64 array) is not in the record: see
+"Visited sets beside the tasks" below. A level is two halves:
 
 - map (level L -> L+1): expand the partition's share of level L chunk by chunk
   with the numpy backend (``Search.expand``); keep the smallest (parent, action)
@@ -27,20 +28,37 @@ fingerprints) and their sort keys. A level is two halves:
 
 Large levels run one level per job, two stages: the map tasks read ``R_L`` from
 the cache; the reduce reads the union of ``R_L`` and the shuffled successors
-(they share one partitioner, so the union is partition-aligned and the visited
-sets never go through a shuffle) and its output is ``R_{L+1}``, persisted
-(memory and disk). While levels are small (``batch_states``) the driver chains
-up to eight levels into one job, one stage per level: each task reduces level L
-and expands it at once, one Python pass, and the visited set rides the shuffle
-to the partition's next task as a record; only the job's last level is cached.
+(they share one partitioner, so the union is partition-aligned: no shuffle of
+``R_L``) and its output is ``R_{L+1}``, persisted (memory and disk). While
+levels are small (``batch_states``) the driver chains up to eight levels into
+one job, one stage per level: each task reduces level L and expands it at once,
+one Python pass, and the partition's keys ride the shuffle to its next task as a
+record; only the job's last level is cached.
+
+Visited sets beside the tasks (bytes per level grow with the new states only)
+------------------------------------------------------------------------------
+Between the JVM and the Python workers, and through the shuffle, a level moves
+only its new states (the frontier's records and the successors). Each
+partition's visited set lives in a file, ``visited/part-PPPPP/level-LLLLL.npy``
+under the workdir: the reduce task of level L+1 reads level L's (memory-mapped),
+anti-joins and merges, and writes level L+1's atomically; the map task of level
+L+1 maps it to drop successors it owns and has seen. Only the two newest levels'
+files are kept. The files are a cache, not the record of truth: the reliable
+copy is the per-level Parquet files, whose fingerprint columns are exactly each
+partition's new states, so a task that finds no file (an older level
+recomputed after a lost executor, another machine's task) rebuilds it from them
+and saves it; every file is a deterministic function of the Parquet files, so a
+retried or speculative task writes the same bytes. (Keeping the sets in cached
+co-partitioned RDD records instead costs their whole size JVM -> Python -> JVM
+every level: about 4.7 GB for 12M states, the first design.)
 
 The driver learns each level's outcome from task summaries sent through an
 accumulator keyed by (level, partition), so a recomputed task changes nothing;
 the job's action is a JVM-side count, so no extra Python pass runs over the
 cached records. Nothing lives in executor-side globals but the spec,
 re-instantiated from its class and bounds once per Python worker: a retried
-task reads its inputs from the cache, the shuffle and the Parquet files of the
-previous level again and produces the same record. Every ``checkpoint_every``
+task reads its inputs from the cache, the shuffle, the visited files and the
+Parquet files of the previous level again and produces the same record. Every ``checkpoint_every``
 levels the level RDD is checkpointed (``workdir/checkpoints``) to bound
 lineage and recomputation after a lost executor.
 
@@ -83,6 +101,13 @@ Fault tolerance in local mode needs a master with task retries, e.g.
 ``local[2,4]`` (``local[N]`` fails the job on the first task failure). On a
 cluster, ``workdir`` must be a POSIX path that every executor and the driver
 can read and write (the Parquet files are the numbering barrier).
+
+Executors in their own processes (``local-cluster``, standalone, YARN...): their
+Python workers run the driver's interpreter (``sys.executable``) unless
+``PYSPARK_PYTHON`` names another; the spec travels as its class and bounds, by
+name when a new process can import its module, by value (cloudpickle) when it
+comes from a user's ``FILE.py:CLASS`` (a private module only the driver has);
+task summaries come back through an accumulator.
 """
 from __future__ import annotations
 
@@ -92,6 +117,7 @@ import os
 import re
 import resource
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -99,7 +125,7 @@ import uuid
 
 import numpy as np
 
-from isrcheck.checker import stop as stopping
+from isrcheck.checker import spark_snapshot, stop as stopping
 from isrcheck.checker.bfs import Search, search as bfs_search
 from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.result import Result, Violation
@@ -124,7 +150,6 @@ MAX_KEY = np.uint64(1 << (64 - ACTION_BITS))      # keys must leave room for one
 CHECKPOINT_EVERY = 8
 BATCH_STATES = 50_000          # chain levels into one job while the predicted states stay below this
 MAX_BATCH = 8
-VISITED_FACTOR = 20            # ... and while the states so far stay below this many times it
 
 
 def local_chunk():
@@ -138,8 +163,7 @@ def local_chunk():
 class _Part:
     """One partition's share of the search after a level: the single record of its RDD partition."""
 
-    def __init__(self, visited, rows, fps, keys, level_start):
-        self.visited = visited          # uint64, sorted: every owned (canonical) fingerprint seen so far
+    def __init__(self, rows, fps, keys, level_start):
         self.rows = rows                # int8, n x width (a state per row): owned states of the newest level
         self.fps = fps                  # uint64 (n,): their full fingerprints (expand's delta base)
         self.keys = keys                # uint64 (n,), sorted: parent number << 16 | action
@@ -169,7 +193,8 @@ _WORKER_CACHE = {}
 
 def _worker_search(job):
     """The spec and a Search over it, built once per Python worker process."""
-    key = (job.spec_class, job.bounds, job.symmetry, job.chunk)
+    # by name: a spec class pickled by value (a user's file) is a new object in every task
+    key = (job.spec_class.__module__, job.spec_class.__qualname__, job.bounds, job.symmetry, job.chunk)
     found = _WORKER_CACHE.get(key)
     if found is None:
         spec = job.spec_class(**dict(job.bounds))
@@ -177,6 +202,21 @@ def _worker_search(job):
         sym = Symmetry(spec.layout, search.fingerprint) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
     return found
+
+
+def _ship_spec_class(spec_class):
+    """Pickle the spec's class by value when executors could not import it by name.
+
+    A spec from ``FILE.py:CLASS`` lives in a private module that only the driver
+    has (``checker.registry``): its code must travel with the tasks. A class in an
+    importable module (the built-in specs, a plugin) travels by name.
+    """
+    top = spec_class.__module__.split(".")[0]
+    finders = [f for f in sys.meta_path if hasattr(f, "find_spec")]      # not sys.modules: how a new process finds it
+    if any(f.find_spec(top, None) is not None for f in finders):
+        return
+    from pyspark import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[top])
 
 
 def _ident(k):
@@ -226,6 +266,49 @@ def _write_level(workdir, level, index, fps, keys):
     tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
     pq.write_table(table, tmp, compression="none", use_dictionary=False, write_statistics=False)
     os.replace(tmp, path)
+
+
+def _visited_path(workdir, level, index):
+    return os.path.join(workdir, "visited", f"part-{index:05d}", f"level-{level:05d}.npy")
+
+
+def _visited(job, index, level):
+    """Partition ``index``'s visited (canonical) fingerprints after ``level``, sorted: its file, else rebuilt.
+
+    The file is a cache beside the tasks; the reliable copy is the levels' Parquet
+    files (their fingerprint columns are exactly the partition's new states of
+    each level), so a missing file (an older level, another machine) is rebuilt
+    from them and saved. Read-only (memory-mapped when not empty).
+    """
+    path = _visited_path(job.workdir, level, index)
+    try:
+        return np.load(path, mmap_mode="r")
+    except FileNotFoundError:
+        pass
+    except ValueError:                     # an empty array cannot be mapped
+        return np.load(path)
+    import pyarrow.parquet as pq
+    parts = [np.array([job.init_fp], dtype=np.uint64)] if index == job.owner0 else []
+    for lv in range(2, level + 1):
+        t = pq.ParquetFile(_level_path(job.workdir, lv, index)).read(columns=["fingerprint"], use_threads=False)
+        parts.append(t.column("fingerprint").to_numpy().astype(np.uint64))
+    visited = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.uint64)
+    _save_visited(job.workdir, level, index, visited)
+    return visited
+
+
+def _save_visited(workdir, level, index, visited):
+    """Write a level's visited set atomically; drop the one two levels back (no task of this run reads it)."""
+    path = _visited_path(workdir, level, index)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    with open(tmp, "wb") as fh:
+        np.save(fh, visited)
+    os.replace(tmp, path)
+    try:
+        os.remove(_visited_path(workdir, level - 2, index))
+    except FileNotFoundError:
+        pass
 
 
 def _read_level_keys(workdir, level, merged=True):
@@ -285,24 +368,32 @@ def _successor_rows(rows, parts, part_start, picks):
     return out
 
 
-def _map_task(job, index, records, carry=False):
+def _nbytes(*arrays):
+    """The payload bytes of a record's arrays (what crosses between the JVM and a Python worker, less pickling)."""
+    return sum(a.nbytes for a in arrays if a is not None)
+
+
+def _map_task(job, index, records, carry=False, from_jvm=True):
     """Expand this partition's share of level ``job.level``; route de-duplicated successors to their owners.
 
     Per chunk the smallest (parent, action) per fingerprint is kept, successors this
     partition owns and has visited are dropped, and only the rest are materialized.
     A successor is tagged ``K(parent) << 16 | action``: the parent's number is not
     known here, but its key is, in the same order. With ``carry`` the partition's
-    visited set and keys go through the shuffle to its own next task too.
+    keys go through the shuffle to its own next task too. The payload bytes that
+    cross the JVM boundary (the input record ``from_jvm``, every record out) go to
+    the reduce task with the statistics.
     """
     spec, search, sym = _worker_search(job)
     P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
     for _, part in records:
+        moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
         fired = np.zeros(n_actions, dtype=bool)
         if n and part.keys[-1] >= MAX_KEY:
             raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
-        visited = part.visited
+        visited = _visited(job, index, job.level)
         for cs in range(0, n, chunk):
             rows = part.rows[cs:cs + chunk]
             batch = _transpose(rows)
@@ -347,45 +438,54 @@ def _map_task(job, index, records, carry=False):
             for q in range(P):
                 sel = np.flatnonzero(owner == np.uint64(q)) if P > 1 else slice(None)
                 if fp.size if P == 1 else sel.size:
-                    yield q, ("d", fp[sel], tag[sel], out[sel] if P == 1 else np.take(out, sel, axis=0))
+                    record = ("d", fp[sel], tag[sel], out[sel] if P == 1 else np.take(out, sel, axis=0))
+                    moved += _nbytes(*record[1:])
+                    yield q, record
         _maybe_fail(job, "map", index)
-        yield index, ("s", counts, fired)
+        moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
+        yield index, ("s", counts, fired, moved)
         if carry:
-            yield index, _Part(visited, None, None, part.keys, part.level_start)
+            yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
 
 
 def _fused_task(jobs, index, records):
     """Reduce into level L and expand it in the same task (chained levels: one stage, one Python pass)."""
     reduce_job, map_job = jobs
-    return _map_task(map_job, index, _reduce_task(reduce_job, index, records), carry=True)
+    return _map_task(map_job, index, _reduce_task(reduce_job, index, records, to_jvm=False), carry=True,
+                     from_jvm=False)
 
 
 def _carry_map_task(job, index, records):
     return _map_task(job, index, records, carry=True)
 
 
-def _reduce_task(job, index, records):
+def _reduce_task(job, index, records, to_jvm=True):
     """Level ``job.level + 1`` of this partition: anti-join, number, check, write; the new record.
 
     ``records``: the partition's previous record (cached, or carried through the
     shuffle), its map task's statistics, and every map task's successors for it.
+    Its summary counts the level's payload bytes between the JVM and Python: its
+    map task's, the records read here, and the new record ``to_jvm``.
     """
     spec, search, sym = _worker_search(job)
     prev, fps, tags, rows = None, [], [], []
-    counts, fired = None, np.zeros(len(spec.actions), dtype=bool)
+    counts, fired, moved = None, np.zeros(len(spec.actions), dtype=bool), 0
     for _, v in records:
         if isinstance(v, _Part):
             prev = v
+            moved += _nbytes(v.rows, v.fps, v.keys)
         elif v[0] == "d":
             fps.append(v[1])
             tags.append(v[2])
             rows.append(v[3])
+            moved += _nbytes(*v[1:])
         else:
             counts, fired = v[1], v[2]
+            moved += v[3] + _nbytes(counts, fired)
     level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
     n_level = sum(k.size for k in level_keys)
     ls = prev.level_start
-    visited = prev.visited
+    visited = _visited(job, index, job.level)
     fp = np.concatenate(fps) if fps else np.zeros(0, dtype=np.uint64)
     if fp.size:
         tag = np.concatenate(tags)
@@ -417,6 +517,7 @@ def _reduce_task(job, index, records):
     else:
         new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
+    _save_visited(job.workdir, job.level + 1, index, visited)
     violations = {}
     if new_keys.size:
         batch = _transpose(new_rows)
@@ -435,8 +536,9 @@ def _reduce_task(job, index, records):
     _maybe_fail(job, "reduce", index)
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size))})
-    yield index, _Part(visited, new_rows, new_fps, new_keys, ls + n_level)
+        visited=int(visited.size),
+        python_jvm_bytes=moved + (_nbytes(new_rows, new_fps, new_keys) if to_jvm else 0))})
+    yield index, _Part(new_rows, new_fps, new_keys, ls + n_level)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -498,6 +600,10 @@ def spark_context(master="local[*]", partitions=None, conf=None):
         c.set(k, str(v))
     sc = SparkContext(conf=c)
     sc.setLogLevel("ERROR")
+    if "PYSPARK_PYTHON" not in os.environ:
+        # the executors' Python workers run this interpreter (it has isrcheck), not whatever python3 is
+        # on their PATH; spark.pyspark.python or PYSPARK_PYTHON name another one (a cluster's own path)
+        sc.pythonExec = settings.get("spark.pyspark.python", sys.executable)
     return sc, True
 
 
@@ -506,7 +612,8 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 # ---------------------------------------------------------------------------------------------
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, budget=UNLIMITED,
                  progress=None, workdir=None, on_violation=None, *, chunk=None,
-                 checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, _fault=None):
+                 checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, snapshot=None, resume=False,
+                 snapshot_seconds=60.0, _fault=None):
     """Exhaustive search of the named invariants on Spark; the same Result as checker.bfs.search.
 
     ``budget``: its max_states, max_depth and seconds, as checker.bfs.search reads them.
@@ -527,6 +634,10 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     levels between reliable checkpoints of the level RDD (0: none). ``_fault``:
     test hook, ``(stage, level, partition)`` with stage "map" or "reduce": that
     task's first attempt fails (after writing its Parquet file, for reduce).
+    ``snapshot``: a directory that is the run's workdir, kept, where the driver's
+    state is snapshotted after a job once ``snapshot_seconds`` have passed since
+    the last (:mod:`checker.spark_snapshot`); with ``resume`` the search goes on
+    from the snapshot there (CheckpointError if none, or another search's).
     """
     from pyspark import StorageLevel
     from pyspark.core.rdd import RDD
@@ -535,15 +646,18 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     max_states, max_depth, time_limit = budget.max_states, budget.max_depth, budget.seconds
     chunk = chunk or local_chunk()
     search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
+    saved = spark_snapshot.manifest(snapshot) if resume else None
     sc, created = spark_context(master, partitions, conf)
     if created:
         stopping.reinstall()          # SparkContext took SIGINT for itself
-    own_workdir = workdir is None
-    workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
+    own_workdir = workdir is None and snapshot is None
+    workdir = os.path.abspath(snapshot or workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
     level_rdd = None
     try:
         P = int(partitions or sc.defaultParallelism)
-        for sub in ("levels", "checkpoints"):            # an earlier run's files would be read as this one's
+        state = None if saved is None else spark_snapshot.state(saved, workdir, spec, invariants, symmetry, P, chunk)
+        # an earlier run's files would be read as this one's (a resumed run's own are its past)
+        for sub in ("checkpoints",) if resume else ("levels", "visited", "checkpoints", "frontier"):
             shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
         os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)
         if checkpoint_every:
@@ -564,17 +678,29 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
 
         empty_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         empty = np.zeros(0, dtype=np.uint64)
-        records = [(p, _Part(init_key_fp.copy(), init.T.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
-                    if p == owner0 else _Part(empty, empty_rows, empty, empty, 0)) for p in range(P)]
+        records = [(p, _Part(init.T.copy(), init_fp.copy(), np.zeros(1, np.uint64), 0)
+                    if p == owner0 else _Part(empty_rows, empty, empty, 0)) for p in range(P)]
         summaries = sc.accumulator({}, _Summaries())
-        level_rdd = sc.parallelize(records, P).partitionBy(P, _ident).persist(StorageLevel.MEMORY_AND_DISK)
+        level_rdd = sc.parallelize(records, P).partitionBy(P, _ident)
         level_start, level_sizes = [0], [1]
         fired = np.zeros(len(spec.actions), dtype=bool)
         transitions, depth, budget_hit, complete = 0, 1, None, False
+        moved = []                  # per level expanded: new states, bytes through the shuffle and the JVM boundary
         visited_states = 1
+        if state is not None:
+            depth, level_start, level_sizes = state["depth"], state["level_start"], state["level_sizes"]
+            transitions, visited_states, moved = state["transitions"], state["visited_states"], state["moved"]
+            fired[:] = state["fired"]
+            pending = state["pending"]
+            violations = {n: Violation(n, sid, lv) for n, (sid, lv) in state["violations"].items()}
+            level_rdd = level_rdd.mapPartitionsWithIndex(_bind(_load_part, (workdir, depth)),
+                                                         preservesPartitioning=True)
+        level_rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        last_snapshot = time.perf_counter()
         since_checkpoint = 0
         t_level = time.perf_counter()
         spec_class, bounds = type(spec), tuple(sorted(spec.bounds.items()))
+        _ship_spec_class(spec_class)
         stop = False
         while not stop and level_sizes[-1] and pending:
             if max_depth is not None and depth >= max_depth:
@@ -583,15 +709,16 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             n_levels = _batch_size(level_sizes, batch_states, None if max_depth is None else max_depth - depth)
             jobs = [_Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
                          partitions=P, level=level, pending=tuple(pending), workdir=workdir,
+                         init_fp=int(init_key_fp[0]), owner0=owner0,
                          summaries=summaries, fault=_fault) for level in range(depth, depth + n_levels)]
             if n_levels == 1:
                 disc = level_rdd.mapPartitionsWithIndex(_bind(_map_task, jobs[0])).partitionBy(P, _ident)
                 # the level and its successors share the partitioner: their union is partition-aligned,
-                # and the visited sets stay in the cache
+                # and the level's records stay in the cache
                 both = RDD(level_rdd._jrdd.union(disc._jrdd), sc, disc._jrdd_deserializer)
                 both.partitioner = disc.partitioner
             else:
-                # chained small levels: the visited sets ride the shuffle, each stage reduces and expands
+                # chained small levels: each stage reduces and expands
                 both = level_rdd.mapPartitionsWithIndex(_bind(_carry_map_task, jobs[0])).partitionBy(P, _ident)
                 for prev_job, job in zip(jobs, jobs[1:]):
                     both = both.mapPartitionsWithIndex(_bind(_fused_task, (prev_job, job))).partitionBy(P, _ident)
@@ -601,7 +728,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             if checkpoint_every and since_checkpoint >= checkpoint_every:
                 rdd.checkpoint()
                 since_checkpoint = 0
+            first_stage = sc._jsc.sc().dagScheduler().nextStageId()
             finished = _run_job(sc, rdd, start, time_limit)
+            shuffled = _shuffle_write_bytes(sc, first_stage, n_levels)
             if not finished:
                 budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
                 stop = True
@@ -619,6 +748,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 for s in done:
                     fired |= s["fired"]
                 visited_states = sum(s["visited"] for s in done)
+                moved.append(dict(level=level, new_states=n_new, shuffle_write_bytes=shuffled[level - first],
+                                  python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done)))
                 new_keys, cut, level_budget = None, n_new, None
                 if n_new and max_states is not None and next_id + n_new >= max_states:
                     # the local engine stops after the first chunk of parents that reaches max_states
@@ -672,6 +803,13 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                     stop = True
                 elif not finished:
                     depth -= 1
+                elif snapshot is not None and time.perf_counter() - last_snapshot >= snapshot_seconds:
+                    level_rdd.mapPartitionsWithIndex(_bind(_save_part, (workdir, depth)))._jrdd.count()
+                    spark_snapshot.write(workdir, spec, invariants, symmetry, P, chunk, dict(
+                        depth=depth, level_start=level_start, level_sizes=level_sizes, transitions=transitions,
+                        visited_states=visited_states, moved=moved, fired=fired.tolist(), pending=pending,
+                        violations={n: [v.state_id, v.level] for n, v in violations.items()}))
+                    last_snapshot = time.perf_counter()
             if level_rdd is not rdd:
                 rdd.unpersist(blocking=False)
             t_level = time.perf_counter()
@@ -697,15 +835,13 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         peak_memory_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         retained_bytes=8 * visited_states + 10 * distinct,
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
-        fingerprint_bits=search.fingerprint.bits, engine="spark")
+        fingerprint_bits=search.fingerprint.bits, engine="spark", levels=moved)
 
 
 def _batch_size(level_sizes, batch_states, depth_left):
-    """How many levels the next job chains: several while the levels (predicted by the last growth)
-    and the visited sets that then ride the shuffle are small, else one."""
+    """How many levels the next job chains: several while the levels (predicted by the last growth) are small,
+    else one."""
     n = level_sizes[-1]
-    if sum(level_sizes) > VISITED_FACTOR * batch_states:
-        return 1
     growth = max(n / level_sizes[-2], 1.0) if len(level_sizes) > 1 else 4.0
     count, total = 1, n * growth
     while count < MAX_BATCH and total + n * growth ** (count + 1) <= batch_states:
@@ -762,6 +898,45 @@ def _run_job(sc, rdd, start, time_limit):
             timer.cancel()
             for k, v in saved.items():
                 sc.setLocalProperty(k, v)
+
+
+def _save_part(where, index, records):
+    """Snapshot task: write this partition's frontier record (checker.spark_snapshot)."""
+    for _, part in records:
+        spark_snapshot.save_frontier(*where, index, part)
+    return iter(())
+
+
+def _load_part(where, index, records):
+    """Resume task: this partition's frontier record from its snapshot file."""
+    for _ in records:
+        pass
+    yield index, _Part(*spark_snapshot.load_frontier(*where, index))
+
+
+def _shuffle_write_bytes(sc, first_stage, n_levels):
+    """Per level of the job just run, the bytes its stage wrote to the shuffle (Spark's shuffleWriteMetrics).
+
+    The job's stages are the ids from ``first_stage`` on (this driver runs one job at
+    a time); each level's map half is one stage writing a shuffle, in level order,
+    then the last reduce, which writes none (the first job also shuffles the
+    initial records first). None per level when that does not hold (a cancelled
+    job).
+    """
+    jsc = sc._jsc.sc()
+    try:
+        jsc.listenerBus().waitUntilEmpty()            # the status store is fed asynchronously
+    except Exception:                                 # noqa: BLE001 - an internal API: no figures rather than no run
+        return [None] * n_levels
+    store, written = jsc.statusStore(), []
+    for sid in range(first_stage, jsc.dagScheduler().nextStageId()):
+        try:
+            stage = store.lastStageAttempt(sid)
+        except Exception:                             # noqa: BLE001 - a stage without an attempt
+            continue
+        if stage.shuffleWriteBytes():
+            written.append(int(stage.shuffleWriteBytes()))
+    return written[-n_levels:] if len(written) >= n_levels else [None] * n_levels
 
 
 def _trace(search, workdir, violation, level_start):

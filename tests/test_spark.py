@@ -9,6 +9,8 @@ state).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -39,6 +41,13 @@ def _setup(case):
     return spec, invariants or list(spec.invariants)
 
 
+def assert_levels_measured(result):
+    """One entry per level expanded, its new states adding up, and both byte counts measured."""
+    assert [m["level"] for m in result.levels] == list(range(1, len(result.levels) + 1))
+    assert sum(m["new_states"] for m in result.levels) == result.distinct_states - 1
+    assert all(m["shuffle_write_bytes"] > 0 and m["python_jvm_bytes"] > 0 for m in result.levels)
+
+
 def assert_same(local, spark):
     assert spark.distinct_states == local.distinct_states
     assert spark.transitions == local.transitions
@@ -66,23 +75,58 @@ def test_violation_same_as_local(sc, partitions, tmp_path):
 
 
 @pytest.mark.parametrize("partitions", [1, 2, 3])
-def test_holds_same_as_local(sc, partitions):
+def test_holds_same_as_local(sc, partitions, tmp_path):
     spec, invariants = _setup(HOLDS)
     local = search(spec, invariants)
     assert local.complete and not local.violations
     levels = []
-    result = spark_search(spec, invariants, partitions=partitions, progress=lambda **kw: levels.append(kw))
+    result = spark_search(spec, invariants, partitions=partitions, progress=lambda **kw: levels.append(kw),
+                          workdir=str(tmp_path))
     assert_same(local, result)
     assert [kw["depth"] for kw in levels] == list(range(1, local.depth))
     assert levels[-1]["distinct"] == local.distinct_states
     assert all(kw["level_seconds"] > 0 for kw in levels)
+    assert_levels_measured(result)
+    assert_bytes_follow_the_new_states(result)
+    assert_visited_sets_rebuilt(spec, result, tmp_path, partitions)
+
+
+def assert_bytes_follow_the_new_states(result):
+    """The bytes a level moves follow its new states, not the visited set (which no longer travels): the last
+    level, which finds nothing new, moves less than the visited set's 8 bytes per state."""
+    peak = max(result.levels, key=lambda m: m["new_states"])
+    last = result.levels[-1]
+    assert last["new_states"] == 0
+    assert last["python_jvm_bytes"] < 8 * result.distinct_states
+    assert last["python_jvm_bytes"] * 4 < peak["python_jvm_bytes"]
+    assert last["shuffle_write_bytes"] * 4 < peak["shuffle_write_bytes"]
+
+
+def assert_visited_sets_rebuilt(spec, result, workdir, partitions):
+    """A partition's visited set is a file beside its tasks; lost, it is rebuilt from the levels' Parquet files
+    (the reliable copy) to the same array; the partitions' sets are disjoint and hold every state."""
+    from isrcheck.checker.bfs import Search
+    from isrcheck.checker.spark_engine import _Job, _visited, _visited_path
+    from isrcheck.model import backends
+    last = max(int(n[6:11]) for n in os.listdir(workdir / "visited" / "part-00000"))     # the newest level
+    kept = [np.load(_visited_path(str(workdir), last, p)) for p in range(partitions)]
+    assert sum(k.size for k in kept) == np.unique(np.concatenate(kept)).size == result.distinct_states
+    assert not os.path.exists(_visited_path(str(workdir), last - 2, 0))            # older levels' are dropped
+    init_fp = int(Search(spec, []).fingerprint.full(backends.scalar(spec).initial_row()[:, None])[0])
+    job = _Job(workdir=str(workdir), init_fp=init_fp, owner0=init_fp % partitions)
+    for p in range(partitions):
+        os.remove(_visited_path(str(workdir), last, p))
+        assert np.array_equal(_visited(job, p, last), kept[p])
+        assert np.array_equal(np.load(_visited_path(str(workdir), last, p)), kept[p])    # and saved again
 
 
 @pytest.mark.parametrize("case", [VIOLATED, HOLDS], ids=["violated", "holds"])
 def test_one_level_per_job_same_as_local(sc, case):
     """Levels chained into one job (the default while they are small) or one job per level: the same answers."""
     spec, invariants = _setup(case)
-    assert_same(search(spec, invariants), spark_search(spec, invariants, partitions=2, batch_states=0))
+    result = spark_search(spec, invariants, partitions=2, batch_states=0)
+    assert_same(search(spec, invariants), result)
+    assert_levels_measured(result)
 
 
 @pytest.mark.parametrize("stage", ["map", "reduce"])
@@ -128,3 +172,4 @@ def test_time_limit(sc):
     assert result.budget_hit == "time limit 0.5s"
     assert not result.complete
     assert set(result.verdicts.values()) == {"unknown"}
+
