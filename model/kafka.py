@@ -536,6 +536,9 @@ class KafkaReplication(Spec):
     def elect_leader(self, s, l):
         """Controller elects l (on leader failure, preferred election, or the old leader's session expiry).
 
+        Kafka: OfflinePartitionLeaderSelector (0.8-1.0), PartitionLeaderElectionAlgorithms
+        .offlinePartitionLeaderElection (1.1+), both under KafkaController's PartitionStateMachine.
+
         Clean election picks a live ISR member and keeps the live part of the ISR;
         unclean election (unclean.leader.election.enable, default off since 0.11,
         KIP-106) may pick any live replica when no ISR member is alive.
@@ -557,7 +560,11 @@ class KafkaReplication(Spec):
 
     @action(r="REPLICAS")
     def controller_shrink_isr(self, s, r):
-        """Controller removes a dead follower from the ISR and bumps the leader epoch (ZK mode, 0.8+)."""
+        """Controller removes a dead follower from the ISR and bumps the leader epoch (ZK mode, 0.8+).
+
+        Kafka: KafkaController.onBrokerFailure moves its replicas to OfflineReplica (ReplicaStateMachine), which
+        calls KafkaController.removeReplicaFromIsr (0.8-1.0) / ReplicaStateMachine.removeReplicasFromIsr (1.1+).
+        """
         s.require(self.may_stop & ~s.up[r] & s.q_isr[r] & (s.q_leader != r) & (s.q_epoch < self.E))
         if not self.elr:        # KIP-966 lets the ISR become empty
             s.require(count_of(s.q_isr[i] for i in self.REPLICAS) > 1)
@@ -569,6 +576,9 @@ class KafkaReplication(Spec):
         """Leader r died and no live ISR member can replace it: the partition goes offline.
 
         Kafka keeps the last ISR member in the ISR (it may hold data nobody else has).
+        Kafka: the dead leader's OfflineReplica transition writes leader -1 (LeaderAndIsr.NoLeader) and keeps an ISR
+        of one as it is (ReplicaStateMachine.doRemoveReplicasFromIsr, 1.1+; KafkaController.removeReplicaFromIsr,
+        0.8.2-1.0, only with unclean election off, where an emptied ISR and the model's lead to the same elections).
         """
         others_alive = any_of(s.q_isr[i] & s.up[i] for i in self.REPLICAS if i != r)
         s.require(self.may_stop & ~s.up[r] & (s.q_leader == r) & ~others_alive & (s.q_epoch < self.E))
@@ -590,6 +600,8 @@ class KafkaReplication(Spec):
         it when they restart. (The race where the zombie's request overtakes that
         announcement is closed in Kafka on the ZooKeeper side, KAFKA-6082, and is not
         modelled.)
+        Kafka: KafkaController.onControllerFailover increments /controller_epoch (incrementControllerEpoch) and sends
+        UpdateMetadata to every live broker before it elects (0.8.2, 0.11.0, 2.0.0 alike).
         """
         if not self.controller_failover:
             s.require(False)
@@ -611,6 +623,8 @@ class KafkaReplication(Spec):
 
         Requests may arrive late, twice, out of order or never; a stale one is ignored
         by the leader-epoch check.
+        Kafka: ReplicaManager.becomeLeaderOrFollower applies a partition's state only if its leader epoch is above
+        the local one (0.8+; 0.11.0: ``partitionLeaderEpoch < stateInfo.leaderEpoch``).
         """
         s.require(s.req_sent[e - 1] & s.up[r] & (s.leader_epoch[r] < e))
         if not self.elr:
@@ -678,6 +692,8 @@ class KafkaReplication(Spec):
 
         Only the broker's checks stand between it and a decision the new controller
         never made: the leader-epoch check, and the controller-epoch check.
+        Kafka: ReplicaManager.becomeLeaderOrFollower answers STALE_CONTROLLER_EPOCH to a request whose controller
+        epoch is below the newest it has seen (0.8+, 0.11.0 and 2.0.0 alike).
         """
         if not self.controller_failover:
             s.require(False)
@@ -693,6 +709,8 @@ class KafkaReplication(Spec):
 
         With acks=all the leader refuses the write when its ISR is smaller than
         min.insync.replicas; with acks=1 the record is acknowledged on append.
+        Kafka: Partition.appendRecordsToLeader (0.10.2+; appendMessagesToLeader since 0.8.2) throws
+        NotEnoughReplicasException when acks=-1 and the ISR is below min.insync.replicas.
         """
         s.require(self.believes_leads(s, l) & (s.leo[l] < self.L) & (s.next_record <= self.M))
         if self.acks_all:
@@ -768,6 +786,9 @@ class KafkaReplication(Spec):
         The leader records f's fetch offset, may add f to the ISR and raise its HW,
         exactly as for a delivered fetch; f's log and HW stay as they were and it
         will fetch again from the same offset.
+        Kafka: ReplicaManager.fetchMessages records the follower's read (updateFollowerLogReadResults) before the
+        response is sent; AbstractFetcherThread.processFetchRequest catches the lost connection and fetches again
+        from the same offset after a back-off (0.11.0, 2.0.0 alike).
         """
         if not self.fetch_response_loss:
             s.require(False)
@@ -787,6 +808,8 @@ class KafkaReplication(Spec):
 
         Any follower, any time: Kafka drops only one that has not caught up for replica.lag.time.max.ms,
         which the model does not time; the extra shrinks only add behaviour (sound for safety).
+        Kafka: ReplicaManager schedules "isr-expiration" (0.8+), which runs Partition.maybeShrinkIsr on every
+        partition it leads; the ZooKeeper write is conditional on the cached zkVersion (0.8-2.6).
         """
         if self.async_isr:
             # 2.7+ (KIP-497): the leader sends AlterIsr and keeps its current ISR until the controller commits
@@ -806,6 +829,7 @@ class KafkaReplication(Spec):
         leader epoch and partition epoch (zkVersion) it last learnt; otherwise the
         request fails (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION) and the ISR stays.
         On success l adopts the ISR and may raise its HW.
+        Kafka: Partition.sendAlterIsrRequest (via AlterIsrManager) and KafkaController.processAlterIsr, 2.7.0.
         """
         if not self.async_isr:
             s.require(False)
@@ -819,20 +843,32 @@ class KafkaReplication(Spec):
 
     @action(r="REPLICAS")
     def flush(self, s, r):
-        """The log flusher fsyncs r's log (only matters when a hard crash loses unflushed data)."""
+        """The log flusher fsyncs r's log (only matters when a hard crash loses unflushed data).
+
+        Kafka: LogManager's "kafka-log-flusher" task runs flushDirtyLogs, Log.flush past log.flush.interval.ms
+        (0.8+; 0.8.2, 0.11.0 alike).
+        """
         s.require(self.unflushed_loss)
         s.require(s.up[r] & (s.flushed[r] < s.leo[r]))
         s.flushed[r] = s.leo[r]
 
     @action(r="REPLICAS")
     def checkpoint_hw(self, s, r):
-        """The HW checkpoint thread writes r's HW to disk (every replica.high.watermark.checkpoint.interval.ms)."""
+        """The HW checkpoint thread writes r's HW to disk (every replica.high.watermark.checkpoint.interval.ms).
+
+        Kafka: ReplicaManager's "highwatermark-checkpoint" task runs checkpointHighWatermarks into the
+        replication-offset-checkpoint file (0.8+; 0.8.2, 0.11.0 alike).
+        """
         s.require(s.up[r] & (s.checkpoint_hw[r] != s.hw[r]))
         s.checkpoint_hw[r] = s.hw[r]
 
     @action(r="REPLICAS")
     def crash(self, s, r):
-        """Hard crash: the HW comes back from its checkpoint; with unflushed_loss the unflushed tail is gone too."""
+        """Hard crash: the HW comes back from its checkpoint; with unflushed_loss the unflushed tail is gone too.
+
+        Kafka: with no .kafka_cleanshutdown file Log.recoverLog re-reads the segments past the recovery point
+        (LogManager.loadLogs, 0.8.1+), and Partition.getOrCreateReplica loads min(checkpointed HW, LEO) (0.8-2.3).
+        """
         s.require(s.up[r] & (s.crashes < self.C))
         if self.unflushed_loss:
             self.truncate_to(s, r, s.flushed[r])
@@ -842,7 +878,11 @@ class KafkaReplication(Spec):
 
     @action(r="REPLICAS")
     def shutdown(self, s, r):
-        """Clean shutdown: the log is flushed and the HW checkpointed before the process exits."""
+        """Clean shutdown: the log is flushed and the HW checkpointed before the process exits.
+
+        Kafka: KafkaServer.shutdown runs ReplicaManager.shutdown (checkpointHighWatermarks) and then
+        LogManager.shutdown (flush, .kafka_cleanshutdown) (0.8.2, 0.11.0 alike).
+        """
         s.require(s.up[r] & (s.crashes < self.C))
         self.stop_cleanly(s, r)
 
@@ -883,6 +923,7 @@ class KafkaReplication(Spec):
     def restart(self, s, r):
         """Broker r starts again; it learns its role from the next LeaderAndIsr it applies.
 
+        Kafka: KafkaController.onBrokerStartup (0.8+) sends it UpdateMetadata and LeaderAndIsr for its replicas.
         Before 2.2 the controller may not have handled its failure yet: a fast bounce
         can go unnoticed (KAFKA-1120), so r may still be in the ISR or even the leader
         in ZooKeeper (``restart_allowed``). Requests sent before it stopped died with
