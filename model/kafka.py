@@ -15,9 +15,9 @@ Where the model departs from Kafka (each a sound over-approximation for safety u
 - LeaderAndIsr requests may arrive late, twice, out of order or never (Kafka's controller sends them in
   order and retries; a lost one only adds interleavings);
 - after an unnoticed bounce (before 2.2) the current LeaderAndIsr may reach the broker any time;
-- not exact: from 2.0.1 the leader-epoch cache is derived from the records' epochs plus the entry
-  makeLeader writes at the LEO; Kafka's conflict removal differs only on a log whose epochs go down,
-  which the 2.0.1+ versions reach only after a divergence;
+- the leader-epoch cache is one entry per epoch (``epoch_cache``, bounded by max_epochs and log_size), exact as
+  LeaderEpochFileCache keeps it: its entries increase in epoch and start offset in every version, so the entry of
+  the largest epoch is the last one (only the log start offset, always 0 here, and truncateFromStart are left out);
 - liveness, not exact: truncation-terminates assumes a weakly fair elect_leader, stronger than Kafka's controller,
   which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not.
 """
@@ -30,8 +30,13 @@ from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant, lead
 
 
 class KafkaReplication(Spec):
+    #: 0.11+ (KIP-101): each replica keeps a LeaderEpochFileCache (the state field ``epoch_cache``), assigned on every
+    #: append of a new epoch and truncated with the log; before 0.11 (hw-truncation) there is none
+    leader_epoch_cache = True
     #: 2.0.1+ (KAFKA-7415): makeLeader assigns (leader epoch, LEO) in the leader-epoch cache and keeps that LEO as
-    #: the epoch's start offset; adds the state fields ``epoch_start`` and ``cached_epoch``
+    #: the epoch's start offset (the state field ``epoch_start``); LeaderEpochFileCache.assign removes the entries
+    #: a new one conflicts with (0.11-2.0.0 ignores an epoch not above the latest) and endOffsetFor answers an
+    #: epoch below the first entry with that entry's start offset (0.11-2.0.0: UNDEFINED)
     epoch_cached_on_election = False
     #: 2.2+ (KIP-380, broker epochs): the controller notices every new incarnation of a broker and handles it as a
     #: failure before the broker registers again; before 2.2 a fast bounce can go unnoticed (KAFKA-1120)
@@ -145,23 +150,23 @@ class KafkaReplication(Spec):
         ] + self.option_fields()
 
     def epoch_cache_fields(self):
-        """2.0.1+ (KAFKA-7415): what makeLeader writes to the leader-epoch cache that no record's epoch implies.
+        """0.11+ (KIP-101): each replica's LeaderEpochFileCache, one start offset per leader epoch; 2.0.1+ (KAFKA-7415)
+        also the leader's epoch start offset.
 
-        The rest of the cache is the records' epochs (LeaderEpochFileCache.assign on every append, with
-        conflicting entries removed, 2.0.1+); the entry makeLeader assigns at its LEO is the one part the
-        log does not show until the leader writes. Log loading drops it again (truncateFromEnd(LEO)).
+        The cache is a checkpoint file written on every change, so it survives a crash; loading the log drops the
+        entries at or past the LEO (Log.loadSegments: clearAndFlushLatest / truncateFromEnd(LEO), 0.11-2.7).
         """
-        if not self.epoch_cached_on_election:
+        if not self.leader_epoch_cache:
             return []
         R, L, E = self.R, self.L, self.E
         rep = ("replica",)
-        return [
-            Field("epoch_start", 0, L, (R,), axes=rep,
-                  doc="as leader: its LEO when it became leader in its epoch (Partition.leaderEpochStartOffsetOpt)"),
-            Field("cached_epoch", 0, E, (R,), axes=rep,
-                  doc="epoch of a leader-epoch cache entry starting at the LEO, with no record yet (0: none); "
-                      "it stays after the replica steps down"),
-        ]
+        fields = [Field("epoch_cache", -1, L, (R, E), axes=("replica", None),
+                        doc="LeaderEpochFileCache: the start offset of each leader epoch's entry (-1: no entry)")]
+        if self.epoch_cached_on_election:
+            fields.append(Field("epoch_start", 0, L, (R,), axes=rep,
+                                doc="as leader: its LEO when it became leader in its epoch "
+                                    "(Partition.leaderEpochStartOffsetOpt)"))
+        return fields
 
     def option_fields(self):
         """State fields of the options that are on (none at the defaults)."""
@@ -225,6 +230,10 @@ class KafkaReplication(Spec):
             s.req_leader[e - 1] = self.NONE
         for m in self.RECORDS:
             s.acked_at[m - 1] = -1
+        if self.leader_epoch_cache:
+            for r in self.REPLICAS:
+                for e in self.EPOCHS:
+                    s.epoch_cache[r][e - 1] = -1
         if self.controller_failover:
             s.q_controller_epoch = 1
             s.zreq_leader = self.NONE
@@ -249,52 +258,74 @@ class KafkaReplication(Spec):
         """Epoch of the last record in r's log (0 if empty)."""
         return where(s.leo[r] > 0, s.log_epoch[r][s.leo[r] - 1], 0)
 
-    def first_offset_after_epoch(self, s, r, epoch):
-        """First offset of r's log holding an epoch larger than ``epoch`` (NO_OFFSET if none)."""
-        return min_of([where((o < s.leo[r]) & (s.log_epoch[r][o] > epoch), o, self.NO_OFFSET)
-                       for o in self.OFFSETS])
-
-    def largest_epoch_at_most(self, s, r, epoch):
-        """Largest epoch <= ``epoch`` in r's leader-epoch cache (0 if none).
-
-        0.11-2.0.0 the cache ignores an append whose epoch is not above its latest
-        (LeaderEpochFileCache.assign), so only records before the first larger epoch count;
-        2.0.1+ an append removes the conflicting entries, so every record's epoch counts.
-        """
-        end = self.L if self.epoch_cached_on_election else self.first_offset_after_epoch(s, r, epoch)
-        return max_of([0] + [where((o < s.leo[r]) & (o < end) & (s.log_epoch[r][o] <= epoch), s.log_epoch[r][o], 0)
-                             for o in self.OFFSETS])
-
     def cache_latest_epoch(self, s, r):
-        """LeaderEpochFileCache.latestEpoch: what r's OffsetsForLeaderEpoch request carries (0: none).
+        """LeaderEpochFileCache.latestEpoch: the epoch of r's last entry (0: none), what its OffsetsForLeaderEpoch carries.
 
-        0.11-2.0.0 the cache keeps the largest epoch it was ever assigned (a smaller one is ignored),
-        so the largest epoch in the log; 2.0.1+ the last record's epoch (an append removes the entries
-        it conflicts with), or the entry makeLeader assigned at the LEO while nothing was written after it.
+        Entries increase in epoch (assign keeps them so in 0.11-2.0.0 and 2.0.1+), so the last is the largest.
         """
-        if not self.epoch_cached_on_election:
-            return max_of([0] + [where(o < s.leo[r], s.log_epoch[r][o], 0) for o in self.OFFSETS])
-        return max_of([self.latest_epoch(s, r), s.cached_epoch[r]])
+        return max_of([0] + [where(s.epoch_cache[r][e - 1] >= 0, e, 0) for e in self.EPOCHS])
+
+    def cache_latest_offset(self, s, r):
+        """LeaderEpochFileCache.latestOffset: the start offset of r's last entry (-1: none); entries increase in it too."""
+        return max_of([-1] + [s.epoch_cache[r][e - 1] for e in self.EPOCHS])
+
+    def assign_epoch(self, s, r, epoch, offset, when=True):
+        """LeaderEpochFileCache.assign(epoch, offset) in r's cache (where ``when``).
+
+        0.11-2.0.0: only an epoch above the latest, at or past the latest entry's start, is added; anything else is
+        ignored (logged as out of order). 2.0.1+: unless the last entry already has that epoch at or before that
+        offset, the new entry replaces every entry of a larger or equal epoch or a start at or past the offset
+        (truncateAndAppend: "assume that the latest append is always accurate").
+        """
+        latest, latest_offset = self.cache_latest_epoch(s, r), self.cache_latest_offset(s, r)
+        if self.epoch_cached_on_election:
+            update = (latest != epoch) | (offset < latest_offset)
+        else:
+            update = (latest < epoch) & (latest_offset <= offset)
+        if when is not True:
+            update = update & when
+        for e in self.EPOCHS:
+            start = s.epoch_cache[r][e - 1]
+            if self.epoch_cached_on_election:
+                kept = where((epoch == e), offset, where((epoch > e) & (start < offset), start, -1))
+            else:
+                kept = where((epoch == e), offset, start)
+            s.epoch_cache[r][e - 1] = where(update, kept, start)
+
+    def assign_appended(self, s, r, start, end, when=True):
+        """Log.append (0.11+): each batch appended at offsets ``start``..``end``-1 of r's log assigns its epoch (one
+        record, one batch here), in offset order."""
+        for o in self.OFFSETS:
+            appended = (o >= start) & (o < end)
+            self.assign_epoch(s, r, s.log_epoch[r][o], o, appended if when is True else appended & when)
+
+    def truncate_from_end(self, s, r, end, when=True):
+        """LeaderEpochFileCache.truncateFromEnd(end) (2.0.1+; clearAndFlushLatest 0.11-2.0.0): drop r's entries that
+        start at or past ``end`` (where ``when``)."""
+        for e in self.EPOCHS:
+            start = s.epoch_cache[r][e - 1]
+            drop = start >= end
+            s.epoch_cache[r][e - 1] = where(drop if when is True else drop & when, -1, start)
 
     def end_offset_for_epoch(self, s, r, requested):
-        """LeaderEpochFileCache.endOffsetFor (2.0): (epoch, end offset) for the largest epoch <= requested.
+        """LeaderEpochFileCache.endOffsetFor(requested) on r's cache: (epoch, end offset), (-1, -1) for UNDEFINED.
 
-        The end offset is the start of the next larger epoch, or the LEO for the
-        latest epoch; (-1, -1) (UNDEFINED) when r knows no epoch larger than the
-        requested one; (requested, start of the first epoch) when it is below all.
+        No epoch (requested 0) is UNDEFINED (2.0+); the latest epoch ends at the LEO; otherwise the answer is the
+        largest epoch <= requested with the start of the first larger one as its end, UNDEFINED when no epoch is
+        larger. Below the first entry: UNDEFINED in 0.11-2.0.0, (requested, the first entry's start) from 2.0.1.
+        (0.11's answer is the end offset alone.)
         """
         latest = self.cache_latest_epoch(s, r)
-        next_start = self.first_offset_after_epoch(s, r, requested)
-        previous = self.largest_epoch_at_most(s, r, requested)
-        if self.epoch_cached_on_election:
-            # KAFKA-7415 (2.0.1): the entry makeLeader assigned at the LEO, kept after stepping down
-            own = s.cached_epoch[r]
-            next_start = where((next_start == self.NO_OFFSET) & (own > requested), s.leo[r], next_start)
-            previous = where(own <= requested, max_of([previous, own]), previous)
-        is_latest = (requested == latest) & (latest > 0)
-        undefined = next_start == self.NO_OFFSET
+        starts = [s.epoch_cache[r][e - 1] for e in self.EPOCHS]
+        subsequent = min_of([self.NO_OFFSET] + [where((requested < e) & (starts[e - 1] >= 0), starts[e - 1],
+                                                      self.NO_OFFSET) for e in self.EPOCHS])
+        previous = max_of([0] + [where((requested >= e) & (starts[e - 1] >= 0), e, 0) for e in self.EPOCHS])
+        undefined = (requested <= 0) | (subsequent == self.NO_OFFSET)
+        if not self.epoch_cached_on_election:
+            undefined = undefined | (previous == 0)
+        is_latest = (requested > 0) & (requested == latest)
         epoch = where(is_latest, requested, where(undefined, -1, where(previous == 0, requested, previous)))
-        end = where(is_latest, s.leo[r], where(undefined, -1, next_start))
+        end = where(is_latest, s.leo[r], where(undefined, -1, subsequent))
         return epoch, end
 
     def offset_truncation_state(self, s, f, leader_epoch, leader_end):
@@ -325,10 +356,10 @@ class KafkaReplication(Spec):
             s.log_record[r][o] = where(keep, s.log_record[r][o], 0)
             s.log_epoch[r][o] = where(keep, s.log_epoch[r][o], 0)
         new_leo = min_of([s.leo[r], offset])
-        if self.epoch_cached_on_election and self.truncation_cleans_epoch_cache:
-            s.cached_epoch[r] = 0     # KAFKA-10706 (2.6.1+): truncateFromEnd(min(offset, LEO)) even at the LEO
-        elif self.epoch_cached_on_election:   # LeaderEpochFileCache.truncateFromEnd drops entries from new_leo on
-            s.cached_epoch[r] = where(new_leo < s.leo[r], 0, s.cached_epoch[r])
+        if self.leader_epoch_cache:
+            # Log.truncateTo: the cache drops its entries from the new LEO on; at or past the LEO only from 2.6.1
+            # (KAFKA-10706: truncateFromEnd(LEO)), before it is a no-op that keeps an entry at the LEO
+            self.truncate_from_end(s, r, new_leo, when=True if self.truncation_cleans_epoch_cache else offset < s.leo[r])
         if self.proof_ghosts:
             s.followed_epoch[r] = where(new_leo < s.leo[r], s.leader_epoch[r], s.followed_epoch[r])
         s.leo[r] = new_leo
@@ -661,9 +692,9 @@ class KafkaReplication(Spec):
             s.hw[r] = where(leads & (s.hw[r] > s.leo[r]), 0, s.hw[r])
         if self.epoch_cached_on_election:
             # Partition.makeLeader (2.0.1+): leaderEpochStartOffsetOpt = LEO; cache.assign(epoch, LEO) adds an entry
-            # unless the last record already has that epoch (a leader bounced and re-elected in its own epoch)
+            # unless the last one already has that epoch (a leader bounced and re-elected in its own epoch)
             s.epoch_start[r] = where(leads, s.leo[r], 0)
-            s.cached_epoch[r] = where(leads, where(self.latest_epoch(s, r) == epoch, 0, epoch), s.cached_epoch[r])
+            self.assign_epoch(s, r, epoch, s.leo[r], when=leads)
         s.leader_epoch[r] = epoch
         if self.proof_ghosts:
             s.applied_epoch[r] = epoch
@@ -719,8 +750,8 @@ class KafkaReplication(Spec):
         s.log_record[l][offset] = record
         s.log_epoch[l][offset] = s.leader_epoch[l]
         s.leo[l] = offset + 1
-        if self.epoch_cached_on_election:
-            s.cached_epoch[l] = 0     # the entry at the LEO now has a record of its epoch
+        if self.leader_epoch_cache:     # Log.append (0.11+): assign(leader epoch, offset) for the new batch
+            self.assign_epoch(s, l, s.leader_epoch[l], offset)
         s.next_record = record + 1
         if not self.acks_all:
             for m in self.RECORDS:
@@ -752,9 +783,10 @@ class KafkaReplication(Spec):
             keep = o < leader_leo
             s.log_record[f][o] = where(copy, s.log_record[l][o], where(keep, s.log_record[f][o], 0))
             s.log_epoch[f][o] = where(copy, s.log_epoch[l][o], where(keep, s.log_epoch[f][o], 0))
-        if self.epoch_cached_on_election:
-            # appending removes a conflicting entry at the old LEO (LeaderEpochFileCache.truncateAndAppend, 2.0.1+)
-            s.cached_epoch[f] = where(leader_leo == fetch_offset, s.cached_epoch[f], 0)
+        if self.leader_epoch_cache:
+            # an out-of-range follower truncates to the leader's LEO (Log.truncateTo), then appends what it got
+            self.truncate_from_end(s, f, leader_leo, when=leader_leo < fetch_offset)
+            self.assign_appended(s, f, fetch_offset, leader_leo)
         s.leo[f] = leader_leo
         s.hw[f] = response_hw
         s.flushed[f] = min_of([s.flushed[f], leader_leo])
@@ -907,10 +939,12 @@ class KafkaReplication(Spec):
         s.zk_version_current[r] = False
         s.truncating[r] = False
         s.ack_from[r] = 0
+        if self.leader_epoch_cache:
+            # loading the log drops cache entries at or past the LEO (Log.loadSegments: clearAndFlushLatest(LEO)
+            # 0.11-2.0.0, truncateFromEnd(LEO) 2.0.1+), e.g. makeLeader's entry at the LEO
+            self.truncate_from_end(s, r, s.leo[r])
         if self.epoch_cached_on_election:
-            # the cache entry at the LEO is dropped when the log is loaded again (Log.loadSegments: truncateFromEnd(LEO))
             s.epoch_start[r] = 0
-            s.cached_epoch[r] = 0
         for i in self.REPLICAS:
             s.isr[r][i] = False
             s.remote_leo[r][i] = -1
