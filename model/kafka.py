@@ -18,6 +18,10 @@ Where the model departs from Kafka (each a sound over-approximation for safety u
 - the leader-epoch cache is one entry per epoch (``epoch_cache``, bounded by max_epochs and log_size), exact as
   LeaderEpochFileCache keeps it: its entries increase in epoch and start offset in every version, so the entry of
   the largest epoch is the last one (only the log start offset, always 0 here, and truncateFromStart are left out);
+- not exact: after a hard crash Log.recoverLog re-reads the segment and LogSegment.recover assigns the epoch of each
+  batch above the cache's latest (0.11-2.7) before truncateFromEnd(LEO); the model only truncates the cache. They
+  differ only on a log holding a record whose epoch has no entry, which 2.0.1-2.6.0 reach through truncateAndAppend's
+  conflict removal (KAFKA-10706's no-op truncation keeps an entry at the LEO) followed by a truncation;
 - liveness, not exact: truncation-terminates assumes a weakly fair elect_leader, stronger than Kafka's controller,
   which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not.
 """
