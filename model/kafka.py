@@ -15,9 +15,13 @@ Where the model departs from Kafka (each a sound over-approximation for safety u
 - LeaderAndIsr requests may arrive late, twice, out of order or never (Kafka's controller sends them in
   order and retries; a lost one only adds interleavings);
 - after an unnoticed bounce (before 2.2) the current LeaderAndIsr may reach the broker any time;
-- not exact: from 2.0.1 the leader-epoch cache is derived from the records' epochs plus the entry
-  makeLeader writes at the LEO; Kafka's conflict removal differs only on a log whose epochs go down,
-  which the 2.0.1+ versions reach only after a divergence;
+- the leader-epoch cache is one entry per epoch (``epoch_cache``, bounded by max_epochs and log_size), exact as
+  LeaderEpochFileCache keeps it: its entries increase in epoch and start offset in every version, so the entry of
+  the largest epoch is the last one (only the log start offset, always 0 here, and truncateFromStart are left out);
+- not exact: after a hard crash Log.recoverLog re-reads the segment and LogSegment.recover assigns the epoch of each
+  batch above the cache's latest (0.11-2.7) before truncateFromEnd(LEO); the model only truncates the cache. They
+  differ only on a log holding a record whose epoch has no entry, which 2.0.1-2.6.0 reach through truncateAndAppend's
+  conflict removal (KAFKA-10706's no-op truncation keeps an entry at the LEO) followed by a truncation;
 - liveness, not exact: truncation-terminates assumes a weakly fair elect_leader, stronger than Kafka's controller,
   which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not.
 """
@@ -30,8 +34,13 @@ from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant, lead
 
 
 class KafkaReplication(Spec):
+    #: 0.11+ (KIP-101): each replica keeps a LeaderEpochFileCache (the state field ``epoch_cache``), assigned on every
+    #: append of a new epoch and truncated with the log; before 0.11 (hw-truncation) there is none
+    leader_epoch_cache = True
     #: 2.0.1+ (KAFKA-7415): makeLeader assigns (leader epoch, LEO) in the leader-epoch cache and keeps that LEO as
-    #: the epoch's start offset; adds the state fields ``epoch_start`` and ``cached_epoch``
+    #: the epoch's start offset (the state field ``epoch_start``); LeaderEpochFileCache.assign removes the entries
+    #: a new one conflicts with (0.11-2.0.0 ignores an epoch not above the latest) and endOffsetFor answers an
+    #: epoch below the first entry with that entry's start offset (0.11-2.0.0: UNDEFINED)
     epoch_cached_on_election = False
     #: 2.2+ (KIP-380, broker epochs): the controller notices every new incarnation of a broker and handles it as a
     #: failure before the broker registers again; before 2.2 a fast bounce can go unnoticed (KAFKA-1120)
@@ -144,23 +153,23 @@ class KafkaReplication(Spec):
         ] + self.option_fields()
 
     def epoch_cache_fields(self):
-        """2.0.1+ (KAFKA-7415): what makeLeader writes to the leader-epoch cache that no record's epoch implies.
+        """0.11+ (KIP-101): each replica's LeaderEpochFileCache, one start offset per leader epoch; 2.0.1+ (KAFKA-7415)
+        also the leader's epoch start offset.
 
-        The rest of the cache is the records' epochs (LeaderEpochFileCache.assign on every append, with
-        conflicting entries removed, 2.0.1+); the entry makeLeader assigns at its LEO is the one part the
-        log does not show until the leader writes. Log loading drops it again (truncateFromEnd(LEO)).
+        The cache is a checkpoint file written on every change, so it survives a crash; loading the log drops the
+        entries at or past the LEO (Log.loadSegments: clearAndFlushLatest / truncateFromEnd(LEO), 0.11-2.7).
         """
-        if not self.epoch_cached_on_election:
+        if not self.leader_epoch_cache:
             return []
         R, L, E = self.R, self.L, self.E
         rep = ("replica",)
-        return [
-            Field("epoch_start", 0, L, (R,), axes=rep,
-                  doc="as leader: its LEO when it became leader in its epoch (Partition.leaderEpochStartOffsetOpt)"),
-            Field("cached_epoch", 0, E, (R,), axes=rep,
-                  doc="epoch of a leader-epoch cache entry starting at the LEO, with no record yet (0: none); "
-                      "it stays after the replica steps down"),
-        ]
+        fields = [Field("epoch_cache", -1, L, (R, E), axes=("replica", None),
+                        doc="LeaderEpochFileCache: the start offset of each leader epoch's entry (-1: no entry)")]
+        if self.epoch_cached_on_election:
+            fields.append(Field("epoch_start", 0, L, (R,), axes=rep,
+                                doc="as leader: its LEO when it became leader in its epoch "
+                                    "(Partition.leaderEpochStartOffsetOpt)"))
+        return fields
 
     def option_fields(self):
         """State fields of the options that are on (none at the defaults)."""
@@ -224,6 +233,10 @@ class KafkaReplication(Spec):
             s.req_leader[e - 1] = self.NONE
         for m in self.RECORDS:
             s.acked_at[m - 1] = -1
+        if self.leader_epoch_cache:
+            for r in self.REPLICAS:
+                for e in self.EPOCHS:
+                    s.epoch_cache[r][e - 1] = -1
         if self.controller_failover:
             s.q_controller_epoch = 1
             s.zreq_leader = self.NONE
@@ -248,52 +261,74 @@ class KafkaReplication(Spec):
         """Epoch of the last record in r's log (0 if empty)."""
         return where(s.leo[r] > 0, s.log_epoch[r][s.leo[r] - 1], 0)
 
-    def first_offset_after_epoch(self, s, r, epoch):
-        """First offset of r's log holding an epoch larger than ``epoch`` (NO_OFFSET if none)."""
-        return min_of([where((o < s.leo[r]) & (s.log_epoch[r][o] > epoch), o, self.NO_OFFSET)
-                       for o in self.OFFSETS])
-
-    def largest_epoch_at_most(self, s, r, epoch):
-        """Largest epoch <= ``epoch`` in r's leader-epoch cache (0 if none).
-
-        0.11-2.0.0 the cache ignores an append whose epoch is not above its latest
-        (LeaderEpochFileCache.assign), so only records before the first larger epoch count;
-        2.0.1+ an append removes the conflicting entries, so every record's epoch counts.
-        """
-        end = self.L if self.epoch_cached_on_election else self.first_offset_after_epoch(s, r, epoch)
-        return max_of([0] + [where((o < s.leo[r]) & (o < end) & (s.log_epoch[r][o] <= epoch), s.log_epoch[r][o], 0)
-                             for o in self.OFFSETS])
-
     def cache_latest_epoch(self, s, r):
-        """LeaderEpochFileCache.latestEpoch: what r's OffsetsForLeaderEpoch request carries (0: none).
+        """LeaderEpochFileCache.latestEpoch: the epoch of r's last entry (0: none), what its OffsetsForLeaderEpoch carries.
 
-        0.11-2.0.0 the cache keeps the largest epoch it was ever assigned (a smaller one is ignored),
-        so the largest epoch in the log; 2.0.1+ the last record's epoch (an append removes the entries
-        it conflicts with), or the entry makeLeader assigned at the LEO while nothing was written after it.
+        Entries increase in epoch (assign keeps them so in 0.11-2.0.0 and 2.0.1+), so the last is the largest.
         """
-        if not self.epoch_cached_on_election:
-            return max_of([0] + [where(o < s.leo[r], s.log_epoch[r][o], 0) for o in self.OFFSETS])
-        return max_of([self.latest_epoch(s, r), s.cached_epoch[r]])
+        return max_of([0] + [where(s.epoch_cache[r][e - 1] >= 0, e, 0) for e in self.EPOCHS])
+
+    def cache_latest_offset(self, s, r):
+        """LeaderEpochFileCache.latestOffset: the start offset of r's last entry (-1: none); entries increase in it too."""
+        return max_of([-1] + [s.epoch_cache[r][e - 1] for e in self.EPOCHS])
+
+    def assign_epoch(self, s, r, epoch, offset, when=True):
+        """LeaderEpochFileCache.assign(epoch, offset) in r's cache (where ``when``).
+
+        0.11-2.0.0: only an epoch above the latest, at or past the latest entry's start, is added; anything else is
+        ignored (logged as out of order). 2.0.1+: unless the last entry already has that epoch at or before that
+        offset, the new entry replaces every entry of a larger or equal epoch or a start at or past the offset
+        (truncateAndAppend: "assume that the latest append is always accurate").
+        """
+        latest, latest_offset = self.cache_latest_epoch(s, r), self.cache_latest_offset(s, r)
+        if self.epoch_cached_on_election:
+            update = (latest != epoch) | (offset < latest_offset)
+        else:
+            update = (latest < epoch) & (latest_offset <= offset)
+        if when is not True:
+            update = update & when
+        for e in self.EPOCHS:
+            start = s.epoch_cache[r][e - 1]
+            if self.epoch_cached_on_election:
+                kept = where((epoch == e), offset, where((epoch > e) & (start < offset), start, -1))
+            else:
+                kept = where((epoch == e), offset, start)
+            s.epoch_cache[r][e - 1] = where(update, kept, start)
+
+    def assign_appended(self, s, r, start, end, when=True):
+        """Log.append (0.11+): each batch appended at offsets ``start``..``end``-1 of r's log assigns its epoch (one
+        record, one batch here), in offset order."""
+        for o in self.OFFSETS:
+            appended = (o >= start) & (o < end)
+            self.assign_epoch(s, r, s.log_epoch[r][o], o, appended if when is True else appended & when)
+
+    def truncate_from_end(self, s, r, end, when=True):
+        """LeaderEpochFileCache.truncateFromEnd(end) (2.0.1+; clearAndFlushLatest 0.11-2.0.0): drop r's entries that
+        start at or past ``end`` (where ``when``)."""
+        for e in self.EPOCHS:
+            start = s.epoch_cache[r][e - 1]
+            drop = start >= end
+            s.epoch_cache[r][e - 1] = where(drop if when is True else drop & when, -1, start)
 
     def end_offset_for_epoch(self, s, r, requested):
-        """LeaderEpochFileCache.endOffsetFor (2.0): (epoch, end offset) for the largest epoch <= requested.
+        """LeaderEpochFileCache.endOffsetFor(requested) on r's cache: (epoch, end offset), (-1, -1) for UNDEFINED.
 
-        The end offset is the start of the next larger epoch, or the LEO for the
-        latest epoch; (-1, -1) (UNDEFINED) when r knows no epoch larger than the
-        requested one; (requested, start of the first epoch) when it is below all.
+        No epoch (requested 0) is UNDEFINED (2.0+); the latest epoch ends at the LEO; otherwise the answer is the
+        largest epoch <= requested with the start of the first larger one as its end, UNDEFINED when no epoch is
+        larger. Below the first entry: UNDEFINED in 0.11-2.0.0, (requested, the first entry's start) from 2.0.1.
+        (0.11's answer is the end offset alone.)
         """
         latest = self.cache_latest_epoch(s, r)
-        next_start = self.first_offset_after_epoch(s, r, requested)
-        previous = self.largest_epoch_at_most(s, r, requested)
-        if self.epoch_cached_on_election:
-            # KAFKA-7415 (2.0.1): the entry makeLeader assigned at the LEO, kept after stepping down
-            own = s.cached_epoch[r]
-            next_start = where((next_start == self.NO_OFFSET) & (own > requested), s.leo[r], next_start)
-            previous = where(own <= requested, max_of([previous, own]), previous)
-        is_latest = (requested == latest) & (latest > 0)
-        undefined = next_start == self.NO_OFFSET
+        starts = [s.epoch_cache[r][e - 1] for e in self.EPOCHS]
+        subsequent = min_of([self.NO_OFFSET] + [where((requested < e) & (starts[e - 1] >= 0), starts[e - 1],
+                                                      self.NO_OFFSET) for e in self.EPOCHS])
+        previous = max_of([0] + [where((requested >= e) & (starts[e - 1] >= 0), e, 0) for e in self.EPOCHS])
+        undefined = (requested <= 0) | (subsequent == self.NO_OFFSET)
+        if not self.epoch_cached_on_election:
+            undefined = undefined | (previous == 0)
+        is_latest = (requested > 0) & (requested == latest)
         epoch = where(is_latest, requested, where(undefined, -1, where(previous == 0, requested, previous)))
-        end = where(is_latest, s.leo[r], where(undefined, -1, next_start))
+        end = where(is_latest, s.leo[r], where(undefined, -1, subsequent))
         return epoch, end
 
     def offset_truncation_state(self, s, f, leader_epoch, leader_end):
@@ -324,10 +359,10 @@ class KafkaReplication(Spec):
             s.log_record[r][o] = where(keep, s.log_record[r][o], 0)
             s.log_epoch[r][o] = where(keep, s.log_epoch[r][o], 0)
         new_leo = min_of([s.leo[r], offset])
-        if self.epoch_cached_on_election and self.truncation_cleans_epoch_cache:
-            s.cached_epoch[r] = 0     # KAFKA-10706 (2.6.1+): truncateFromEnd(min(offset, LEO)) even at the LEO
-        elif self.epoch_cached_on_election:   # LeaderEpochFileCache.truncateFromEnd drops entries from new_leo on
-            s.cached_epoch[r] = where(new_leo < s.leo[r], 0, s.cached_epoch[r])
+        if self.leader_epoch_cache:
+            # Log.truncateTo: the cache drops its entries from the new LEO on; at or past the LEO only from 2.6.1
+            # (KAFKA-10706: truncateFromEnd(LEO)), before it is a no-op that keeps an entry at the LEO
+            self.truncate_from_end(s, r, new_leo, when=True if self.truncation_cleans_epoch_cache else offset < s.leo[r])
         if self.proof_ghosts:
             s.followed_epoch[r] = where(new_leo < s.leo[r], s.leader_epoch[r], s.followed_epoch[r])
         s.leo[r] = new_leo
@@ -535,6 +570,9 @@ class KafkaReplication(Spec):
     def elect_leader(self, s, l):
         """Controller elects l (on leader failure, preferred election, or the old leader's session expiry).
 
+        Kafka: OfflinePartitionLeaderSelector (0.8-1.0), PartitionLeaderElectionAlgorithms
+        .offlinePartitionLeaderElection (1.1+), both under KafkaController's PartitionStateMachine.
+
         Clean election picks a live ISR member and keeps the live part of the ISR;
         unclean election (unclean.leader.election.enable, default off since 0.11,
         KIP-106) may pick any live replica when no ISR member is alive.
@@ -556,7 +594,11 @@ class KafkaReplication(Spec):
 
     @action(r="REPLICAS")
     def controller_shrink_isr(self, s, r):
-        """Controller removes a dead follower from the ISR and bumps the leader epoch (ZK mode, 0.8+)."""
+        """Controller removes a dead follower from the ISR and bumps the leader epoch (ZK mode, 0.8+).
+
+        Kafka: KafkaController.onBrokerFailure moves its replicas to OfflineReplica (ReplicaStateMachine), which
+        calls KafkaController.removeReplicaFromIsr (0.8-1.0) / ReplicaStateMachine.removeReplicasFromIsr (1.1+).
+        """
         s.require(self.may_stop & ~s.up[r] & s.q_isr[r] & (s.q_leader != r) & (s.q_epoch < self.E))
         if not self.elr:        # KIP-966 lets the ISR become empty
             s.require(count_of(s.q_isr[i] for i in self.REPLICAS) > 1)
@@ -568,6 +610,9 @@ class KafkaReplication(Spec):
         """Leader r died and no live ISR member can replace it: the partition goes offline.
 
         Kafka keeps the last ISR member in the ISR (it may hold data nobody else has).
+        Kafka: the dead leader's OfflineReplica transition writes leader -1 (LeaderAndIsr.NoLeader) and keeps an ISR
+        of one as it is (ReplicaStateMachine.doRemoveReplicasFromIsr, 1.1+; KafkaController.removeReplicaFromIsr,
+        0.8.2-1.0, only with unclean election off, where an emptied ISR and the model's lead to the same elections).
         """
         others_alive = any_of(s.q_isr[i] & s.up[i] for i in self.REPLICAS if i != r)
         s.require(self.may_stop & ~s.up[r] & (s.q_leader == r) & ~others_alive & (s.q_epoch < self.E))
@@ -589,6 +634,8 @@ class KafkaReplication(Spec):
         it when they restart. (The race where the zombie's request overtakes that
         announcement is closed in Kafka on the ZooKeeper side, KAFKA-6082, and is not
         modelled.)
+        Kafka: KafkaController.onControllerFailover increments /controller_epoch (incrementControllerEpoch) and sends
+        UpdateMetadata to every live broker before it elects (0.8.2, 0.11.0, 2.0.0 alike).
         """
         if not self.controller_failover:
             s.require(False)
@@ -610,6 +657,8 @@ class KafkaReplication(Spec):
 
         Requests may arrive late, twice, out of order or never; a stale one is ignored
         by the leader-epoch check.
+        Kafka: ReplicaManager.becomeLeaderOrFollower applies a partition's state only if its leader epoch is above
+        the local one (0.8+; 0.11.0: ``partitionLeaderEpoch < stateInfo.leaderEpoch``).
         """
         s.require(s.req_sent[e - 1] & s.up[r] & (s.leader_epoch[r] < e))
         if not self.elr:
@@ -646,9 +695,9 @@ class KafkaReplication(Spec):
             s.hw[r] = where(leads & (s.hw[r] > s.leo[r]), 0, s.hw[r])
         if self.epoch_cached_on_election:
             # Partition.makeLeader (2.0.1+): leaderEpochStartOffsetOpt = LEO; cache.assign(epoch, LEO) adds an entry
-            # unless the last record already has that epoch (a leader bounced and re-elected in its own epoch)
+            # unless the last one already has that epoch (a leader bounced and re-elected in its own epoch)
             s.epoch_start[r] = where(leads, s.leo[r], 0)
-            s.cached_epoch[r] = where(leads, where(self.latest_epoch(s, r) == epoch, 0, epoch), s.cached_epoch[r])
+            self.assign_epoch(s, r, epoch, s.leo[r], when=leads)
         s.leader_epoch[r] = epoch
         if self.proof_ghosts:
             s.applied_epoch[r] = epoch
@@ -677,6 +726,8 @@ class KafkaReplication(Spec):
 
         Only the broker's checks stand between it and a decision the new controller
         never made: the leader-epoch check, and the controller-epoch check.
+        Kafka: ReplicaManager.becomeLeaderOrFollower answers STALE_CONTROLLER_EPOCH to a request whose controller
+        epoch is below the newest it has seen (0.8+, 0.11.0 and 2.0.0 alike).
         """
         if not self.controller_failover:
             s.require(False)
@@ -692,6 +743,8 @@ class KafkaReplication(Spec):
 
         With acks=all the leader refuses the write when its ISR is smaller than
         min.insync.replicas; with acks=1 the record is acknowledged on append.
+        Kafka: Partition.appendRecordsToLeader (0.10.2+; appendMessagesToLeader since 0.8.2) throws
+        NotEnoughReplicasException when acks=-1 and the ISR is below min.insync.replicas.
         """
         s.require(self.believes_leads(s, l) & (s.leo[l] < self.L) & (s.next_record <= self.M))
         if self.acks_all:
@@ -700,8 +753,8 @@ class KafkaReplication(Spec):
         s.log_record[l][offset] = record
         s.log_epoch[l][offset] = s.leader_epoch[l]
         s.leo[l] = offset + 1
-        if self.epoch_cached_on_election:
-            s.cached_epoch[l] = 0     # the entry at the LEO now has a record of its epoch
+        if self.leader_epoch_cache:     # Log.append (0.11+): assign(leader epoch, offset) for the new batch
+            self.assign_epoch(s, l, s.leader_epoch[l], offset)
         s.next_record = record + 1
         if not self.acks_all:
             for m in self.RECORDS:
@@ -733,9 +786,10 @@ class KafkaReplication(Spec):
             keep = o < leader_leo
             s.log_record[f][o] = where(copy, s.log_record[l][o], where(keep, s.log_record[f][o], 0))
             s.log_epoch[f][o] = where(copy, s.log_epoch[l][o], where(keep, s.log_epoch[f][o], 0))
-        if self.epoch_cached_on_election:
-            # appending removes a conflicting entry at the old LEO (LeaderEpochFileCache.truncateAndAppend, 2.0.1+)
-            s.cached_epoch[f] = where(leader_leo == fetch_offset, s.cached_epoch[f], 0)
+        if self.leader_epoch_cache:
+            # an out-of-range follower truncates to the leader's LEO (Log.truncateTo), then appends what it got
+            self.truncate_from_end(s, f, leader_leo, when=leader_leo < fetch_offset)
+            self.assign_appended(s, f, fetch_offset, leader_leo)
         s.leo[f] = leader_leo
         s.hw[f] = response_hw
         s.flushed[f] = min_of([s.flushed[f], leader_leo])
@@ -767,6 +821,9 @@ class KafkaReplication(Spec):
         The leader records f's fetch offset, may add f to the ISR and raise its HW,
         exactly as for a delivered fetch; f's log and HW stay as they were and it
         will fetch again from the same offset.
+        Kafka: ReplicaManager.fetchMessages records the follower's read (updateFollowerLogReadResults) before the
+        response is sent; AbstractFetcherThread.processFetchRequest catches the lost connection and fetches again
+        from the same offset after a back-off (0.11.0, 2.0.0 alike).
         """
         if not self.fetch_response_loss:
             s.require(False)
@@ -786,6 +843,8 @@ class KafkaReplication(Spec):
 
         Any follower, any time: Kafka drops only one that has not caught up for replica.lag.time.max.ms,
         which the model does not time; the extra shrinks only add behaviour (sound for safety).
+        Kafka: ReplicaManager schedules "isr-expiration" (0.8+), which runs Partition.maybeShrinkIsr on every
+        partition it leads; the ZooKeeper write is conditional on the cached zkVersion (0.8-2.6).
         """
         if self.async_isr:
             # 2.7+ (KIP-497): the leader sends AlterIsr and keeps its current ISR until the controller commits
@@ -805,6 +864,7 @@ class KafkaReplication(Spec):
         leader epoch and partition epoch (zkVersion) it last learnt; otherwise the
         request fails (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION) and the ISR stays.
         On success l adopts the ISR and may raise its HW.
+        Kafka: Partition.sendAlterIsrRequest (via AlterIsrManager) and KafkaController.processAlterIsr, 2.7.0.
         """
         if not self.async_isr:
             s.require(False)
@@ -818,20 +878,32 @@ class KafkaReplication(Spec):
 
     @action(r="REPLICAS")
     def flush(self, s, r):
-        """The log flusher fsyncs r's log (only matters when a hard crash loses unflushed data)."""
+        """The log flusher fsyncs r's log (only matters when a hard crash loses unflushed data).
+
+        Kafka: LogManager's "kafka-log-flusher" task runs flushDirtyLogs, Log.flush past log.flush.interval.ms
+        (0.8+; 0.8.2, 0.11.0 alike).
+        """
         s.require(self.unflushed_loss)
         s.require(s.up[r] & (s.flushed[r] < s.leo[r]))
         s.flushed[r] = s.leo[r]
 
     @action(r="REPLICAS")
     def checkpoint_hw(self, s, r):
-        """The HW checkpoint thread writes r's HW to disk (every replica.high.watermark.checkpoint.interval.ms)."""
+        """The HW checkpoint thread writes r's HW to disk (every replica.high.watermark.checkpoint.interval.ms).
+
+        Kafka: ReplicaManager's "highwatermark-checkpoint" task runs checkpointHighWatermarks into the
+        replication-offset-checkpoint file (0.8+; 0.8.2, 0.11.0 alike).
+        """
         s.require(s.up[r] & (s.checkpoint_hw[r] != s.hw[r]))
         s.checkpoint_hw[r] = s.hw[r]
 
     @action(r="REPLICAS")
     def crash(self, s, r):
-        """Hard crash: the HW comes back from its checkpoint; with unflushed_loss the unflushed tail is gone too."""
+        """Hard crash: the HW comes back from its checkpoint; with unflushed_loss the unflushed tail is gone too.
+
+        Kafka: with no .kafka_cleanshutdown file Log.recoverLog re-reads the segments past the recovery point
+        (LogManager.loadLogs, 0.8.1+), and Partition.getOrCreateReplica loads min(checkpointed HW, LEO) (0.8-2.3).
+        """
         s.require(s.up[r] & (s.crashes < self.C))
         if self.unflushed_loss:
             self.truncate_to(s, r, s.flushed[r])
@@ -841,7 +913,11 @@ class KafkaReplication(Spec):
 
     @action(r="REPLICAS")
     def shutdown(self, s, r):
-        """Clean shutdown: the log is flushed and the HW checkpointed before the process exits."""
+        """Clean shutdown: the log is flushed and the HW checkpointed before the process exits.
+
+        Kafka: KafkaServer.shutdown runs ReplicaManager.shutdown (checkpointHighWatermarks) and then
+        LogManager.shutdown (flush, .kafka_cleanshutdown) (0.8.2, 0.11.0 alike).
+        """
         s.require(s.up[r] & (s.crashes < self.C))
         self.stop_cleanly(s, r)
 
@@ -866,10 +942,12 @@ class KafkaReplication(Spec):
         s.zk_version_current[r] = False
         s.truncating[r] = False
         s.ack_from[r] = 0
+        if self.leader_epoch_cache:
+            # loading the log drops cache entries at or past the LEO (Log.loadSegments: clearAndFlushLatest(LEO)
+            # 0.11-2.0.0, truncateFromEnd(LEO) 2.0.1+), e.g. makeLeader's entry at the LEO
+            self.truncate_from_end(s, r, s.leo[r])
         if self.epoch_cached_on_election:
-            # the cache entry at the LEO is dropped when the log is loaded again (Log.loadSegments: truncateFromEnd(LEO))
             s.epoch_start[r] = 0
-            s.cached_epoch[r] = 0
         for i in self.REPLICAS:
             s.isr[r][i] = False
             s.remote_leo[r][i] = -1
@@ -882,6 +960,7 @@ class KafkaReplication(Spec):
     def restart(self, s, r):
         """Broker r starts again; it learns its role from the next LeaderAndIsr it applies.
 
+        Kafka: KafkaController.onBrokerStartup (0.8+) sends it UpdateMetadata and LeaderAndIsr for its replicas.
         Before 2.2 the controller may not have handled its failure yet: a fast bounce
         can go unnoticed (KAFKA-1120), so r may still be in the ISR or even the leader
         in ZooKeeper (``restart_allowed``). Requests sent before it stopped died with

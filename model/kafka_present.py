@@ -63,6 +63,12 @@ class _S:
             return []
         return [(self.d["log_record"][r][o], self.d["log_epoch"][r][o]) for o in range(self.d["leo"][r])]
 
+    def cache_latest_epoch(self, r):
+        """The latest epoch in r's leader-epoch cache, what its OffsetsForLeaderEpoch carries (0: none;
+        KafkaReplication.cache_latest_epoch)."""
+        starts = self.get("epoch_cache", r, default=[])
+        return max((e + 1 for e, start in enumerate(starts) if start is not None and start >= 0), default=0)
+
     def believes_leads(self, r):
         return bool(self.get("up", r, default=True)) and self.get("leader", r) == r
 
@@ -95,18 +101,6 @@ def _who(R, r):
 # ======================================================================================
 # why a log got shorter
 # ======================================================================================
-def _latest_epoch(log):
-    return log[-1][1] if log else 0
-
-
-def _request_epoch(state, r):
-    """The epoch r's OffsetsForLeaderEpoch carries: its leader-epoch cache's latest (KafkaReplication.cache_latest_epoch)."""
-    log, cached = state.log(r), state.get("cached_epoch", r)
-    if cached is None:          # 0.11-2.0.0: the cache ignores a smaller epoch, so the largest in the log
-        return max((e for _, e in log), default=0)
-    return max(_latest_epoch(log), cached)
-
-
 def truncation_rule(prev, cur, name, params, r):
     """A sentence naming who truncated, to where, and the protocol rule that allowed it."""
     old, new = prev.log(r), cur.log(r)
@@ -126,7 +120,7 @@ def truncation_rule(prev, cur, name, params, r):
         return f"r{r} truncated its log to offset {to} on becoming follower of {_who(R, leader)}"
     if name == "truncate_by_epoch":
         l = params.get("l")
-        epoch = _request_epoch(prev, r)
+        epoch = prev.cache_latest_epoch(r)
         leader_log = prev.log(l) if l is not None else []
         leader_has = any(e >= epoch for _, e in leader_log)
         if to == hw and not leader_has:
@@ -199,7 +193,7 @@ def _action_phrase(prev, cur, name, params):
         return f"r{p['f']}'s fetch from r{p['l']} is handled by the leader but the response is lost."
     if name == "truncate_by_epoch":
         f, l = p["f"], p["l"]
-        return (f"r{f} asks r{l} for the end offset of epoch {_request_epoch(prev, f)} "
+        return (f"r{f} asks r{l} for the end offset of epoch {prev.cache_latest_epoch(f)} "
                 f"(OffsetsForLeaderEpoch).")
     if name == "shrink_isr":
         return f"Leader r{p['l']} drops r{p['f']} from the ISR."

@@ -355,8 +355,7 @@ class KRaftReplication(KafkaReplication):
             copy = ~diverging & (o >= fetch_offset) & (o < leader_leo)
             s.log_record[f][o] = where(copy, s.log_record[l][o], s.log_record[f][o])
             s.log_epoch[f][o] = where(copy, s.log_epoch[l][o], s.log_epoch[f][o])
-        # appending removes a conflicting cache entry at the old LEO (LeaderEpochFileCache.truncateAndAppend)
-        s.cached_epoch[f] = where(~diverging & (leader_leo > fetch_offset), 0, s.cached_epoch[f])
+        self.assign_appended(s, f, fetch_offset, leader_leo, when=~diverging)     # UnifiedLog.append -> assign
         s.leo[f] = where(diverging, fetch_offset, leader_leo)
         if self.hw_before_truncation:       # KAFKA-14704: processPartitionData runs on the diverging response too
             s.hw[f] = where(diverging, min_of([response_hw, fetch_offset]), response_hw)

@@ -134,8 +134,7 @@ class KRaftPresentation(KafkaPresentation):
             if added and not _flag(prev, "alter_pending", l):
                 text += f"; r{l} sends AlterPartition adding {', '.join(f'r{i}' for i in added)}"
             return text + "."
-        log = prev.log(f)
-        epoch = max([log[-1][1] if log else 0, prev.get("cached_epoch", f, default=0) or 0])
+        epoch = prev.cache_latest_epoch(f)
         text = (f"r{f} fetches from r{l} at offset {a} with last fetched epoch {epoch}: r{l}'s log diverges, it "
                 f"answers DivergingEpoch and no records (r{f} must truncate to offset {cur.get('diverging_end', f)})")
         if spec.hw_before_truncation and prev.get("hw", f) != cur.get("hw", f):

@@ -10,6 +10,7 @@ class HwTruncation(KafkaReplication):
                "truncates its log to its own high watermark, which lags the leader's.")
     references = ("KIP-101 (scenarios 1 and 2)", "KAFKA-1211")
     out_of_range_exits = True
+    leader_epoch_cache = False      # LeaderEpochFileCache comes with KIP-101 (0.11)
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",

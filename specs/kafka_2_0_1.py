@@ -52,6 +52,12 @@ class Kafka201(Kip279):
                            "stays up, holds the old one below its HW (KAFKA-6880)",
     }
     configurations = {
+        "kafka-7415": Configuration(
+            bounds={"max_records": 3, "max_epochs": 3}, expected={"log-matching": "holds"},
+            why={"log-matching": "KAFKA-7415's LeaderEpochFileCache (2.0.1): endOffsetFor answers an epoch below the "
+                                 "first entry with that entry's start offset instead of UNDEFINED, so a follower whose "
+                                 "cache starts above the leader's answer truncates to it (kip-279, 2.0.0, diverges at "
+                                 "these bounds in 13 states, as its kafka-6361 configuration does at max_epochs=4)"}),
         "kafka-6880": Configuration(
             bounds={"max_records": 3}, expected={"hw-log-matching": "violated"},
             why={"hw-log-matching": "KAFKA-6880: 2.0.1's fixes (KAFKA-7415, KAFKA-7128, KAFKA-7164) leave fetches and "

@@ -42,13 +42,9 @@ class Kip101(KafkaReplication):
 
     def truncation_point(self, s, f, l):
         """ReplicaFetcherThread.maybeTruncate (0.11.0): the leader answers the end offset of f's latest epoch
-        (LeaderEpochFileCache.endOffsetFor); UNDEFINED sends f back to its HW."""
+        (LeaderEpochFileCache.endOffsetFor, the offset alone); UNDEFINED sends f back to its HW."""
         epoch = self.cache_latest_epoch(s, f)
-        latest = self.cache_latest_epoch(s, l)
-        earliest = where(s.leo[l] > 0, s.log_epoch[l][0], 0)
-        next_start = self.first_offset_after_epoch(s, l, epoch)
-        undefined = (next_start == self.NO_OFFSET) | (epoch < earliest)
-        end = where((epoch == latest) & (latest > 0), s.leo[l], where(undefined, -1, next_start))
+        _, end = self.end_offset_for_epoch(s, l, epoch)
         offset = where(epoch == 0, s.leo[f], where(end < 0, s.hw[f], min_of([end, s.leo[f]])))
         return offset, True
 

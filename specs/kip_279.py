@@ -30,14 +30,23 @@ class Kip279(Kip101):
     }
     configurations = {
         "kafka-6361": Configuration(
-            bounds={"max_records": 3}, expected={"log-matching": "holds"},
-            why={"log-matching": "KAFKA-6361 fixed: the answer carries the epoch and the follower matches it "
-                                 "backwards (kip-101 diverges at these bounds)"}),
+            bounds={"max_records": 3}, expected={"log-matching": "violated"},
+            why={"log-matching": "KAFKA-6361 is fixed (the answer carries the epoch and the follower matches it "
+                                 "backwards), but 2.0.0 still diverges here another way: a follower whose cache "
+                                 "starts above the leader's answer gets UNDEFINED from its own LeaderEpochFileCache"
+                                 ".endOffsetFor (requestedEpoch < epochs.head.epoch) and keeps its log up to the "
+                                 "leader's end offset (AbstractFetcherThread.getOffsetTruncationState, 2.0.0); "
+                                 "2.0.1 answers the first entry's start offset instead (KAFKA-7415's change) and "
+                                 "kafka-2.0.1 holds at these bounds"}),
         "kafka-6880": Configuration(
             bounds={"max_records": 3}, expected={"hw-log-matching": "violated"},
             why={"hw-log-matching": "KAFKA-6880: fetches are not fenced by the leader epoch, so a zombie follower "
                                     "fetches across epochs and 2.0's cache ignores the older epoch: two replicas "
-                                    "hold different records below their HWs (kip-320 holds at these bounds)"}),
+                                    "hold different records below their HWs (kip-320 holds at these bounds). The "
+                                    "shortest trace here is 2.0.0's UNDEFINED answer below the follower's first "
+                                    "cache entry (see kafka-6361); KAFKA-6880's own 15 steps are "
+                                    "tests/test_scenarios.py's KAFKA_6880, and kafka-2.0.1's configuration shows it "
+                                    "alone"}),
         "kafka-7128": Configuration(
             bounds=KAFKA_7128_BOUNDS, expected={"no-committed-loss": "violated"},
             why={"no-committed-loss": "KAFKA-7128: a follower whose fetch offset reached a new leader's lagging HW "

@@ -19,7 +19,7 @@ full with the exhaustive engine.
 """
 import functools
 
-from isrcheck.model.expr import all_of, any_of, count_of, min_of, where
+from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
 from isrcheck.model.spec import invariant
 
 
@@ -75,7 +75,7 @@ class Kip320Lemmas:
 
     @invariant("lemma-epoch-cache")
     def lemma_epoch_cache(self, s):
-        """What makeLeader wrote (2.0.1+): a leader's epoch start offset is within its log and only its own epoch's records follow it; the cache entry at the LEO is for an epoch the replica led, above every record's epoch.
+        """The leader-epoch cache: its entries increase in start offset and, below the LEO, are on records of their epochs; what makeLeader wrote (2.0.1+): a leader's epoch start offset is within its log and only its own epoch's records follow it; the cache entry at the LEO is for an epoch the replica led, above every record's epoch.
 
         A leader's log only grows in its epoch, so its epoch start offset never passes a record of an
         older epoch (it is at least the first offset of its epoch); the entry at the LEO is its
@@ -84,7 +84,19 @@ class Kip320Lemmas:
         """
         ok = []
         for r in self.REPLICAS:
-            leads, cached = self.believes_leads(s, r), s.cached_epoch[r]
+            leads = self.believes_leads(s, r)
+            # the epoch of the cache entry at the LEO (0: none); below the LEO each entry is on a record of its
+            # epoch (not always its first record: before KAFKA-10706's fix an append of an earlier epoch than the
+            # entry at the LEO removes that epoch's older entry too)
+            cached = max_of([0] + [where(s.epoch_cache[r][e - 1] == s.leo[r], e, 0) for e in self.EPOCHS])
+            for e in self.EPOCHS:
+                start = s.epoch_cache[r][e - 1]
+                ok.append(start <= s.leo[r])
+                for later in range(e + 1, self.E + 1):      # entries increase in start offset (truncateAndAppend)
+                    other = s.epoch_cache[r][later - 1]
+                    ok.append((start < 0) | (other < 0) | (start < other))
+                for o in self.OFFSETS:
+                    ok.append(~((start == o) & (o < s.leo[r])) | (s.log_epoch[r][o] == e))
             ok.append(leads | (s.epoch_start[r] == 0))
             ok.append(s.up[r] | (cached == 0))
             ok.append(~leads | (s.epoch_start[r] <= s.leo[r]))

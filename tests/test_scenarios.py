@@ -539,7 +539,8 @@ def test_epoch_start_offset_is_the_leaders_leo_at_make_leader():
     rows = replay(spec, steps + ["fetch(f=1, l=0)", "fetch(f=1, l=0)"])
     bounced = state(spec, rows[len(steps)])
     assert (bounced["leader"][0], bounced["leader_epoch"][0], bounced["log_epoch"][0][0]) == (0, 1, 1)
-    assert bounced["epoch_start"][0] == 1 and bounced["cached_epoch"][0] == 0   # its record already has the epoch
+    # its record already has the epoch: makeLeader's assign(1, 1) adds no entry at the LEO
+    assert bounced["epoch_start"][0] == 1 and bounced["epoch_cache"][0] == [0, -1]
     assert state(spec, rows[-2])["q_isr"] == [True, False], "fetch offset 0 is below the epoch start offset 1"
     assert state(spec, rows[-1])["q_isr"] == [True, True]
 
@@ -612,9 +613,9 @@ def test_kafka_10706_truncation_at_the_leo_cleans_the_epoch_cache_from_2_6_1(nam
     spec = load(name, replicas=2, log_size=2, max_records=2, max_epochs=4, max_crashes=1)
     rows = replay(spec, KAFKA_10706 + ["truncate_by_epoch(f=0, l=1)"])
     before, after = state(spec, rows[-2]), state(spec, rows[-1])
-    assert (before["cached_epoch"][0], before["truncating"][0], before["leo"][0]) == (3, True, 1)
+    assert (before["epoch_cache"][0][2], before["truncating"][0], before["leo"][0]) == (1, True, 1)   # epoch 3 at the LEO
     assert after["leo"][0] == 1 and after["truncating"][0]        # "go round again", no record dropped
-    assert after["cached_epoch"][0] == (0 if ends else 3)
+    assert after["epoch_cache"][0][2] == (-1 if ends else 1)
     again = replay(spec, ["truncate_by_epoch(f=0, l=1)"], start=rows[-1])
     if ends:
         assert not state(spec, again[-1])["truncating"][0] and state(spec, again[-1])["leo"][0] == 0
@@ -631,3 +632,66 @@ def test_replay_names_the_disabled_step():
         replay(spec, ["elect_leader(l=0)", "produce(l=1)"])
     with pytest.raises(AssertionError, match="no action instance"):
         replay(spec, ["fetch(f=0, l=0, x=1)"])
+
+
+# ------------------------------------------------------------------------------------------
+# the explicit LeaderEpochFileCache (issue 17, departure 3), version by version
+# ------------------------------------------------------------------------------------------
+#: r1 leads epoch 2 and writes at offset 0 where r0 holds epoch 1, then follows r0 in epoch 3 (r0's cache {1:0, 3:1})
+BELOW_FIRST_ENTRY = ["elect_leader(l=0)", "elect_leader(l=1)", "elect_leader(l=0)", "apply_leader_and_isr(r=0, e=1)",
+                     "apply_leader_and_isr(r=1, e=2)", "produce(l=0)", "apply_leader_and_isr(r=0, e=3)",
+                     "produce(l=0)", "produce(l=1)", "apply_leader_and_isr(r=1, e=3)", "truncate_by_epoch(f=1, l=0)"]
+
+
+@pytest.mark.parametrize("name, diverges", [("kip-279", True), ("kafka-2.0.1", False)])
+def test_end_offset_below_the_first_cache_entry_is_undefined_until_2_0_1(name, diverges):
+    """r0 answers epoch 1 (ending at 1) for r1's epoch 2; r1's cache {2:0} starts above epoch 1. 2.0.0's endOffsetFor
+    answers UNDEFINED (requestedEpoch < epochs.head.epoch) and getOffsetTruncationState keeps r1's log up to the
+    leader's end offset: r1 keeps its epoch-2 record under r0's epoch-1 one. 2.0.1 answers (1, 0): r1 truncates."""
+    spec = load(name, max_records=3)
+    rows = replay(spec, BELOW_FIRST_ENTRY + ["fetch(f=1, l=0)"])
+    before = state(spec, rows[-3])
+    assert before["epoch_cache"][1][:3] == [-1, 0, -1] and before["epoch_cache"][0][0] == 0
+    assert state(spec, rows[-2])["leo"][1] == (1 if diverges else 0)
+    assert (first_violation(spec, rows, "log-matching") == len(rows) - 1) is diverges
+
+
+KAFKA_7415_CONFLICT = ["elect_leader(l=0)", "elect_leader(l=1)", "elect_leader(l=0)", "apply_leader_and_isr(r=0, e=1)",
+                       "apply_leader_and_isr(r=1, e=1)", "produce(l=0)", "truncate_by_epoch(f=1, l=0)",
+                       "fetch(f=1, l=0)", "apply_leader_and_isr(r=1, e=2)", "apply_leader_and_isr(r=1, e=3)",
+                       "produce(l=0)", "apply_leader_and_isr(r=0, e=3)", "truncate_by_epoch(f=1, l=0)",
+                       "fetch(f=1, l=0)"]
+
+
+@pytest.mark.parametrize("name, cache", [("kip-320", [1, -1, -1]), ("kafka-2.6.1", [0, -1, -1])])
+def test_an_append_below_the_entry_at_the_leo_removes_its_own_epochs_entry_until_kafka_10706(name, cache):
+    """r1 led epoch 2 without writing (makeLeader's entry {2:1} at its LEO), then follows r0 and truncates to its LEO.
+    Before KAFKA-10706's fix that truncation keeps {2:1}, and appending r0's epoch-1 record at 1 makes
+    truncateAndAppend (2.0.1+) drop every entry of epoch >= 1: the cache says epoch 1 starts at 1, not 0.
+    2.6.1's truncateTo drops {2:1} first, and the append of epoch 1 is then no change."""
+    spec = load(name, max_epochs=3)
+    rows = replay(spec, KAFKA_7415_CONFLICT)
+    assert state(spec, rows[-2])["epoch_cache"][1] == [0, 1 if cache[0] == 1 else -1, -1]
+    assert state(spec, rows[-1])["epoch_cache"][1] == cache and state(spec, rows[-1])["log_epoch"][1] == [1, 1]
+
+
+#: KAFKA-6880 on 2.0.0: r1, still on epoch 1, truncates and fetches from r0 on epoch 3 (no fencing), leads epoch 2
+#: and writes record 3 after r0's epoch-3 record, which 2.0.0's cache ignores (epoch 2 is below its latest, 3)
+KAFKA_6880 = ["elect_leader(l=0)", "elect_leader(l=1)", "elect_leader(l=0)", "apply_leader_and_isr(r=0, e=3)",
+              "apply_leader_and_isr(r=1, e=1)", "produce(l=0)", "shrink_isr(l=0, f=1)", "truncate_by_epoch(f=1, l=0)",
+              "fetch(f=1, l=0)", "apply_leader_and_isr(r=1, e=2)", "produce(l=0)", "produce(l=1)",
+              "apply_leader_and_isr(r=1, e=3)", "truncate_by_epoch(f=1, l=0)", "fetch(f=1, l=0)"]
+
+
+def test_kafka_6880_still_diverges_on_2_0_0_and_is_fenced_by_kip_320():
+    """kip-279's kafka-6880 configuration finds a shorter divergence now (2.0.0's endOffsetFor below the first
+    entry); KAFKA-6880's own path is still there: two replicas hold different records below both HWs."""
+    spec = load("kip-279", max_records=3)
+    rows = replay(spec, KAFKA_6880)
+    assert first_violation(spec, rows, "hw-log-matching") == len(rows) - 1
+    end = state(spec, rows[-1])
+    assert end["log_record"] == [[1, 2], [1, 3]] and end["hw"] == [2, 2]
+    assert end["epoch_cache"][1][:3] == [-1, -1, 0]           # r1's append of epoch 2 after epoch 3: ignored
+    fenced = load("kip-320", max_records=3)
+    rows = replay(fenced, KAFKA_6880[:7])
+    assert refused(fenced, rows[-1], "truncate_by_epoch(f=1, l=0)")   # FENCED_LEADER_EPOCH: 1 != 3

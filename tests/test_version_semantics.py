@@ -1,10 +1,16 @@
 """Issue 17: verdicts that depend on version-exact Kafka semantics, through the installed console script."""
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import pkgutil
+import re
 import subprocess
 
 import pytest
+
+import isrcheck.model as model_package
 
 
 def isrcheck(*args):
@@ -66,3 +72,38 @@ def test_truncation_terminates_sees_kafka_10706_one_epoch_past_the_defaults(name
                  "--out", str(tmp_path), "--format", "json")
     assert r.returncode == (1 if verdict == "violated" else 0), r.stdout + r.stderr
     assert json.loads(r.stdout)["properties"]["truncation-terminates"]["verdict"] == verdict
+
+
+#: the Kafka classes the model's actions follow (apache/kafka, core and metadata modules)
+KAFKA_CLASSES = ("Partition", "ReplicaManager", "AbstractFetcherThread", "ReplicaFetcherThread", "Log", "UnifiedLog",
+                 "LogManager", "LeaderEpochFileCache", "KafkaController", "KafkaServer", "ReplicaStateMachine",
+                 "PartitionStateMachine", "OfflinePartitionLeaderSelector", "PartitionLeaderElectionAlgorithms",
+                 "AlterIsrManager", "PartitionChangeBuilder", "ReplicationControlManager", "BrokerHeartbeatManager",
+                 "BrokerLifecycleManager", "ClusterControlManager", "ReplicaState", "Replica")
+#: a Kafka release: 0.8, 0.10.2, 2.0.1, 3.9 (a bare digit or a year is not one)
+VERSION = re.compile(r"(?<![\w.-])(0\.(8|9|10|11)|[1-4]\.\d{1,2})(\.\d+)?(?![\w-])")
+
+
+def model_actions():
+    """(class, action, docstring) for every @action defined in a module of isrcheck.model."""
+    for info in pkgutil.iter_modules(model_package.__path__):
+        module = importlib.import_module(f"isrcheck.model.{info.name}")
+        for cls in vars(module).values():
+            if inspect.isclass(cls) and cls.__module__ == module.__name__:
+                for name, fn in vars(cls).items():
+                    if hasattr(fn, "__isrcheck_action__"):
+                        yield cls.__name__, name, fn.__doc__ or ""
+
+
+def test_every_model_action_names_the_kafka_class_and_version_it_follows():
+    actions = list(model_actions())
+    assert {"produce", "fetch", "crash", "truncate_on_fetch_response"} <= {name for _, name, _ in actions}
+    classes = re.compile(r"\b(%s)\b" % "|".join(KAFKA_CLASSES))
+    missing = [f"{cls}.{name}" for cls, name, doc in actions if not (classes.search(doc) and VERSION.search(doc))]
+    assert not missing, f"@action docstrings without a Kafka class and version: {missing}"
+
+
+@pytest.mark.parametrize("text, found", [("Partition.makeLeader (2.0.1+)", True), ("since 0.8", True),
+                                         ("KIP-320", False), ("replicas 0..R-1", False), ("KAFKA-1120", False)])
+def test_the_version_pattern_tells_a_release_from_other_numbers(text, found):
+    assert bool(VERSION.search(text)) is found
