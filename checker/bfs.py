@@ -11,8 +11,11 @@ not depend on the chunk size. Retained per visited state: its fingerprint
 """
 from __future__ import annotations
 
+import os
 import resource
 import time
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from isrcheck.checker import checkpoint as checkpoint_mod, stop
@@ -38,13 +41,39 @@ def peak_memory():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def all_cores():
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# "auto" kernels: numpy until a level reaches this many states, unless the native kernels are compiled already
+# (compiling costs about a second of CPU per action instance, once per machine; small runs never pay it)
+NATIVE_FROM = 1 << 20
+
+
 class Search:
-    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18):
+    """``kernels``: "native" (model/native.py), "numpy" (model/compile.py, the reference) or "auto" (native
+    when compiled already or once a level reaches NATIVE_FROM states). ``workers``: threads expanding chunks
+    ahead of the one being deduplicated (default: every core); the results do not depend on it."""
+
+    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18, workers=None, kernels="auto"):
         self.spec = spec
         self.invariants = [spec.invariants[name] for name in invariants]
         self.fingerprint = Fingerprint(spec.layout)
         self.symmetry = Symmetry(spec.layout, self.fingerprint) if symmetry else None
         self.chunk = chunk
+        self.workers = workers or all_cores()
+        if kernels not in ("auto", "native", "numpy"):
+            raise ValueError(f"unknown kernels {kernels!r}")
+        self.kernels = kernels if symmetry is False or kernels == "numpy" else "numpy"   # symmetry: p19v's path
+        self.native = None          # the native kernels, once chosen
+
+    def _choose_kernels(self, level_size):
+        """Switch to the native kernels when the policy says so (they give the numpy kernels' results)."""
+        if self.native is None and self.kernels != "numpy":
+            kernels = backends.native(self.spec)
+            if self.kernels == "native" or level_size >= NATIVE_FROM or kernels.compiled:
+                self.native = kernels.load()
 
     # --- successor generation ----------------------------------------------------------
     def expand(self, batch, fps, coverage=None):
@@ -55,6 +84,12 @@ class Search:
         :class:`checker.coverage.Coverage`) counts each instance's enabled rows and its moves.
         """
         spec, fp = self.spec, self.fingerprint
+        if self.native is not None and self.symmetry is None:
+            parts, enabled, fired = self.native.expand(batch, fps, fp.multipliers)
+            if coverage is not None:
+                coverage.counts[ENABLED] += enabled
+                coverage.counts[FIRED] += fired
+            return parts
         parts = []
         for inst in spec.actions:
             rows = np.flatnonzero(backends.batch(spec).guard(inst, batch))
@@ -208,10 +243,14 @@ class Search:
             next_id = level_start[-1] + frontier.shape[1]
             new = []                    # per chunk: (rows, fingerprints, parent numbers, action ids)
             produced = 0
+            self._choose_kernels(frontier.shape[1])
+            expansions = self._expansions(frontier, frontier_fps)
             for cs in range(0, frontier.shape[1], self.chunk):
                 kept, before = len(new), dict(violations)
                 try:
-                    found, moves = self._successors(frontier, frontier_fps, cs, visited, coverage)
+                    parts, counts = next(expansions)
+                    coverage.counts[:FIRED + 1] += counts
+                    found, moves = self._successors(frontier, frontier_fps, cs, visited, parts)
                     transitions += moves
                     if found is None:
                         continue
@@ -246,6 +285,7 @@ class Search:
                 budget_hit = stop.reason()
                 if budget_hit:
                     break
+            expansions.close()          # chunks expanded ahead of a stop are dropped
             produced = sum(part[0].shape[1] for part in new)
             if not produced:
                 complete = budget_hit is None
@@ -321,14 +361,40 @@ class Search:
         return (arrays["frontier"], arrays["frontier_fps"], visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _successors(self, frontier, frontier_fps, cs, visited, coverage=None):
-        """The new states reached from one chunk of the frontier, added to the visited set.
+    def _expand_chunk(self, frontier, frontier_fps, cs):
+        """``expand`` of the chunk at ``cs``, and its enabled and fired counts per action instance."""
+        coverage = Coverage(self.spec.actions)
+        parts = self.expand(np.ascontiguousarray(frontier[:, cs:cs + self.chunk]), frontier_fps[cs:cs + self.chunk],
+                            coverage)
+        return parts, coverage.counts[:FIRED + 1]
+
+    def _expansions(self, frontier, frontier_fps):
+        """The level's chunks expanded in order; with several workers, up to that many ahead on a thread pool
+        (the native kernels release the GIL; numpy does in its loops) while the caller deduplicates."""
+        starts = range(0, frontier.shape[1], self.chunk)
+        if self.workers == 1 or len(starts) == 1:
+            for cs in starts:
+                yield self._expand_chunk(frontier, frontier_fps, cs)
+            return
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-expand")
+        try:
+            ahead = [pool.submit(self._expand_chunk, frontier, frontier_fps, cs) for cs in starts[:self.workers]]
+            for cs in starts[self.workers:]:
+                done = ahead.pop(0).result()
+                ahead.append(pool.submit(self._expand_chunk, frontier, frontier_fps, cs))
+                yield done
+            for future in ahead:
+                yield future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _successors(self, frontier, frontier_fps, cs, visited, parts):
+        """The new states reached from one chunk of the frontier (``parts``: its ``expand``), added to the visited
+        set.
 
         Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
         batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
-        fps = frontier_fps[cs:cs + self.chunk]
-        parts = self.expand(batch, fps, coverage)
         if not parts:
             return None, 0
         sizes = np.array([p[1].size for p in parts])
@@ -359,8 +425,9 @@ class Search:
         Returns [(invariant, column in rows)] for the violations found.
         """
         hits = []
+        kernels = backends.batch(self.spec) if self.native is None else self.native
         for inv in list(pending):
-            bad = np.flatnonzero(~backends.batch(self.spec).holds(inv, rows))
+            bad = np.flatnonzero(~kernels.holds(inv, rows))
             if bad.size:
                 violations[inv.name] = Violation(inv.name, first_id + int(bad[0]), level)
                 pending.remove(inv)
@@ -388,6 +455,6 @@ class Search:
         return steps
 
 
-def search(spec, invariants, symmetry=False, chunk=1 << 18, **budgets):
+def search(spec, invariants, symmetry=False, chunk=1 << 18, workers=None, kernels="auto", **budgets):
     """Run the exhaustive search for the named invariants."""
-    return Search(spec, invariants, symmetry=symmetry, chunk=chunk).run(**budgets)
+    return Search(spec, invariants, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels).run(**budgets)
