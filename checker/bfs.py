@@ -376,17 +376,18 @@ class Search:
             for cs in starts:
                 yield self._expand_chunk(frontier, frontier_fps, cs)
             return
-        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-expand")
-        try:
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-expand") as pool:
             ahead = [pool.submit(self._expand_chunk, frontier, frontier_fps, cs) for cs in starts[:self.workers]]
-            for cs in starts[self.workers:]:
-                done = ahead.pop(0).result()
-                ahead.append(pool.submit(self._expand_chunk, frontier, frontier_fps, cs))
-                yield done
-            for future in ahead:
-                yield future.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            try:
+                for cs in starts[self.workers:]:
+                    done = ahead.pop(0).result()
+                    ahead.append(pool.submit(self._expand_chunk, frontier, frontier_fps, cs))
+                    yield done
+                while ahead:
+                    yield ahead.pop(0).result()
+            finally:
+                for future in ahead:        # a stop: what has not started is dropped
+                    future.cancel()
 
     def _successors(self, frontier, frontier_fps, cs, visited, parts):
         """The new states reached from one chunk of the frontier (``parts``: its ``expand``), added to the visited
