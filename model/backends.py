@@ -285,7 +285,13 @@ def compiled(spec) -> Compiled:
     return _cached(spec, Compiled)
 
 
+def _native(spec):
+    from isrcheck.model.native import Native       # numba loads only when the native kernels are wanted
+    views = [trace_action(spec, inst, Graph()) for inst in spec.actions]
+    return Native(spec.layout, [(v.guard, v._written) for v in views],
+                  {name: trace_invariant(spec, inv, Graph()) for name, inv in spec.invariants.items()})
+
+
 def native(spec):
     """The native (numba) kernels of a spec instance: traced on first use, compiled on their first call."""
-    from isrcheck.model.native import Native
-    return _cached(spec, Native)
+    return _cached(spec, _native)

@@ -32,22 +32,13 @@ import tempfile
 
 import numpy as np
 
-from isrcheck.model.compile import Graph, Node, _children_first, _const, _plain
+from isrcheck.model.compile import Node, _children_first, _const, _plain
 
 FORMAT = 1              # bump when the generated code changes meaning without changing text
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
            "ne": "!=", "and": "&", "or": "|"}
 _COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
-
-
-def available():
-    """Whether numba can be imported (it is a dependency; a broken install falls back to numpy)."""
-    try:
-        import numba  # noqa: F401
-    except Exception:               # pragma: no cover - an install without a working numba
-        return False
-    return True
 
 
 def cache_dir():
@@ -227,18 +218,16 @@ class Native:
     ``holds(inv, batch)`` -> the invariant as a bool vector.
     """
 
-    def __init__(self, spec):
-        from isrcheck.model.backends import trace_action, trace_invariant
-        actions, self.columns = [], []      # (guard, [(column, value)]) and the written columns, per instance
-        for inst in spec.actions:
-            view = trace_action(spec, inst, Graph())
-            writes = [(c, v) for c, v in view._written.items()
-                      if not (isinstance(v, Node) and v.op == "col" and v.args[0] == c)]   # x' = x: no cell moves
-            actions.append((view.guard, writes))
+    def __init__(self, layout, actions, invariants):
+        """``actions``: per instance, its traced (guard, {column: new value}); ``invariants``: {name: value}."""
+        self.columns, sources = [], []      # per instance, the columns it writes (x' = x left out: no cell moves)
+        for guard, written in actions:
+            writes = [(c, v) for c, v in written.items()
+                      if not (isinstance(v, Node) and v.op == "col" and v.args[0] == c)]
+            sources.append(action_source(layout, guard, writes))
             self.columns.append([c for c, _ in writes])
-        self.names = list(spec.invariants)
-        self.sources = [action_source(spec.layout, guard, writes) for guard, writes in actions] + [
-            invariant_source(spec.layout, trace_invariant(spec, spec.invariants[n], Graph())) for n in self.names]
+        self.names = list(invariants)
+        self.sources = sources + [invariant_source(layout, v) for v in invariants.values()]
         self.width = max([len(c) for c in self.columns] + [1])
         self._acts = None
 
