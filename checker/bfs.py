@@ -69,7 +69,7 @@ class Search:
         self.workers = workers or all_cores()
         if kernels not in ("auto", "native", "numpy"):
             raise ValueError(f"unknown kernels {kernels!r}")
-        self.kernels = kernels if symmetry is False or kernels == "numpy" else "numpy"   # symmetry: p19v's path
+        self.kernels = "numpy" if symmetry else kernels     # symmetry canonicalizes numpy rows (fingerprint.py)
         self.native = None          # the native kernels, once chosen
 
     def _choose_kernels(self, level_size):
@@ -88,7 +88,7 @@ class Search:
         :class:`checker.coverage.Coverage`) counts each instance's enabled rows and its moves.
         """
         spec, fp = self.spec, self.fingerprint
-        if self.native is not None and self.symmetry is None:
+        if self.native is not None:
             parts, enabled, fired = self.native.expand(batch, fps, fp.multipliers)
             if coverage is not None:
                 coverage.counts[ENABLED] += enabled
@@ -252,9 +252,9 @@ class Search:
             for cs in range(0, frontier.shape[1], self.chunk):
                 kept, before = len(new), dict(violations)
                 try:
-                    parts, counts = next(expansions)
+                    batch, parts, counts = next(expansions)
                     coverage.counts[:FIRED + 1] += counts
-                    found, moves = self._successors(frontier, frontier_fps, cs, visited, parts)
+                    found, moves = self._successors(batch, parts, visited)
                     transitions += moves
                     if found is None:
                         continue
@@ -366,11 +366,10 @@ class Search:
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
     def _expand_chunk(self, frontier, frontier_fps, cs):
-        """``expand`` of the chunk at ``cs``, and its enabled and fired counts per action instance."""
+        """The chunk at ``cs`` (contiguous), its ``expand``, and its enabled and fired counts per action instance."""
         coverage = Coverage(self.spec.actions)
-        parts = self.expand(np.ascontiguousarray(frontier[:, cs:cs + self.chunk]), frontier_fps[cs:cs + self.chunk],
-                            coverage)
-        return parts, coverage.counts[:FIRED + 1]
+        batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
+        return batch, self.expand(batch, frontier_fps[cs:cs + self.chunk], coverage), coverage.counts[:FIRED + 1]
 
     def _expansions(self, frontier, frontier_fps):
         """The level's chunks expanded in order; with several workers, up to that many ahead on a thread pool
@@ -393,13 +392,12 @@ class Search:
                 for future in ahead:        # a stop: what has not started is dropped
                     future.cancel()
 
-    def _successors(self, frontier, frontier_fps, cs, visited, parts):
+    def _successors(self, batch, parts, visited):
         """The new states reached from one chunk of the frontier (``parts``: its ``expand``), added to the visited
         set.
 
         Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
-        batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
         if not parts:
             return None, 0
         sizes = np.array([p[1].size for p in parts])
