@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -48,3 +49,19 @@ def test_workers_from_the_settings_file_and_user_mistakes(tmp_path):
         proc = subprocess.run(["isrcheck", "check", "--spec", "kip-101", "--workers", bad], capture_output=True,
                               text=True, timeout=60)
         assert proc.returncode == 2 and "--workers" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_small_runs_stay_on_numpy_and_unwritable_cache_dirs_fall_back(tmp_path):
+    """A small search never loads numba (what the suite's dozens of checks rely on), and the kernel cache
+    goes to a temporary directory when neither ISRCHECK_CACHE_DIR nor the XDG cache can be created."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = ("import sys; from isrcheck.checker.bfs import search; from isrcheck.specs import SPECS; "
+            "from isrcheck.model.native import cache_dir; "
+            "r = search(SPECS['kip-101'](), ['log-matching'], max_states=20000); "
+            "print(r.distinct_states, 'numba' in sys.modules, cache_dir())")
+    env = {**os.environ, "ISRCHECK_CACHE_DIR": str(blocker / "x"), "XDG_CACHE_HOME": str(blocker / "y")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    states, numba_loaded, directory = proc.stdout.split()
+    assert int(states) >= 20000 and numba_loaded == "False"
+    assert not directory.startswith(str(blocker)) and os.access(directory, os.W_OK)
