@@ -447,3 +447,22 @@ def test_conformance_harness_reports_backend_disagreement(monkeypatch):
     bad, _, _ = compare(spec, rows)
     assert bad["guards"] and all("action produce(" in m for m in bad["guards"])
     assert len(bad["invariants"]) == len(rows) and all("invariant log-matching" in m for m in bad["invariants"])
+
+def test_conformance_harness_reports_native_disagreement(monkeypatch):
+    """kip-320 on native kernels that lie about one invariant and drop one action's first move: both noticed."""
+    from isrcheck.model.native import Native
+    expand, holds = Native.expand, Native.holds
+
+    def dropping(self, batch, fps, multipliers):
+        parts, enabled, fired = expand(self, batch, fps, multipliers)
+        return [(k, r[1:], {c: v[1:] for c, v in cols.items()}, h[1:]) if k == parts[0][0] else (k, r, cols, h)
+                for k, r, cols, h in parts], enabled, fired
+
+    monkeypatch.setattr(Native, "expand", dropping)
+    monkeypatch.setattr(Native, "holds", lambda self, inv, batch: (
+        ~holds(self, inv, batch) if inv.name == "log-matching" else holds(self, inv, batch)))
+    spec = SPECS["kip-320"]()
+    rows = walk_rows(spec, 40, np.random.default_rng(SEED))
+    bad = native_mismatches(spec, rows, numpy_results(spec, rows))
+    assert sum("native moves from" in m for m in bad) == 1
+    assert sum("invariant log-matching" in m for m in bad) == len(rows)
