@@ -4,7 +4,10 @@
     python benchmarks/tlc_compare.py --replicas 2 tla-kip320          # one spec, other constants
 
 For each spec it runs ``checker.bfs.search`` for ``type-ok`` (an invariant that holds,
-so the search is complete) and prints distinct states, depth and seconds.
+so the search is complete) and prints distinct states, depth and seconds, then the
+same check as a user runs it (``isrcheck check``, whole process: the figure the ratio
+to TLC uses). ``--ours-workers`` and ``--kernels`` are our search's options;
+``--tlc-seconds`` takes TLC's time from an earlier measurement instead of running it.
 
 When the environment variable TLA2TOOLS_JAR names a TLC jar (tla2tools.jar), it also
 writes, into a work directory, the TLA+ modules and a .cfg for the same constants
@@ -461,6 +464,18 @@ def run_tlc(jar, workdir, tla, cfg, workers, java_opts):
     return int(states[-1].replace(",", "")), int(depth.group(1)), seconds
 
 
+def whole_process(name, bounds, workers, kernels):
+    """Seconds of ``isrcheck check --invariant type-ok`` as a user runs it: start-up, tracing, loading the
+    kernels (compiled ones come from the cache: run twice for the cached figure) and the search."""
+    cmd = ["isrcheck", "check", "--spec", name, "--invariant", "type-ok", "--no-progress", "--format", "json",
+           "--kernels", kernels, *(f"--{k.replace('_', '-')}={v}" for k, v in bounds.items())]
+    if workers:
+        cmd += ["--workers", str(workers)]
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("specs", nargs="*", default=sorted(TLA_SPECS, key=list(MODULES).index),
@@ -472,6 +487,11 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1, like our engine)")
     p.add_argument("--workdir", help="where to write the .tla/.cfg (default: a new temporary directory)")
     p.add_argument("--java-opt", action="append", default=[], help="an option for java (repeatable)")
+    p.add_argument("--ours-workers", type=int, default=None, help="our --workers (default: every core)")
+    p.add_argument("--kernels", choices=["auto", "native", "numpy"], default="auto", help="our kernels")
+    p.add_argument("--tlc-seconds", type=float, default=None,
+                   help="TLC's time measured before (e.g. 106 for tla-kip320 at 3/2/2/2 with 1 worker): the ratio "
+                        "is taken against it and TLC is not run")
     args = p.parse_args(argv)
     unknown = [s for s in args.specs if s not in TLA_SPECS]
     if unknown:
@@ -499,15 +519,19 @@ def main(argv=None):
             spec = TLA_SPECS[name](**bounds)
         except BoundsError as e:
             p.error(str(e))
-        r = search(spec, ["type-ok"])
-        line = f"{name:22s} ours: {r.distinct_states:>10,} states  depth {r.depth:>3}  {r.seconds:8.1f} s"
-        if jar:
+        r = search(spec, ["type-ok"], workers=args.ours_workers, kernels=args.kernels)
+        whole = whole_process(name, bounds, args.ours_workers, args.kernels)
+        line = (f"{name:22s} ours: {r.distinct_states:>10,} states  depth {r.depth:>3}  search {r.seconds:6.1f} s"
+                f"  whole process {whole:6.1f} s")
+        if args.tlc_seconds:
+            line += f" | TLC (measured before): {args.tlc_seconds:8.1f} s | TLC/ours {args.tlc_seconds / whole:5.1f}x"
+        elif jar:
             tla, cfg = write_tla(workdir, name, bounds, spec_dir)
             states, depth, seconds = run_tlc(jar, workdir, tla, cfg, args.workers, args.java_opt)
             same = (states, depth) == (r.distinct_states, r.depth)
             mismatches += not same
             line += (f" | TLC: {states:>10,} states  depth {depth:>3}  {seconds:8.1f} s"
-                     f" | TLC/ours {seconds / r.seconds:5.2f}x{'' if same else '  MISMATCH'}")
+                     f" | TLC/ours {seconds / whole:5.1f}x{'' if same else '  MISMATCH'}")
         print(line, flush=True)
     if workdir:
         print(f"TLA+ modules and configurations in {workdir}")

@@ -11,8 +11,11 @@ not depend on the chunk size. Retained per visited state: its fingerprint
 """
 from __future__ import annotations
 
+import os
 import resource
 import time
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from isrcheck.checker import checkpoint as checkpoint_mod, stop
@@ -39,13 +42,43 @@ def peak_memory():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def all_cores():
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# "auto" kernels: numpy until a level reaches NATIVE_FROM states, or NATIVE_CACHED_FROM when the native kernels
+# are compiled already. Measured (kip-101, kip-320 defaults): the native kernels save ~0.27 us of CPU per state
+# (1.37M vs 1.0M states per CPU second), compiling a spec's costs ~20 s of CPU once per machine (less when
+# other specs share its actions), and loading them from the cache ~0.6 s per process (kip-101 defaults, 0.9M
+# states: 1.4 s of CPU on numpy, 1.8 s native from the cache, 27 s native compiling): small runs never pay it.
+NATIVE_FROM = 1 << 22
+NATIVE_CACHED_FROM = 1 << 20
+
+
 class Search:
-    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18):
+    """``kernels``: "native" (model/native.py), "numpy" (model/compile.py, the reference) or "auto" (from the
+    level where native kernels pay: see NATIVE_FROM). ``workers``: threads expanding chunks
+    ahead of the one being deduplicated (default: every core); the results do not depend on it."""
+
+    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18, workers=None, kernels="auto"):
         self.spec = spec
         self.invariants = [spec.invariants[name] for name in invariants]
         self.fingerprint = Fingerprint(spec.layout)
         self.symmetry = Symmetry(spec.layout, self.fingerprint) if symmetry else None
         self.chunk = chunk
+        self.workers = workers or all_cores()
+        if kernels not in ("auto", "native", "numpy"):
+            raise ValueError(f"unknown kernels {kernels!r}")
+        self.kernels = "numpy" if symmetry else kernels     # symmetry canonicalizes numpy rows (fingerprint.py)
+        self.native = None          # the native kernels, once chosen
+
+    def _choose_kernels(self, level_size):
+        """Switch to the native kernels when the policy says so (they give the numpy kernels' results)."""
+        if self.native is None and self.kernels != "numpy" and (
+                self.kernels == "native" or level_size >= NATIVE_FROM or (
+                    level_size >= NATIVE_CACHED_FROM and backends.native(self.spec).compiled)):
+            self.native = backends.native(self.spec).load()
 
     # --- successor generation ----------------------------------------------------------
     def expand(self, batch, fps, coverage=None):
@@ -56,6 +89,12 @@ class Search:
         :class:`checker.coverage.Coverage`) counts each instance's enabled rows and its moves.
         """
         spec, fp = self.spec, self.fingerprint
+        if self.native is not None:
+            parts, enabled, fired = self.native.expand(batch, fps, fp.multipliers)
+            if coverage is not None:
+                coverage.counts[ENABLED] += enabled
+                coverage.counts[FIRED] += fired
+            return parts
         parts = []
         for inst in spec.actions:
             rows = np.flatnonzero(backends.batch(spec).guard(inst, batch))
@@ -209,10 +248,14 @@ class Search:
             next_id = level_start[-1] + frontier.shape[1]
             new = []                    # per chunk: (rows, fingerprints, parent numbers, action ids)
             produced = 0
+            self._choose_kernels(frontier.shape[1])
+            expansions = self._expansions(frontier, frontier_fps)
             for cs in range(0, frontier.shape[1], self.chunk):
                 kept, before = len(new), dict(violations)
                 try:
-                    found, moves = self._successors(frontier, frontier_fps, cs, visited, coverage)
+                    batch, parts, counts = next(expansions)
+                    coverage.counts[:FIRED + 1] += counts
+                    found, moves = self._successors(batch, parts, visited)
                     transitions += moves
                     if found is None:
                         continue
@@ -247,6 +290,7 @@ class Search:
                 budget_hit = stop.reason()
                 if budget_hit:
                     break
+            expansions.close()          # chunks expanded ahead of a stop are dropped
             produced = sum(part[0].shape[1] for part in new)
             if not produced:
                 complete = budget_hit is None
@@ -322,14 +366,39 @@ class Search:
         return (arrays["frontier"], arrays["frontier_fps"], visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _successors(self, frontier, frontier_fps, cs, visited, coverage=None):
-        """The new states reached from one chunk of the frontier, added to the visited set.
+    def _expand_chunk(self, frontier, frontier_fps, cs):
+        """The chunk at ``cs`` (contiguous), its ``expand``, and its enabled and fired counts per action instance."""
+        coverage = Coverage(self.spec.actions)
+        batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
+        return batch, self.expand(batch, frontier_fps[cs:cs + self.chunk], coverage), coverage.counts[:FIRED + 1]
+
+    def _expansions(self, frontier, frontier_fps):
+        """The level's chunks expanded in order; with several workers, up to that many ahead on a thread pool
+        (the native kernels release the GIL; numpy does in its loops) while the caller deduplicates."""
+        starts = range(0, frontier.shape[1], self.chunk)
+        if self.workers == 1 or len(starts) == 1:
+            for cs in starts:
+                yield self._expand_chunk(frontier, frontier_fps, cs)
+            return
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-expand") as pool:
+            ahead = [pool.submit(self._expand_chunk, frontier, frontier_fps, cs) for cs in starts[:self.workers]]
+            try:
+                for cs in starts[self.workers:]:
+                    done = ahead.pop(0).result()
+                    ahead.append(pool.submit(self._expand_chunk, frontier, frontier_fps, cs))
+                    yield done
+                while ahead:
+                    yield ahead.pop(0).result()
+            finally:
+                for future in ahead:        # a stop: what has not started is dropped
+                    future.cancel()
+
+    def _successors(self, batch, parts, visited):
+        """The new states reached from one chunk of the frontier (``parts``: its ``expand``), added to the visited
+        set.
 
         Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
-        batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
-        fps = frontier_fps[cs:cs + self.chunk]
-        parts = self.expand(batch, fps, coverage)
         if not parts:
             return None, 0
         sizes = np.array([p[1].size for p in parts])
@@ -360,8 +429,9 @@ class Search:
         Returns [(invariant, column in rows)] for the violations found.
         """
         hits = []
+        kernels = backends.batch(self.spec) if self.native is None else self.native
         for inv in list(pending):
-            bad = np.flatnonzero(~backends.batch(self.spec).holds(inv, rows))
+            bad = np.flatnonzero(~kernels.holds(inv, rows))
             if bad.size:
                 violations[inv.name] = Violation(inv.name, first_id + int(bad[0]), level)
                 pending.remove(inv)
@@ -389,10 +459,13 @@ class Search:
         return steps
 
 
-def search(spec, invariants, symmetry=False, chunk=1 << 18, budget=UNLIMITED, **options):
+def search(spec, invariants, symmetry=False, chunk=1 << 18, budget=UNLIMITED, workers=None, kernels="auto",
+           **options):
     """Run the exhaustive search for the named invariants within ``budget`` (its max_states, max_depth and
-    seconds); ``options`` are :meth:`Search.run`'s others (progress, on_violation, checkpoint, ...)."""
-    return run_within(Search(spec, invariants, symmetry=symmetry, chunk=chunk), budget, **options)
+    seconds) on ``workers`` threads with ``kernels`` ("auto", "native" or "numpy"); ``options`` are
+    :meth:`Search.run`'s others (progress, on_violation, checkpoint, ...)."""
+    return run_within(Search(spec, invariants, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels),
+                      budget, **options)
 
 
 def run_within(searcher, budget, **options):

@@ -306,14 +306,18 @@ def cli(ctx, config, profile):
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
+@click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
+              help="local engine: threads expanding states (default: every core); results do not depend on it")
+@click.option("--kernels", type=click.Choice(["auto", "native", "numpy"]), default="auto", hidden=True,
+              help="local engine: compiled (numba) kernels, numpy's, or native once compiled or for large levels")
 @ITF_FORM
 @click.option("--coverage", "coverage", is_flag=True,
               help="local engine: per action, how often it was enabled and fired and the states it reached first "
                    "(always in --format json)")
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions, workdir,
-          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, itf, coverage,
-          no_progress, **kw):
+          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, workers, kernels,
+          itf, coverage, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
     spec = make_spec(spec_name, collect_bounds(kw))
@@ -371,7 +375,8 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
             else:
                 from isrcheck.checker.bfs import search
                 try:
-                    result = search(spec, names, symmetry=symmetry, chunk=chunk, budget=budget, progress=progress,
+                    result = search(spec, names, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels,
+                                    budget=budget, progress=progress,
                                     on_violation=sink, checkpoint=checkpoint or resume, resume=resume is not None,
                                     checkpoint_every=checkpoint_every)
                 except CheckpointError as e:

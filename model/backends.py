@@ -7,6 +7,7 @@ properties); engines evaluate it through a backend, built once per spec instance
     batch(spec)      numpy kernels over a column-major batch of states: exhaustive search, Spark, liveness
     symbolic(spec)   z3 terms: bounded model checking, k-induction, lemma learning
     compiled(spec)   the spec traced into one-state Python code over tuples of ints: fuzzing, minimization
+    native(spec)     fused numba loops per action instance over a chunk (model/native.py): exhaustive search
 
 The user's class carries none of these methods, so a spec may call its own helpers
 ``holds``, ``step``, ``run`` or ``enabled`` (model/spec.py rejects, at class
@@ -282,3 +283,15 @@ def symbolic(spec) -> Symbolic:
 def compiled(spec) -> Compiled:
     """The compiled one-state backend of a spec instance (compiled once, then kept)."""
     return _cached(spec, Compiled)
+
+
+def _native(spec):
+    from isrcheck.model.native import Native       # numba loads only when the native kernels are wanted
+    views = [trace_action(spec, inst, Graph()) for inst in spec.actions]
+    return Native(spec.layout, [(v.guard, v._written) for v in views],
+                  {name: trace_invariant(spec, inv, Graph()) for name, inv in spec.invariants.items()})
+
+
+def native(spec):
+    """The native (numba) kernels of a spec instance: traced on first use, compiled on their first call."""
+    return _cached(spec, _native)

@@ -1,4 +1,5 @@
-"""Backend conformance: scalar, numpy and z3 give identical guards, updates and invariants.
+"""Backend conformance: scalar, numpy and z3 give identical guards, updates and invariants; so do the native
+kernels the exhaustive search runs (compared with numpy's results: enabled counts, moves, successors, fingerprints).
 
 For every spec in ``specs.SPECS`` at its default bounds, kip-320 at
 replicas=3, and kip-320 with its proof ghosts on, a fixed-seed sample of well-typed states is run through all three
@@ -32,6 +33,7 @@ import numpy as np
 import pytest
 import z3
 
+from isrcheck.checker.fingerprint import Fingerprint
 from isrcheck.model.expr import DeclarationError, where
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import Spec, action, invariant
@@ -176,6 +178,44 @@ def numpy_results(spec, rows):
     return guards, writes, invs
 
 
+def native_mismatches(spec, rows, nu):
+    """The native kernels (model/native.py) against numpy's results ``nu`` on the same rows: per instance the
+    enabled count, the rows whose successor differs from the state, their new cells and fingerprints; and
+    every invariant. A row's fingerprint here is its full one (checker/fingerprint.py), as in the search."""
+    batch = np.ascontiguousarray(np.stack(rows, axis=1))
+    fingerprint = Fingerprint(spec.layout)
+    fps = fingerprint.full(batch)
+    kernels = backends.native(spec)
+    parts, enabled, _ = kernels.expand(batch, fps, fingerprint.multipliers)
+    moved = {k: (r, cols, h) for k, r, cols, h in parts}
+    names, bad = spec.layout.names, []
+    for a in spec.actions:
+        guards, writes = nu[0][a.id], nu[1][a.id]
+        if enabled[a.id] != guards.sum():
+            bad.append(f"{spec.name}: action {a.label}: native enabled on {enabled[a.id]} states, numpy on "
+                       f"{guards.sum()}")
+        expected = [k for k in np.flatnonzero(guards) if any(v != rows[k][c] for c, v in writes[k].items())]
+        got, cols, h = moved.get(a.id, (np.empty(0, dtype=np.int64), {}, None))
+        if list(got) != expected:
+            bad.append(f"{spec.name}: action {a.label}: native moves from states {list(got)[:5]}..., numpy from "
+                       f"{expected[:5]}...")
+            continue
+        for j, k in enumerate(got):
+            succ = rows[k].copy()
+            for c, v in writes[k].items():
+                succ[c] = v
+            new = {c: int(v[j]) for c, v in cols.items()}
+            if any(succ[c] != v for c, v in new.items()) or h[j] != fingerprint.full(succ[:, None])[0]:
+                bad.append(f"{spec.name}: action {a.label}: native successor differs from numpy's "
+                           f"({ {names[c]: v for c, v in new.items()} }) in state {state_text(spec, rows[k])}")
+    for name, inv in spec.invariants.items():
+        got = kernels.holds(inv, batch)
+        for k in np.flatnonzero(got != nu[2][name]):
+            bad.append(f"{spec.name}: invariant {name}: native={bool(got[k])} numpy={bool(nu[2][name][k])} "
+                       f"in state {state_text(spec, rows[k])}")
+    return bad
+
+
 class Z3Backend:
     """Every guard, written term and invariant of a spec, evaluated on concrete states by substitution."""
 
@@ -261,7 +301,7 @@ def compare(spec, rows, z3_subset=None):
     need = [set(np.flatnonzero(sc[0][a.id] | nu[0][a.id]).tolist()) for a in spec.actions]
     zz = z3_results(spec, rows, need, z3_subset)
     names = spec.layout.names
-    bad = {"guards": [], "updates": [], "invariants": []}
+    bad = {"guards": [], "updates": [], "invariants": [], "native": native_mismatches(spec, rows, nu)}
     for a in spec.actions:
         for k in range(len(rows)):
             gs, gn, gz = bool(sc[0][a.id, k]), bool(nu[0][a.id, k]), zz[0].get((a.id, k), "-")
@@ -358,6 +398,11 @@ def test_conformance_invariants(run):
     assert not bad["invariants"], fail_text(bad["invariants"])
 
 
+def test_conformance_native_kernels(run):
+    spec, _, bad, _, _ = run
+    assert not bad["native"], fail_text(bad["native"])
+
+
 # ------------------------------------------------------------------------------------------
 # the harness itself must see a disagreement when there is one
 # ------------------------------------------------------------------------------------------
@@ -402,3 +447,22 @@ def test_conformance_harness_reports_backend_disagreement(monkeypatch):
     bad, _, _ = compare(spec, rows)
     assert bad["guards"] and all("action produce(" in m for m in bad["guards"])
     assert len(bad["invariants"]) == len(rows) and all("invariant log-matching" in m for m in bad["invariants"])
+
+def test_conformance_harness_reports_native_disagreement(monkeypatch):
+    """kip-320 on native kernels that lie about one invariant and drop one action's first move: both noticed."""
+    from isrcheck.model.native import Native
+    expand, holds = Native.expand, Native.holds
+
+    def dropping(self, batch, fps, multipliers):
+        parts, enabled, fired = expand(self, batch, fps, multipliers)
+        return [(k, r[1:], {c: v[1:] for c, v in cols.items()}, h[1:]) if k == parts[0][0] else (k, r, cols, h)
+                for k, r, cols, h in parts], enabled, fired
+
+    monkeypatch.setattr(Native, "expand", dropping)
+    monkeypatch.setattr(Native, "holds", lambda self, inv, batch: (
+        ~holds(self, inv, batch) if inv.name == "log-matching" else holds(self, inv, batch)))
+    spec = SPECS["kip-320"]()
+    rows = walk_rows(spec, 40, np.random.default_rng(SEED))
+    bad = native_mismatches(spec, rows, numpy_results(spec, rows))
+    assert sum("native moves from" in m for m in bad) == 1
+    assert sum("invariant log-matching" in m for m in bad) == len(rows)

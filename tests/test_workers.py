@@ -1,0 +1,68 @@
+"""`check --workers N`: the exhaustive search gives the same counts, verdicts, state numbers and traces for any N,
+on the numpy kernels and on the native ones (model/native.py), through the installed `isrcheck` script.
+
+Small chunks make a level many chunks, so the workers really expand ahead of the chunk being deduplicated.
+The native run compiles kip-101's kernels once per machine (about 20 s of CPU; then they load from the cache).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+INVARIANTS = ["no-committed-loss", "strong-isr", "hw-monotonic"]
+VARYING = {"seconds", "states_per_second", "peak_memory_bytes", "trace_file", "trace_files"}
+
+
+def check(tmp_path, name, *args, cwd=None):
+    out = tmp_path / name
+    cmd = ["isrcheck", "check", "--spec", "kip-101", "--format", "json", "--out", str(out), "--no-progress",
+           "--chunk", "4096", *[x for i in INVARIANTS for x in ("--invariant", i)], *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=cwd)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    report = json.loads(proc.stdout)
+    traces = {n: open(os.path.join(cwd or ".", p)).read() for n, p in report["trace_files"].items()}
+    return proc.returncode, {k: v for k, v in report.items() if k not in VARYING}, traces
+
+
+@pytest.mark.parametrize("kernels", ["numpy", "native"])
+def test_workers_give_identical_results(tmp_path, kernels):
+    one = check(tmp_path, "one", "--workers", "1", "--kernels", kernels)
+    two = check(tmp_path, "two", "--workers", "2", "--kernels", kernels)
+    code, report, traces = one
+    assert code == 1 and report["distinct_states"] > 4096 * 8         # a violation, over many chunks
+    assert traces and all(json.loads(t)["states"] for t in traces.values())      # counterexamples were written
+    assert one == two
+
+
+def test_native_and_numpy_kernels_agree(tmp_path):
+    assert check(tmp_path, "numpy", "--kernels", "numpy") == check(tmp_path, "native", "--kernels", "native")
+
+
+def test_workers_from_the_settings_file_and_user_mistakes(tmp_path):
+    (tmp_path / "isrcheck.toml").write_text("[check]\nworkers = 2\n")
+    assert check(tmp_path, "settings", cwd=tmp_path) == check(tmp_path, "flag", "--workers", "1", cwd=tmp_path)
+    for bad in ("0", "two"):
+        proc = subprocess.run(["isrcheck", "check", "--spec", "kip-101", "--workers", bad], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 2 and "--workers" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_small_runs_stay_on_numpy_and_unwritable_cache_dirs_fall_back(tmp_path):
+    """A small search never loads numba (what the suite's dozens of checks rely on), and the kernel cache
+    goes to a temporary directory when neither ISRCHECK_CACHE_DIR nor the XDG cache can be created."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = ("import sys; from isrcheck.checker.bfs import search; from isrcheck.checker.budget import Budget; "
+            "from isrcheck.specs import SPECS; "
+            "from isrcheck.model.native import cache_dir; "
+            "r = search(SPECS['kip-101'](), ['log-matching'], budget=Budget(max_states=20000)); "
+            "print(r.distinct_states, 'numba' in sys.modules, cache_dir())")
+    env = {**os.environ, "ISRCHECK_CACHE_DIR": str(blocker / "x"), "XDG_CACHE_HOME": str(blocker / "y")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    states, numba_loaded, directory = proc.stdout.split()
+    assert int(states) >= 20000 and numba_loaded == "False"
+    assert not directory.startswith(str(blocker)) and os.access(directory, os.W_OK)
