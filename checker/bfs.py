@@ -106,10 +106,9 @@ class Search:
 
         One sort of the fingerprints, each with its successor's index packed into
         the low bits, groups equal fingerprints; the groups' fingerprints are looked
-        up in the visited set, and in each fresh group the smallest (parent, action)
-        key wins. Returns (indices into the concatenated successors, their parent
-        rows, their action ids, the new fingerprints sorted, their insert positions
-        in the visited set).
+        inserted into the visited set, and in each fresh group the smallest (parent,
+        action) key wins. Returns (indices into the concatenated successors, their
+        parent rows, their action ids).
         """
         n = succ_fp.size
         low = np.uint64((1 << max(1, (n - 1).bit_length())) - 1)
@@ -129,11 +128,10 @@ class Search:
             np.not_equal(fps[1:], fps[:-1], out=start[1:])
             unique = fps[start]
         starts = np.flatnonzero(start)
-        seen, at = visited.lookup(unique)
-        fresh = np.flatnonzero(~seen)
+        fresh = np.flatnonzero(visited.insert(unique))
         if fresh.size == 0:
             empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty, np.empty(0, dtype=np.uint64), empty
+            return empty, empty, empty
         parent = np.concatenate([p[1] for p in parts])
         action_id = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), [p[1].size for p in parts])
         # (parent, action) is unique per successor, so the smallest key names the canonical discovery;
@@ -151,7 +149,7 @@ class Search:
         key = (np.take(parent, winners) * len(self.spec.actions) + np.take(action_id, winners)) * n + winners
         key.sort()
         winners = key % n
-        return winners, np.take(parent, winners), np.take(action_id, winners), unique[fresh], at[fresh]
+        return winners, np.take(parent, winners), np.take(action_id, winners)
 
     # --- the search ------------------------------------------------------------------------
     def run(self, max_states=None, max_depth=None, time_limit=None, progress=None, on_states=None,
@@ -185,8 +183,7 @@ class Search:
             init = backends.scalar(spec).initial_row()[:, None]
             init_fp = self.fingerprint.full(init)
             key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
-            visited = VisitedSet()
-            visited.add(key_fp, np.zeros(1, dtype=np.int64))
+            visited = VisitedSet.of(key_fp)
             parents = [np.array([NO_PARENT], dtype=np.uint32)]
             actions = [np.array([NO_ACTION], dtype=np.uint16)]
             level_start = [0]
@@ -291,7 +288,7 @@ class Search:
     def _snapshot(self, directory, ident, frontier, frontier_fps, visited, parents, actions, level_start, coverage,
                   violations, transitions, depth, seconds):
         """Everything the search needs to go on from the start of level ``depth``: a consistent snapshot."""
-        arrays = {"visited": visited.fps, "parents": np.concatenate(parents), "actions": np.concatenate(actions),
+        arrays = {"visited": visited.values(), "parents": np.concatenate(parents), "actions": np.concatenate(actions),
                   "frontier": frontier, "frontier_fps": frontier_fps, "coverage": coverage.counts}
         counters = {"depth": depth, "transitions": transitions, "level_start": level_start, "seconds": seconds,
                     "violations": {n: [v.state_id, v.level] for n, v in violations.items()}}
@@ -303,8 +300,7 @@ class Search:
         if arrays.get("coverage", np.empty(0)).shape != coverage.counts.shape:
             raise checkpoint_mod.CheckpointError(f"--resume {directory}: the snapshot has no coverage counts of "
                                                  f"this spec's actions (written by an older isrcheck?)")
-        visited = VisitedSet()
-        visited.fps = arrays["visited"]
+        visited = VisitedSet.of(arrays["visited"])
         level_start = [int(x) for x in c["level_start"]]
         bounds = level_start[1:]
         parents = np.split(arrays["parents"], bounds)
@@ -340,10 +336,9 @@ class Search:
             part_of = np.repeat(np.arange(len(parts)), sizes)
             succ_rows = self.materialize(batch, parts, (part_of, np.arange(part_of.size) - part_start[part_of]))
             succ_fp = self.symmetry.canonical(succ_rows)
-        winners, win_parent, win_action, fresh, at = self.dedupe(parts, succ_fp, visited)
+        winners, win_parent, win_action = self.dedupe(parts, succ_fp, visited)
         if winners.size == 0:
             return None, int(sizes.sum())
-        visited.add(fresh, at)
         part_w = np.searchsorted(part_start, winners, side="right") - 1
         if succ_rows is None:
             rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
