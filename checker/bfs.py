@@ -6,8 +6,10 @@ columns of the enabled rows), successors get linear fingerprints by delta,
 and only fingerprints new to the visited set are materialized as rows. States
 are numbered in BFS order; a new state's canonical discovery is the one with the
 smallest (parent number, action instance), so numbering, parents and traces do
-not depend on the chunk size. Retained per visited state: its fingerprint
-(8 bytes), parent number (4) and action instance (2).
+not depend on the chunk size. Kept in RAM per visited state: its fingerprint in
+the visited set's table (10.7 to 16 bytes); its parent number (4) and action
+instance (2) go to a file per level, and the rows of a level being built do too
+when the memory limit comes near (:mod:`checker.levels`).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 from isrcheck.checker import checkpoint as checkpoint_mod, stop
 from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
+from isrcheck.checker.levels import Frontier, LevelStore
 from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.visited import VisitedSet
 from isrcheck.model import backends
@@ -175,8 +178,9 @@ class Search:
         violations = {}
         pending = list(self.invariants)
         ident = checkpoint and self.identity()
+        self.levels = LevelStore()
         if resume:
-            frontier, frontier_fps, visited, parents, actions, level_start, transitions, depth, elapsed = \
+            frontier, visited, parents, actions, level_start, transitions, depth, elapsed = \
                 self._restore(checkpoint, ident, coverage, violations, pending, on_violation)
         else:
             elapsed = 0.0
@@ -193,48 +197,50 @@ class Search:
                     on_violation(violations[name])
             if on_states is not None:
                 on_states(init)
-            frontier, frontier_fps = init, init_fp
+            frontier = Frontier(init, init_fp)
             transitions, depth = 0, 1
         budget_hit, complete = None, False
         last_snapshot = time.perf_counter()
 
-        while frontier.shape[1] and (pending or not self.invariants):
+        while frontier.size and (pending or not self.invariants):
             if max_depth is not None and depth >= max_depth:
                 budget_hit = f"max depth {max_depth}"
                 break
-            next_id = level_start[-1] + frontier.shape[1]
-            new = []                    # per chunk: (rows, fingerprints, parent numbers, action ids)
-            produced = 0
-            for cs in range(0, frontier.shape[1], self.chunk):
-                kept, before = len(new), dict(violations)
+            next_id = level_start[-1] + frontier.size
+            level = self.levels.level(depth + 1, spec.layout.width)
+            for cs in range(0, frontier.size, self.chunk):
+                kept, before = level.size, dict(violations)
                 try:
-                    found, moves = self._successors(frontier, frontier_fps, cs, visited, coverage)
+                    found, moves = self._successors(*frontier.block(cs, self.chunk), visited, coverage)
                     transitions += moves
                     if found is None:
                         continue
                     rows, row_fps, win_parent, win_action = found
-                    hits = self._check(rows, next_id + produced, depth + 1, pending, violations)
+                    hits = self._check(rows, next_id + level.size, depth + 1, pending, violations)
                     if on_states is not None:
                         on_states(rows)
-                    new.append((rows, row_fps, (level_start[-1] + cs + win_parent).astype(np.uint32),
-                                win_action.astype(np.uint16)))
-                    coverage.add_new(new[-1][3])
+                    win_parent = (level_start[-1] + cs + win_parent).astype(np.uint32)
+                    win_action = win_action.astype(np.uint16)
+                    level.append(rows, row_fps, win_parent, win_action)
+                    coverage.add_new(win_action)
                 except (KeyboardInterrupt, MemoryError) as e:   # stop cleanly: what was found so far is kept
                     budget_hit = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else stop.out_of_memory()
-                    if len(new) == kept:        # this chunk's states were not kept, so neither are its violations
+                    if level.size == kept:      # this chunk's states were not kept, so neither are its violations
                         pending += [inv for inv in self.invariants if inv.name in violations.keys() - before.keys()]
                         violations = before
                     break
+                except OSError as e:            # the level's spill file could not be written
+                    budget_hit = f"level spill failed ({e.strerror or e})"
+                    break
                 for name, k in hits:
                     v = violations[name]
-                    v.steps = self.trace(int(new[-1][2][k]), level_start, parents, actions, int(new[-1][3][k]))
+                    v.steps = self.trace(int(win_parent[k]), level_start, parents, actions, int(win_action[k]))
                     if on_violation is not None:
                         on_violation(v)
-                produced += rows.shape[1]
                 if progress is not None:
-                    progress(depth=depth, frontier=frontier.shape[1], distinct=next_id + produced,
+                    progress(depth=depth, frontier=frontier.size, distinct=next_id + level.size,
                              seconds=elapsed + time.perf_counter() - start, snapshot=self.snapshot_time)
-                if max_states is not None and next_id + produced >= max_states:
+                if max_states is not None and next_id + level.size >= max_states:
                     budget_hit = f"max states {max_states}"
                     break
                 if time_limit is not None and time.perf_counter() - start > time_limit:
@@ -243,16 +249,19 @@ class Search:
                 budget_hit = stop.reason()
                 if budget_hit:
                     break
-            produced = sum(part[0].shape[1] for part in new)
-            if not produced:
+            if not level.size:
                 complete = budget_hit is None
                 break
             try:
-                frontier, frontier_fps, level_parents, level_actions = (
-                    np.concatenate(part, axis=-1) for part in zip(*new))
+                following, level_parents, level_actions = level.finish()
             except MemoryError:             # the level cannot be kept: the levels before it are the result
                 budget_hit = stop.out_of_memory()
                 break
+            except OSError as e:
+                budget_hit = f"level files could not be written ({e.strerror or e})"
+                break
+            frontier.discard()
+            frontier = following
             level_start.append(next_id)
             parents.append(level_parents)
             actions.append(level_actions)
@@ -261,7 +270,7 @@ class Search:
             depth += 1
             if checkpoint and time.perf_counter() - last_snapshot >= checkpoint_every:
                 try:
-                    self._snapshot(checkpoint, ident, frontier, frontier_fps, visited, parents, actions,
+                    self._snapshot(checkpoint, ident, frontier, visited, parents, actions,
                                    level_start, coverage, violations, transitions, depth,
                                    elapsed + time.perf_counter() - start)
                 except OSError as e:
@@ -272,7 +281,7 @@ class Search:
         self.tree = (level_start, parents, actions)     # for traces to any state numbered (checker/liveness.py)
         for v in violations.values():
             v.steps = self.trace(v.state_id, *self.tree)
-        retained = visited.nbytes + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions)
+        retained = visited.nbytes + sum(a.nbytes for a in parents + actions if not isinstance(a, np.memmap))
         never = coverage.never_fired()
         return Result(
             invariants=[i.name for i in self.invariants], violations=violations,
@@ -285,11 +294,12 @@ class Search:
     def identity(self):
         return checkpoint_mod.identity(self.spec, [i.name for i in self.invariants], self.symmetry is not None)
 
-    def _snapshot(self, directory, ident, frontier, frontier_fps, visited, parents, actions, level_start, coverage,
+    def _snapshot(self, directory, ident, frontier, visited, parents, actions, level_start, coverage,
                   violations, transitions, depth, seconds):
         """Everything the search needs to go on from the start of level ``depth``: a consistent snapshot."""
+        rows, fps = frontier.in_memory()
         arrays = {"visited": visited.values(), "parents": np.concatenate(parents), "actions": np.concatenate(actions),
-                  "frontier": frontier, "frontier_fps": frontier_fps, "coverage": coverage.counts}
+                  "frontier": rows, "frontier_fps": fps, "coverage": coverage.counts}
         counters = {"depth": depth, "transitions": transitions, "level_start": level_start, "seconds": seconds,
                     "violations": {n: [v.state_id, v.level] for n, v in violations.items()}}
         self.snapshot_bytes = checkpoint_mod.write(directory, ident, arrays, counters)
@@ -305,6 +315,8 @@ class Search:
         bounds = level_start[1:]
         parents = np.split(arrays["parents"], bounds)
         actions = np.split(arrays["actions"], bounds)
+        for level in range(1, len(parents)):
+            parents[level], actions[level] = self.levels.keep(level + 1, parents[level], actions[level])
         coverage.counts[:] = arrays["coverage"]
         for name, (state_id, level) in c["violations"].items():
             inv = next(i for i in pending if i.name == name)
@@ -314,16 +326,14 @@ class Search:
             if on_violation is not None:
                 on_violation(v)
         self.snapshot_time = c.get("written")
-        return (arrays["frontier"], arrays["frontier_fps"], visited, parents, actions, level_start,
+        return (Frontier(arrays["frontier"], arrays["frontier_fps"]), visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _successors(self, frontier, frontier_fps, cs, visited, coverage=None):
-        """The new states reached from one chunk of the frontier, added to the visited set.
+    def _successors(self, batch, fps, visited, coverage=None):
+        """The new states reached from one chunk of the frontier (rows and fingerprints), added to the visited set.
 
         Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
-        batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
-        fps = frontier_fps[cs:cs + self.chunk]
         parts = self.expand(batch, fps, coverage)
         if not parts:
             return None, 0
