@@ -17,10 +17,9 @@ import resource
 import time
 import numpy as np
 
-from isrcheck.checker import checkpoint as checkpoint_mod, stop
+from isrcheck.checker import checkpoint as checkpoint_mod, levels, stop
 from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
-from isrcheck.checker.levels import Frontier, LevelStore
 from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.visited import VisitedSet
 from isrcheck.model import backends
@@ -178,7 +177,6 @@ class Search:
         violations = {}
         pending = list(self.invariants)
         ident = checkpoint and self.identity()
-        self.levels = LevelStore()
         if resume:
             frontier, visited, parents, actions, level_start, transitions, depth, elapsed = \
                 self._restore(checkpoint, ident, coverage, violations, pending, on_violation)
@@ -197,7 +195,7 @@ class Search:
                     on_violation(violations[name])
             if on_states is not None:
                 on_states(init)
-            frontier = Frontier(init, init_fp)
+            frontier = levels.Frontier(init, init_fp)
             transitions, depth = 0, 1
         budget_hit, complete = None, False
         last_snapshot = time.perf_counter()
@@ -207,7 +205,7 @@ class Search:
                 budget_hit = f"max depth {max_depth}"
                 break
             next_id = level_start[-1] + frontier.size
-            level = self.levels.level(depth + 1, spec.layout.width)
+            level = levels.LevelWriter(spec.layout.width)
             for cs in range(0, frontier.size, self.chunk):
                 kept, before = level.size, dict(violations)
                 try:
@@ -316,7 +314,7 @@ class Search:
         parents = np.split(arrays["parents"], bounds)
         actions = np.split(arrays["actions"], bounds)
         for level in range(1, len(parents)):
-            parents[level], actions[level] = self.levels.keep(level + 1, parents[level], actions[level])
+            parents[level], actions[level] = levels.kept(parents[level]), levels.kept(actions[level])
         coverage.counts[:] = arrays["coverage"]
         for name, (state_id, level) in c["violations"].items():
             inv = next(i for i in pending if i.name == name)
@@ -326,7 +324,7 @@ class Search:
             if on_violation is not None:
                 on_violation(v)
         self.snapshot_time = c.get("written")
-        return (Frontier(arrays["frontier"], arrays["frontier_fps"]), visited, parents, actions, level_start,
+        return (levels.Frontier(arrays["frontier"], arrays["frontier_fps"]), visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
     def _successors(self, batch, fps, visited, coverage=None):

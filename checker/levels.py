@@ -1,20 +1,18 @@
 """BFS levels on disk: parent numbers and actions per level in files, frontier rows spilled near the memory limit.
 
-A finished level's parent numbers (uint32) and action instances (uint16) go to
-``level-<n>.parents.npy`` / ``.actions.npy`` in the run's directory (a temporary
-one, removed with the store) and are read back as read-only memory maps: a
+A finished level's parent numbers (uint32) and action instances (uint16) are
+written to an unnamed temporary file (in TMPDIR, unlinked at once, so nothing
+is left behind even by kill -9) and read back as a read-only memory map: a
 trace reads a handful of entries, so they cost disk, not RAM. The rows and
 fingerprints of the level being built stay in memory unless a memory limit is
 set (``--max-memory``) and the process has reached ``SPILL_AT`` of it: from then
-on that level's rows go to a file, one state after another (``width`` bytes
-each), with its fingerprints, and are read back a chunk at a time.
+on that level's rows go to such a file too, one state after another (``width``
+bytes each), with its fingerprints, and are read back a chunk at a time.
 """
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
-import weakref
 
 import numpy as np
 
@@ -23,8 +21,18 @@ from isrcheck.checker import stop
 SPILL_AT = 0.6          # of the memory limit: past it, the level being built goes to disk
 
 
+def kept(a):
+    """An array written to an unnamed file and mapped back read-only (memory maps of it stay valid)."""
+    if a.size == 0:
+        return a
+    with tempfile.TemporaryFile(prefix="isrcheck-level-") as fh:
+        a.tofile(fh)
+        fh.flush()
+        return np.memmap(fh, dtype=a.dtype, mode="r", shape=a.shape)
+
+
 class Frontier:
-    """The states of one level: in memory (``rows`` width x n, ``fps``), or in files."""
+    """The states of one level: in memory (``rows`` width x n, ``fps``), or in unnamed files."""
 
     def __init__(self, rows=None, fps=None, files=None, width=0, size=0):
         self.rows, self.fps, self.files, self.width = rows, fps, files, width
@@ -36,8 +44,10 @@ class Frontier:
             return np.ascontiguousarray(self.rows[:, start:start + count]), self.fps[start:start + count]
         rows_file, fps_file = self.files
         count = min(count, self.size - start)
-        rows = np.fromfile(rows_file, dtype=np.int8, count=count * self.width, offset=start * self.width)
-        fps = np.fromfile(fps_file, dtype=np.uint64, count=count, offset=start * 8)
+        rows_file.seek(start * self.width)
+        rows = np.fromfile(rows_file, dtype=np.int8, count=count * self.width)
+        fps_file.seek(start * 8)
+        fps = np.fromfile(fps_file, dtype=np.uint64, count=count)
         return np.ascontiguousarray(rows.reshape(count, self.width).T), fps
 
     def in_memory(self):
@@ -47,36 +57,16 @@ class Frontier:
         return self.block(0, self.size)
 
     def discard(self):
-        """Remove a spilled level's files (the search has moved past it)."""
-        for path in self.files or ():
-            os.remove(path)
-
-
-class LevelStore:
-    """The run's directory of level files."""
-
-    def __init__(self):
-        self.directory = tempfile.mkdtemp(prefix="isrcheck-levels-")
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self.directory, True)
-
-    def keep(self, depth, parents, actions):
-        """Write a finished level's parents and actions; returns them as read-only memory maps."""
-        out = []
-        for kind, a in (("parents", parents), ("actions", actions)):
-            path = os.path.join(self.directory, f"level-{depth}.{kind}.npy")
-            np.save(path, a, allow_pickle=False)
-            out.append(np.load(path, mmap_mode="r"))
-        return out
-
-    def level(self, depth, width):
-        return LevelWriter(self, depth, width)
+        """Close a spilled level's files (the search has moved past it), which frees their space."""
+        for fh in self.files or ():
+            fh.close()
 
 
 class LevelWriter:
     """The level being built, chunk by chunk, in memory until the memory limit comes near."""
 
-    def __init__(self, store, depth, width):
-        self.store, self.depth, self.width = store, depth, width
+    def __init__(self, width):
+        self.width = width
         self.parts = []                 # (rows, fps) while in memory
         self.parents, self.actions = [], []
         self.files = None
@@ -95,24 +85,24 @@ class LevelWriter:
             self._write(rows, fps)
 
     def _spill(self):
-        base = os.path.join(self.store.directory, f"level-{self.depth}")
-        self.files = (base + ".rows", base + ".fps")
-        for path in self.files:
-            open(path, "wb").close()
+        self.files = tuple(tempfile.TemporaryFile(prefix="isrcheck-level-") for _ in range(2))
         parts, self.parts = self.parts, []
         for rows, fps in parts:
             self._write(rows, fps)
 
     def _write(self, rows, fps):
-        with open(self.files[0], "ab") as fh:
-            np.ascontiguousarray(rows.T).tofile(fh)
-        with open(self.files[1], "ab") as fh:
-            fps.tofile(fh)
+        rows_file, fps_file = self.files
+        rows_file.seek(0, os.SEEK_END)
+        np.ascontiguousarray(rows.T).tofile(rows_file)
+        fps_file.seek(0, os.SEEK_END)
+        fps.tofile(fps_file)
 
     def finish(self):
-        """(the level as a Frontier, its parent numbers, its action instances) — both memory-mapped files."""
-        parents, actions = self.store.keep(self.depth, np.concatenate(self.parents), np.concatenate(self.actions))
+        """(the level as a Frontier, its parent numbers, its action instances), the last two on disk."""
+        parents, actions = kept(np.concatenate(self.parents)), kept(np.concatenate(self.actions))
         if self.files is not None:
+            for fh in self.files:
+                fh.flush()
             frontier = Frontier(files=self.files, width=self.width, size=self.size)
         else:
             rows, fps = (np.concatenate(part, axis=-1) for part in zip(*self.parts))
