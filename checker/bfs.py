@@ -333,28 +333,52 @@ class Search:
         Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
         parts = self.expand(batch, fps, coverage)
+        moves = sum(p[1].size for p in parts)
+        if self.symmetry is not None:
+            parts = self.moved(batch, parts)
         if not parts:
-            return None, 0
+            return None, moves
         sizes = np.array([p[1].size for p in parts])
         part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         if self.symmetry is None:
             succ_fp = np.concatenate([p[3] for p in parts])
-            succ_rows = None
         else:
-            part_of = np.repeat(np.arange(len(parts)), sizes)
-            succ_rows = self.materialize(batch, parts, (part_of, np.arange(part_of.size) - part_start[part_of]))
-            succ_fp = self.symmetry.canonical(succ_rows)
+            succ_fp = self.symmetry.canonical_successors(batch, np.concatenate([p[1] for p in parts]),
+                                                         *self.patches(parts, sizes))
         winners, win_parent, win_action = self.dedupe(parts, succ_fp, visited)
         if winners.size == 0:
-            return None, int(sizes.sum())
+            return None, moves
         part_w = np.searchsorted(part_start, winners, side="right") - 1
-        if succ_rows is None:
-            rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
-            row_fps = succ_fp[winners]
-        else:
-            rows = succ_rows[:, winners]
-            row_fps = self.fingerprint.full(rows)
-        return (rows, row_fps, win_parent, win_action), int(sizes.sum())
+        rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
+        # under symmetry these are the canonical fingerprints, which expansion does not read
+        return (rows, succ_fp[winners], win_parent, win_action), moves
+
+    @staticmethod
+    def moved(batch, parts):
+        """The parts without their self-loops (successors equal to their parent), which no canonical form needs."""
+        out = []
+        for inst_id, rows, cols, h in parts:
+            moved = np.zeros(rows.size, dtype=bool)
+            for c, v in cols.items():
+                moved |= np.take(batch[c], rows) != v
+            if moved.all():
+                out.append((inst_id, rows, cols, h))
+            elif moved.any():
+                out.append((inst_id, rows[moved], {c: v[moved] if isinstance(v, np.ndarray) else v
+                                                   for c, v in cols.items()}, h))
+        return out
+
+    @staticmethod
+    def patches(parts, sizes):
+        """The cells each part's successors write: (sizes, column offsets, value offsets, columns, values)."""
+        col_start = np.cumsum([0] + [len(p[2]) for p in parts])
+        val_start = np.cumsum([0] + [len(p[2]) * n for p, n in zip(parts, sizes)])
+        columns = np.array([c for p in parts for c in p[2]], dtype=np.int64)
+        values = np.empty(int(val_start[-1]), dtype=np.int8)
+        for (_, _, cols, _), lo, n in zip(parts, val_start, sizes):
+            for k, v in enumerate(cols.values()):
+                values[lo + k * n:lo + (k + 1) * n] = v
+        return sizes, col_start, val_start[:-1], columns, values
 
     def _check(self, rows, first_id, level, pending, violations):
         """Check pending invariants on new rows; the first violating row of each becomes its counterexample.
