@@ -252,11 +252,12 @@ class Search:
                 break
             try:
                 following, level_parents, level_actions = level.finish()
-            except MemoryError:             # the level cannot be kept: the levels before it are the result
-                budget_hit = stop.out_of_memory()
-                break
-            except OSError as e:
-                budget_hit = f"level files could not be written ({e.strerror or e})"
+            except (MemoryError, OSError) as e:     # the level cannot be kept: the levels before it are the result
+                budget_hit = budget_hit or (stop.out_of_memory() if isinstance(e, MemoryError)
+                                            else f"level files could not be written ({e.strerror or e})")
+                lost = [name for name, v in violations.items() if v.level > depth]
+                pending += [inv for inv in self.invariants if inv.name in lost]
+                violations = {name: v for name, v in violations.items() if name not in lost}
                 break
             frontier.discard()
             frontier = following

@@ -90,3 +90,18 @@ def test_symmetry_counts_exactly_the_orbits(name, bounds):
     reduced = search(spec, [], symmetry=True)
     assert reduced.complete
     assert reduced.distinct_states == orbit_count(spec, rows) < rows.shape[1]
+
+
+def test_a_spill_that_cannot_be_written_stops_like_a_budget(monkeypatch):
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(levels, "SPILL_AT", 0.0)
+    monkeypatch.setattr(levels.tempfile, "TemporaryFile", full_disk)
+    stop.set_max_memory(1 << 50)
+    try:
+        result = search(SPECS["kip-320"](max_epochs=2), ["no-committed-loss"])
+    finally:
+        stop.set_max_memory(None)
+    assert result.budget_hit == "level spill failed (No space left on device)"
+    assert not result.complete and result.verdicts["no-committed-loss"] == "unknown"
+    assert result.distinct_states == 1 and result.depth == 1
