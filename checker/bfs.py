@@ -6,8 +6,10 @@ columns of the enabled rows), successors get linear fingerprints by delta,
 and only fingerprints new to the visited set are materialized as rows. States
 are numbered in BFS order; a new state's canonical discovery is the one with the
 smallest (parent number, action instance), so numbering, parents and traces do
-not depend on the chunk size. Retained per visited state: its fingerprint
-(8 bytes), parent number (4) and action instance (2).
+not depend on the chunk size. Kept in RAM per visited state: its fingerprint in
+the visited set's table (10.7 to 16 bytes); its parent number (4) and action
+instance (2) go to a file per level, and the rows of a level being built do too
+when the memory limit comes near (:mod:`checker.levels`).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from isrcheck.checker import checkpoint as checkpoint_mod, stop
+from isrcheck.checker import checkpoint as checkpoint_mod, levels, stop
 from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
@@ -146,10 +148,9 @@ class Search:
 
         One sort of the fingerprints, each with its successor's index packed into
         the low bits, groups equal fingerprints; the groups' fingerprints are looked
-        up in the visited set, and in each fresh group the smallest (parent, action)
-        key wins. Returns (indices into the concatenated successors, their parent
-        rows, their action ids, the new fingerprints sorted, their insert positions
-        in the visited set).
+        inserted into the visited set, and in each fresh group the smallest (parent,
+        action) key wins. Returns (indices into the concatenated successors, their
+        parent rows, their action ids).
         """
         n = succ_fp.size
         low = np.uint64((1 << max(1, (n - 1).bit_length())) - 1)
@@ -169,11 +170,10 @@ class Search:
             np.not_equal(fps[1:], fps[:-1], out=start[1:])
             unique = fps[start]
         starts = np.flatnonzero(start)
-        seen, at = visited.lookup(unique)
-        fresh = np.flatnonzero(~seen)
+        fresh = np.flatnonzero(visited.insert(unique))
         if fresh.size == 0:
             empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty, np.empty(0, dtype=np.uint64), empty
+            return empty, empty, empty
         parent = np.concatenate([p[1] for p in parts])
         action_id = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), [p[1].size for p in parts])
         # (parent, action) is unique per successor, so the smallest key names the canonical discovery;
@@ -191,7 +191,7 @@ class Search:
         key = (np.take(parent, winners) * len(self.spec.actions) + np.take(action_id, winners)) * n + winners
         key.sort()
         winners = key % n
-        return winners, np.take(parent, winners), np.take(action_id, winners), unique[fresh], at[fresh]
+        return winners, np.take(parent, winners), np.take(action_id, winners)
 
     # --- the search ------------------------------------------------------------------------
     def run(self, max_states=None, max_depth=None, time_limit=None, progress=None, on_states=None,
@@ -218,15 +218,14 @@ class Search:
         pending = list(self.invariants)
         ident = checkpoint and self.identity()
         if resume:
-            frontier, frontier_fps, visited, parents, actions, level_start, transitions, depth, elapsed = \
+            frontier, visited, parents, actions, level_start, transitions, depth, elapsed = \
                 self._restore(checkpoint, ident, coverage, violations, pending, on_violation)
         else:
             elapsed = 0.0
             init = backends.scalar(spec).initial_row()[:, None]
             init_fp = self.fingerprint.full(init)
             key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
-            visited = VisitedSet()
-            visited.add(key_fp, np.zeros(1, dtype=np.int64))
+            visited = VisitedSet.of(key_fp)
             parents = [np.array([NO_PARENT], dtype=np.uint32)]
             actions = [np.array([NO_ACTION], dtype=np.uint16)]
             level_start = [0]
@@ -236,22 +235,21 @@ class Search:
                     on_violation(violations[name])
             if on_states is not None:
                 on_states(init)
-            frontier, frontier_fps = init, init_fp
+            frontier = levels.Frontier(init, init_fp)
             transitions, depth = 0, 1
         budget_hit, complete = None, False
         last_snapshot = time.perf_counter()
 
-        while frontier.shape[1] and (pending or not self.invariants):
+        while frontier.size and (pending or not self.invariants):
             if max_depth is not None and depth >= max_depth:
                 budget_hit = f"max depth {max_depth}"
                 break
-            next_id = level_start[-1] + frontier.shape[1]
-            new = []                    # per chunk: (rows, fingerprints, parent numbers, action ids)
-            produced = 0
-            self._choose_kernels(frontier.shape[1])
-            expansions = self._expansions(frontier, frontier_fps)
-            for cs in range(0, frontier.shape[1], self.chunk):
-                kept, before = len(new), dict(violations)
+            next_id = level_start[-1] + frontier.size
+            level = levels.LevelWriter(spec.layout.width)
+            self._choose_kernels(frontier.size)
+            expansions = self._expansions(frontier)
+            for cs in range(0, frontier.size, self.chunk):
+                kept, before = level.size, dict(violations)
                 try:
                     batch, parts, counts = next(expansions)
                     coverage.counts[:FIRED + 1] += counts
@@ -260,28 +258,31 @@ class Search:
                     if found is None:
                         continue
                     rows, row_fps, win_parent, win_action = found
-                    hits = self._check(rows, next_id + produced, depth + 1, pending, violations)
+                    hits = self._check(rows, next_id + level.size, depth + 1, pending, violations)
                     if on_states is not None:
                         on_states(rows)
-                    new.append((rows, row_fps, (level_start[-1] + cs + win_parent).astype(np.uint32),
-                                win_action.astype(np.uint16)))
-                    coverage.add_new(new[-1][3])
+                    win_parent = (level_start[-1] + cs + win_parent).astype(np.uint32)
+                    win_action = win_action.astype(np.uint16)
+                    level.append(rows, row_fps, win_parent, win_action)
+                    coverage.add_new(win_action)
                 except (KeyboardInterrupt, MemoryError) as e:   # stop cleanly: what was found so far is kept
                     budget_hit = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else stop.out_of_memory()
-                    if len(new) == kept:        # this chunk's states were not kept, so neither are its violations
+                    if level.size == kept:      # this chunk's states were not kept, so neither are its violations
                         pending += [inv for inv in self.invariants if inv.name in violations.keys() - before.keys()]
                         violations = before
                     break
+                except OSError as e:            # the level's spill file could not be written
+                    budget_hit = f"level spill failed ({e.strerror or e})"
+                    break
                 for name, k in hits:
                     v = violations[name]
-                    v.steps = self.trace(int(new[-1][2][k]), level_start, parents, actions, int(new[-1][3][k]))
+                    v.steps = self.trace(int(win_parent[k]), level_start, parents, actions, int(win_action[k]))
                     if on_violation is not None:
                         on_violation(v)
-                produced += rows.shape[1]
                 if progress is not None:
-                    progress(depth=depth, frontier=frontier.shape[1], distinct=next_id + produced,
+                    progress(depth=depth, frontier=frontier.size, distinct=next_id + level.size,
                              seconds=elapsed + time.perf_counter() - start, snapshot=self.snapshot_time)
-                if max_states is not None and next_id + produced >= max_states:
+                if max_states is not None and next_id + level.size >= max_states:
                     budget_hit = f"max states {max_states}"
                     break
                 if time_limit is not None and time.perf_counter() - start > time_limit:
@@ -291,16 +292,20 @@ class Search:
                 if budget_hit:
                     break
             expansions.close()          # chunks expanded ahead of a stop are dropped
-            produced = sum(part[0].shape[1] for part in new)
-            if not produced:
+            if not level.size:
                 complete = budget_hit is None
                 break
             try:
-                frontier, frontier_fps, level_parents, level_actions = (
-                    np.concatenate(part, axis=-1) for part in zip(*new))
-            except MemoryError:             # the level cannot be kept: the levels before it are the result
-                budget_hit = stop.out_of_memory()
+                following, level_parents, level_actions = level.finish()
+            except (MemoryError, OSError) as e:     # the level cannot be kept: the levels before it are the result
+                budget_hit = budget_hit or (stop.out_of_memory() if isinstance(e, MemoryError)
+                                            else f"level files could not be written ({e.strerror or e})")
+                lost = [name for name, v in violations.items() if v.level > depth]
+                pending += [inv for inv in self.invariants if inv.name in lost]
+                violations = {name: v for name, v in violations.items() if name not in lost}
                 break
+            frontier.discard()
+            frontier = following
             level_start.append(next_id)
             parents.append(level_parents)
             actions.append(level_actions)
@@ -309,7 +314,7 @@ class Search:
             depth += 1
             if checkpoint and time.perf_counter() - last_snapshot >= checkpoint_every:
                 try:
-                    self._snapshot(checkpoint, ident, frontier, frontier_fps, visited, parents, actions,
+                    self._snapshot(checkpoint, ident, frontier, visited, parents, actions,
                                    level_start, coverage, violations, transitions, depth,
                                    elapsed + time.perf_counter() - start)
                 except OSError as e:
@@ -320,7 +325,7 @@ class Search:
         self.tree = (level_start, parents, actions)     # for traces to any state numbered (checker/liveness.py)
         for v in violations.values():
             v.steps = self.trace(v.state_id, *self.tree)
-        retained = visited.nbytes + sum(a.nbytes for a in parents) + sum(a.nbytes for a in actions)
+        retained = visited.nbytes + sum(a.nbytes for a in parents + actions if not isinstance(a, np.memmap))
         never = coverage.never_fired()
         return Result(
             invariants=[i.name for i in self.invariants], violations=violations,
@@ -333,11 +338,12 @@ class Search:
     def identity(self):
         return checkpoint_mod.identity(self.spec, [i.name for i in self.invariants], self.symmetry is not None)
 
-    def _snapshot(self, directory, ident, frontier, frontier_fps, visited, parents, actions, level_start, coverage,
+    def _snapshot(self, directory, ident, frontier, visited, parents, actions, level_start, coverage,
                   violations, transitions, depth, seconds):
         """Everything the search needs to go on from the start of level ``depth``: a consistent snapshot."""
-        arrays = {"visited": visited.fps, "parents": np.concatenate(parents), "actions": np.concatenate(actions),
-                  "frontier": frontier, "frontier_fps": frontier_fps, "coverage": coverage.counts}
+        rows, fps = frontier.in_memory()
+        arrays = {"visited": visited.values(), "parents": np.concatenate(parents), "actions": np.concatenate(actions),
+                  "frontier": rows, "frontier_fps": fps, "coverage": coverage.counts}
         counters = {"depth": depth, "transitions": transitions, "level_start": level_start, "seconds": seconds,
                     "violations": {n: [v.state_id, v.level] for n, v in violations.items()}}
         self.snapshot_bytes = checkpoint_mod.write(directory, ident, arrays, counters)
@@ -348,12 +354,13 @@ class Search:
         if arrays.get("coverage", np.empty(0)).shape != coverage.counts.shape:
             raise checkpoint_mod.CheckpointError(f"--resume {directory}: the snapshot has no coverage counts of "
                                                  f"this spec's actions (written by an older isrcheck?)")
-        visited = VisitedSet()
-        visited.fps = arrays["visited"]
+        visited = VisitedSet.of(arrays["visited"])
         level_start = [int(x) for x in c["level_start"]]
         bounds = level_start[1:]
         parents = np.split(arrays["parents"], bounds)
         actions = np.split(arrays["actions"], bounds)
+        for level in range(1, len(parents)):
+            parents[level], actions[level] = levels.kept(parents[level]), levels.kept(actions[level])
         coverage.counts[:] = arrays["coverage"]
         for name, (state_id, level) in c["violations"].items():
             inv = next(i for i in pending if i.name == name)
@@ -363,29 +370,31 @@ class Search:
             if on_violation is not None:
                 on_violation(v)
         self.snapshot_time = c.get("written")
-        return (arrays["frontier"], arrays["frontier_fps"], visited, parents, actions, level_start,
+        return (levels.Frontier(arrays["frontier"], arrays["frontier_fps"]), visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _expand_chunk(self, frontier, frontier_fps, cs):
-        """The chunk at ``cs`` (contiguous), its ``expand``, and its enabled and fired counts per action instance."""
+    def _expand_chunk(self, frontier, cs):
+        """The chunk at ``cs`` (rows contiguous), its ``expand``, and its enabled and fired counts per action
+        instance."""
         coverage = Coverage(self.spec.actions)
-        batch = np.ascontiguousarray(frontier[:, cs:cs + self.chunk])
-        return batch, self.expand(batch, frontier_fps[cs:cs + self.chunk], coverage), coverage.counts[:FIRED + 1]
+        batch, fps = frontier.block(cs, self.chunk)
+        batch = np.ascontiguousarray(batch)
+        return batch, self.expand(batch, fps, coverage), coverage.counts[:FIRED + 1]
 
-    def _expansions(self, frontier, frontier_fps):
+    def _expansions(self, frontier):
         """The level's chunks expanded in order; with several workers, up to that many ahead on a thread pool
         (the native kernels release the GIL; numpy does in its loops) while the caller deduplicates."""
-        starts = range(0, frontier.shape[1], self.chunk)
+        starts = range(0, frontier.size, self.chunk)
         if self.workers == 1 or len(starts) == 1:
             for cs in starts:
-                yield self._expand_chunk(frontier, frontier_fps, cs)
+                yield self._expand_chunk(frontier, cs)
             return
         with ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-expand") as pool:
-            ahead = [pool.submit(self._expand_chunk, frontier, frontier_fps, cs) for cs in starts[:self.workers]]
+            ahead = [pool.submit(self._expand_chunk, frontier, cs) for cs in starts[:self.workers]]
             try:
                 for cs in starts[self.workers:]:
                     done = ahead.pop(0).result()
-                    ahead.append(pool.submit(self._expand_chunk, frontier, frontier_fps, cs))
+                    ahead.append(pool.submit(self._expand_chunk, frontier, cs))
                     yield done
                 while ahead:
                     yield ahead.pop(0).result()
@@ -399,29 +408,52 @@ class Search:
 
         Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
+        moves = sum(p[1].size for p in parts)
+        if self.symmetry is not None:
+            parts = self.moved(batch, parts)
         if not parts:
-            return None, 0
+            return None, moves
         sizes = np.array([p[1].size for p in parts])
         part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         if self.symmetry is None:
             succ_fp = np.concatenate([p[3] for p in parts])
-            succ_rows = None
         else:
-            part_of = np.repeat(np.arange(len(parts)), sizes)
-            succ_rows = self.materialize(batch, parts, (part_of, np.arange(part_of.size) - part_start[part_of]))
-            succ_fp = self.symmetry.canonical(succ_rows)
-        winners, win_parent, win_action, fresh, at = self.dedupe(parts, succ_fp, visited)
+            succ_fp = self.symmetry.canonical_successors(batch, np.concatenate([p[1] for p in parts]),
+                                                         *self.patches(parts, sizes))
+        winners, win_parent, win_action = self.dedupe(parts, succ_fp, visited)
         if winners.size == 0:
-            return None, int(sizes.sum())
-        visited.add(fresh, at)
+            return None, moves
         part_w = np.searchsorted(part_start, winners, side="right") - 1
-        if succ_rows is None:
-            rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
-            row_fps = succ_fp[winners]
-        else:
-            rows = succ_rows[:, winners]
-            row_fps = self.fingerprint.full(rows)
-        return (rows, row_fps, win_parent, win_action), int(sizes.sum())
+        rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
+        # under symmetry these are the canonical fingerprints, which expansion does not read
+        return (rows, succ_fp[winners], win_parent, win_action), moves
+
+    @staticmethod
+    def moved(batch, parts):
+        """The parts without their self-loops (successors equal to their parent), which no canonical form needs."""
+        out = []
+        for inst_id, rows, cols, h in parts:
+            moved = np.zeros(rows.size, dtype=bool)
+            for c, v in cols.items():
+                moved |= np.take(batch[c], rows) != v
+            if moved.all():
+                out.append((inst_id, rows, cols, h))
+            elif moved.any():
+                out.append((inst_id, rows[moved], {c: v[moved] if isinstance(v, np.ndarray) else v
+                                                   for c, v in cols.items()}, h))
+        return out
+
+    @staticmethod
+    def patches(parts, sizes):
+        """The cells each part's successors write: (sizes, column offsets, value offsets, columns, values)."""
+        col_start = np.cumsum([0] + [len(p[2]) for p in parts])
+        val_start = np.cumsum([0] + [len(p[2]) * n for p, n in zip(parts, sizes)])
+        columns = np.array([c for p in parts for c in p[2]], dtype=np.int64)
+        values = np.empty(int(val_start[-1]), dtype=np.int8)
+        for (_, _, cols, _), lo, n in zip(parts, val_start, sizes):
+            for k, v in enumerate(cols.values()):
+                values[lo + k * n:lo + (k + 1) * n] = v
+        return sizes, col_start, val_start[:-1], columns, values
 
     def _check(self, rows, first_id, level, pending, violations):
         """Check pending invariants on new rows; the first violating row of each becomes its counterexample.

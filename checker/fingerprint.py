@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 
+import numba
 import numpy as np
 
 
@@ -46,34 +47,134 @@ class Fingerprint:
 
 
 class Symmetry:
-    """Canonical fingerprints under every renaming of the replicas (the indices of the ``"replica"`` axes)."""
+    """Canonical fingerprints under every renaming of the replicas (the indices of the ``"replica"`` axes).
+
+    Each replica gets a signature that a renaming carries along with it: its own
+    cells (those whose replica indices all name it), for every other replica axis
+    position the sum of its row's other cells, and for each replica-valued cell
+    whether it names this replica, no replica, or another one; signatures are
+    hashed to 64 bits. Only the renamings that put the replicas in ascending
+    signature order are tried (one, unless signatures tie), and the smallest
+    fingerprint among them is the state's canonical one. That set of renamed
+    states is the same for every state of an orbit, so the count of canonical
+    fingerprints is exactly the count of orbits (ties, hash ties included, only
+    try more renamings), at a cost near one fingerprint per state.
+    """
 
     def __init__(self, layout, fingerprint):
         self.fingerprint = fingerprint
-        self.renamings = []
         replicas = layout.replicas
-        for perm in itertools.permutations(range(replicas)):
-            src = np.arange(layout.width)
-            value_maps = {}
+        perms = list(itertools.permutations(range(replicas)))
+        self.perms = np.array(perms, dtype=np.int64).reshape(len(perms), replicas)
+        self.order = np.argsort(self.perms, axis=1)          # the replica each renaming puts at position 0, 1, ...
+        self.src = np.empty((len(perms), layout.width), dtype=np.int64)
+        for k, perm in enumerate(perms):
             for f in layout.fields.values():
                 for idx in f.cells():
                     moved = tuple(perm[i] if ax == "replica" else i for i, ax in zip(idx, f.axes or (None,) * len(idx)))
-                    src[layout.column(f.name, moved)] = layout.column(f.name, idx)
-                if f.values == "replica":
-                    vmap = np.arange(f.lo, f.hi + 1, dtype=np.int8)
-                    for old in range(replicas):
-                        vmap[old - f.lo] = perm[old]
-                    for idx in f.cells():
-                        value_maps[layout.column(f.name, idx)] = (vmap, f.lo)
-            self.renamings.append((src, value_maps))
+                    self.src[k, layout.column(f.name, moved)] = layout.column(f.name, idx)
+        self.renames_value = np.array([f.values == "replica" for f in layout.field_of], dtype=np.bool_)
+        columns, kinds, terms = [], [], []         # per signature term: each replica's column, how it is read
+        for f in layout.fields.values():
+            axes = f.axes or (None,) * len(f.shape)
+            rep_axes = [j for j, ax in enumerate(axes) if ax == "replica"]
+            kind = 1 if f.values == "replica" else 0
+            for idx in f.cells():
+                if not rep_axes:
+                    if kind:
+                        columns.append([layout.column(f.name, idx)] * replicas)
+                        kinds.append(1)
+                        terms.append((f.name, idx))
+                    continue
+                first = idx[rep_axes[0]]
+                if any(idx[j] != first for j in rep_axes):
+                    continue
+                columns.append([layout.column(f.name, tuple(r if j in rep_axes else i for j, i in enumerate(idx)))
+                                for r in range(replicas)])
+                kinds.append(kind)
+                terms.append((f.name, tuple(None if j in rep_axes else i for j, i in enumerate(idx))))
+            def rest(idx):
+                return tuple(i for k, i in enumerate(idx) if k not in rep_axes)
+            for j in rep_axes if len(rep_axes) > 1 else []:     # r's row along axis j: its other cells, summed
+                rows = [sorted((idx for idx in f.cells()
+                                if idx[j] == r and not all(idx[k] == r for k in rep_axes)), key=rest)
+                        for r in range(replicas)]
+                for cells in zip(*rows):
+                    columns.append([layout.column(f.name, idx) for idx in cells])
+                    kinds.append(kind)
+                    terms.append((f.name, "row", j, rest(cells[0])))
+        names = sorted(set(terms), key=repr)
+        mult = np.random.default_rng(0x5147).integers(0, 2 ** 64, max(len(names), 1), dtype=np.uint64,
+                                                      endpoint=False)
+        self.sig_columns = np.array(columns, dtype=np.int64).reshape(len(columns), replicas).T.copy()
+        self.sig_kinds = np.array(kinds, dtype=np.int64)
+        self.sig_mult = np.array([mult[names.index(t)] for t in terms], dtype=np.uint64)
 
     def canonical(self, batch):
-        """The smallest fingerprint over all replica renamings of each state."""
-        best = None
-        for src, value_maps in self.renamings:
-            renamed = batch[src]
-            for c, (vmap, lo) in value_maps.items():
-                renamed[c] = vmap[renamed[c].astype(np.int64) - lo]
-            h = self.fingerprint.full(renamed)
-            best = h if best is None else np.minimum(best, h)
-        return best
+        """The smallest fingerprint over the signature-sorting replica renamings of each state (columns of batch)."""
+        n = batch.shape[1]
+        return self.canonical_successors(batch, np.arange(n), np.array([n]), np.zeros(2, dtype=np.int64),
+                                         np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
+                                         np.empty(0, dtype=np.int8))
+
+    def canonical_successors(self, batch, parents, sizes, col_start, val_start, columns, values):
+        """Canonical fingerprints of successors given in parts by their parents' columns in ``batch`` and the cells
+        written: part p has ``sizes[p]`` successors, writes ``columns[col_start[p]:col_start[p + 1]]``, and the
+        k-th of those cells of its q-th successor is ``values[val_start[p] + k * sizes[p] + q]``."""
+        out = np.empty(parents.size, dtype=np.uint64)
+        _canonical(np.ascontiguousarray(batch.T), parents, sizes, col_start, val_start, columns, values,
+                   self.fingerprint.multipliers, self.perms, self.order, self.src, self.renames_value,
+                   self.sig_columns, self.sig_kinds, self.sig_mult, out)
+        return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _canonical(states, parents, sizes, col_start, val_start, columns, values, multipliers, perms, order, src,
+               renames_value, sig_columns, sig_kinds, sig_mult, out):
+    width = states.shape[1]
+    keys = np.empty(perms.shape[1], dtype=np.uint64)
+    state = np.empty(width, dtype=states.dtype)
+    i = 0
+    for part in range(sizes.size):
+        n = sizes[part]
+        for q in range(n):
+            parent = parents[i]
+            for c in range(width):
+                state[c] = states[parent, c]
+            for k in range(col_start[part + 1] - col_start[part]):
+                state[columns[col_start[part] + k]] = values[val_start[part] + k * n + q]
+            out[i] = _smallest(state, keys, multipliers, perms, order, src, renames_value, sig_columns, sig_kinds,
+                               sig_mult)
+            i += 1
+
+
+@numba.njit(nogil=True, cache=True)
+def _smallest(state, keys, multipliers, perms, order, src, renames_value, sig_columns, sig_kinds, sig_mult):
+    """One state's smallest fingerprint over the renamings that sort its replicas' signatures."""
+    replicas = perms.shape[1]
+    for r in range(replicas):
+        key = np.uint64(0)
+        for t in range(sig_kinds.size):
+            v = np.int64(state[sig_columns[r, t]])
+            if sig_kinds[t] == 1:                 # a replica id: this one, another one, or none
+                v = 1 if v == r else (2 if 0 <= v < replicas else 16 + v)
+            key += sig_mult[t] * np.uint64(v)
+        keys[r] = key
+    best = np.uint64(0xFFFFFFFFFFFFFFFF)
+    for k in range(perms.shape[0]):
+        ok = True
+        for p in range(1, replicas):
+            if keys[order[k, p - 1]] > keys[order[k, p]]:
+                ok = False
+                break
+        if not ok:
+            continue
+        h = np.uint64(0)
+        for c in range(state.size):
+            v = np.int64(state[src[k, c]])
+            if renames_value[c] and 0 <= v < replicas:
+                v = perms[k, v]
+            h += multipliers[c] * np.uint64(v)
+        if h < best:
+            best = h
+    return best

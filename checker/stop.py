@@ -59,6 +59,11 @@ def resident_bytes():
         return peak if sys.platform == "darwin" else peak * 1024
 
 
+def memory_limit():
+    """The ``--max-memory`` limit in bytes, or None."""
+    return _state["max_memory"]
+
+
 def set_max_memory(limit):
     _state["max_memory"], _state["memory_hit"] = limit, None
 

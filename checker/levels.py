@@ -1,0 +1,120 @@
+"""BFS levels on disk: parent numbers and actions per level in files, frontier rows spilled near the memory limit.
+
+A finished level's parent numbers (uint32) and action instances (uint16) are
+written to an unnamed temporary file (in TMPDIR, unlinked at once, so nothing
+is left behind even by kill -9) and read back as a read-only memory map: a
+trace reads a handful of entries, so they cost disk, not RAM. The rows and
+fingerprints of the level being built stay in memory unless a memory limit is
+set (``--max-memory``) and the process has reached ``SPILL_AT`` of it: from then
+on that level's rows go to such a file too, one state after another (``width``
+bytes each), with its fingerprints, and are read back a chunk at a time.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+from isrcheck.checker import stop
+
+SPILL_AT = 0.6          # of the memory limit: past it, the level being built goes to disk
+
+
+def kept(a):
+    """An array written to an unnamed file and mapped back read-only (memory maps of it stay valid)."""
+    if a.size == 0:
+        return a
+    with tempfile.TemporaryFile(prefix="isrcheck-level-") as fh:
+        a.tofile(fh)
+        fh.flush()
+        return np.memmap(fh, dtype=a.dtype, mode="r", shape=a.shape)
+
+
+def _pread(fh, size, offset):
+    """``size`` bytes of a file at ``offset``, without moving its offset (safe from several threads)."""
+    data = bytearray()
+    while len(data) < size:
+        piece = os.pread(fh.fileno(), size - len(data), offset + len(data))
+        if not piece:
+            raise OSError(f"level file ends {size - len(data)} bytes early")
+        data += piece
+    return bytes(data)
+
+
+class Frontier:
+    """The states of one level: in memory (``rows`` width x n, ``fps``), or in unnamed files."""
+
+    def __init__(self, rows=None, fps=None, files=None, width=0, size=0):
+        self.rows, self.fps, self.files, self.width = rows, fps, files, width
+        self.size = rows.shape[1] if rows is not None else size
+
+    def block(self, start, count):
+        """Rows (width x k, contiguous) and fingerprints of states start..start+count."""
+        if self.files is None:
+            return np.ascontiguousarray(self.rows[:, start:start + count]), self.fps[start:start + count]
+        rows_file, fps_file = self.files
+        count = min(count, self.size - start)
+        # positional reads (no shared file offset): the search's workers read blocks of a level at once
+        rows = np.frombuffer(_pread(rows_file, count * self.width, start * self.width), dtype=np.int8)
+        fps = np.frombuffer(_pread(fps_file, count * 8, start * 8), dtype=np.uint64)
+        return np.ascontiguousarray(rows.reshape(count, self.width).T), fps.copy()
+
+    def in_memory(self):
+        """(rows, fingerprints) as arrays (reads a spilled level back: for checkpoints)."""
+        if self.files is None:
+            return self.rows, self.fps
+        return self.block(0, self.size)
+
+    def discard(self):
+        """Close a spilled level's files (the search has moved past it), which frees their space."""
+        for fh in self.files or ():
+            fh.close()
+
+
+class LevelWriter:
+    """The level being built, chunk by chunk, in memory until the memory limit comes near."""
+
+    def __init__(self, width):
+        self.width = width
+        self.parts = []                 # (rows, fps) while in memory
+        self.parents, self.actions = [], []
+        self.files = None
+        self.size = 0
+
+    def append(self, rows, fps, parents, actions):
+        self.parents.append(parents)
+        self.actions.append(actions)
+        self.size += rows.shape[1]
+        if self.files is None:
+            self.parts.append((rows, fps))
+            limit = stop.memory_limit()
+            if limit is not None and stop.resident_bytes() >= SPILL_AT * limit:
+                self._spill()
+        else:
+            self._write(rows, fps)
+
+    def _spill(self):
+        self.files = tuple(tempfile.TemporaryFile(prefix="isrcheck-level-") for _ in range(2))
+        parts, self.parts = self.parts, []
+        for rows, fps in parts:
+            self._write(rows, fps)
+
+    def _write(self, rows, fps):
+        rows_file, fps_file = self.files
+        rows_file.seek(0, os.SEEK_END)
+        np.ascontiguousarray(rows.T).tofile(rows_file)
+        fps_file.seek(0, os.SEEK_END)
+        fps.tofile(fps_file)
+
+    def finish(self):
+        """(the level as a Frontier, its parent numbers, its action instances), the last two on disk."""
+        parents, actions = kept(np.concatenate(self.parents)), kept(np.concatenate(self.actions))
+        if self.files is not None:
+            for fh in self.files:
+                fh.flush()
+            frontier = Frontier(files=self.files, width=self.width, size=self.size)
+        else:
+            rows, fps = (np.concatenate(part, axis=-1) for part in zip(*self.parts))
+            frontier = Frontier(rows, fps)
+        return frontier, parents, actions

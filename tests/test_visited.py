@@ -1,0 +1,107 @@
+"""The visited set's table, levels spilled to disk, and symmetry's canonical form against brute force."""
+import itertools
+
+import numpy as np
+import pytest
+
+from isrcheck.checker import levels, stop
+from isrcheck.checker.bfs import search
+from isrcheck.checker.visited import VisitedSet
+from isrcheck.specs import SPECS
+
+
+def test_table_insert_says_which_are_new_and_grows():
+    rng = np.random.default_rng(3)
+    visited, seen = VisitedSet(), set()
+    for size in (1, 50, 5000, 40000):
+        fps = rng.integers(0, 2 ** 64, size, dtype=np.uint64, endpoint=False)
+        fps[: size // 3] = rng.choice(np.array(sorted(seen) or [0], dtype=np.uint64), size // 3)  # some seen
+        fps[-1] = 0                                                        # 0 marks an empty slot: kept apart
+        fps = np.unique(fps)
+        new = visited.insert(fps)
+        assert new.tolist() == [int(f) not in seen for f in fps]
+        seen.update(int(f) for f in fps)
+        assert len(visited) == len(seen)
+        assert visited.values().tolist() == sorted(seen)
+    assert visited.nbytes <= 16 * len(visited) + 8 * 64 * 256      # at least 1/2 full, but for the first slots
+
+
+def explore(spec, invariants=(), **kw):
+    states = []
+    result = search(spec, list(invariants), on_states=lambda rows: states.append(rows.copy()), **kw)
+    return result, np.concatenate(states, axis=1)
+
+
+def test_spilled_levels_give_the_same_search(monkeypatch):
+    spec = SPECS["kip-320"](max_epochs=2)
+    plain, plain_rows = explore(spec, spec.invariants, chunk=1 << 12)
+    monkeypatch.setattr(levels, "SPILL_AT", 0.0)        # every level to disk
+    spills = []
+    spill = levels.LevelWriter._spill
+    monkeypatch.setattr(levels.LevelWriter, "_spill", lambda self: spills.append(spill(self)))
+    stop.set_max_memory(1 << 50)
+    try:
+        spilled, spilled_rows = explore(spec, spec.invariants, chunk=1 << 12)
+    finally:
+        stop.set_max_memory(None)
+    assert len(spills) == spilled.depth - 1
+    assert spilled.distinct_states == plain.distinct_states and spilled.depth == plain.depth
+    assert np.array_equal(spilled_rows, plain_rows)                       # same numbering
+    assert {n: v.state_id for n, v in spilled.violations.items()} == {n: v.state_id for n, v in plain.violations.items()}
+    assert spilled.retained_bytes <= 16 * spilled.distinct_states
+
+
+def orbit_count(spec, rows):
+    """Orbits among the given states: each renamed under every replica permutation, the smallest row kept."""
+    layout = spec.layout
+    best = None
+    for perm in itertools.permutations(range(layout.replicas)):
+        out = np.empty_like(rows)
+        for f in layout.fields.values():
+            axes = f.axes or (None,) * len(f.shape)
+            for idx in f.cells():
+                moved = tuple(perm[i] if ax == "replica" else i for i, ax in zip(idx, axes))
+                col = rows[layout.column(f.name, idx)]
+                if f.values == "replica":
+                    named = (col >= 0) & (col < layout.replicas)
+                    col = np.where(named, np.array(perm, dtype=np.int8)[np.where(named, col, 0)], col)
+                out[layout.column(f.name, moved)] = col
+        renamed = out.T
+        if best is None:
+            best = renamed.copy()
+            continue
+        differs = renamed != best
+        first = differs.argmax(axis=1)
+        k = np.arange(renamed.shape[0])
+        smaller = differs.any(axis=1) & (renamed[k, first] < best[k, first])
+        best[smaller] = renamed[smaller]
+    return np.unique(np.ascontiguousarray(best).view(np.dtype((np.void, best.shape[1])))).size
+
+
+@pytest.mark.parametrize("name, bounds", [
+    ("kip-101", dict(replicas=2, log_size=1, max_records=1, max_epochs=2, max_crashes=1)),
+    ("kip-320", dict(replicas=3, log_size=1, max_records=1, max_epochs=2, max_crashes=0)),
+    ("tla-kip320", dict(replicas=3, log_size=1, max_records=1, max_epochs=2)),
+    ("kip-966", dict(replicas=3, log_size=1, max_records=1, max_epochs=1, max_crashes=0)),
+])
+def test_symmetry_counts_exactly_the_orbits(name, bounds):
+    spec = SPECS[name](**bounds)
+    _, rows = explore(spec)
+    reduced = search(spec, [], symmetry=True)
+    assert reduced.complete
+    assert reduced.distinct_states == orbit_count(spec, rows) < rows.shape[1]
+
+
+def test_a_spill_that_cannot_be_written_stops_like_a_budget(monkeypatch):
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(levels, "SPILL_AT", 0.0)
+    monkeypatch.setattr(levels.tempfile, "TemporaryFile", full_disk)
+    stop.set_max_memory(1 << 50)
+    try:
+        result = search(SPECS["kip-320"](max_epochs=2), ["no-committed-loss"])
+    finally:
+        stop.set_max_memory(None)
+    assert result.budget_hit == "level spill failed (No space left on device)"
+    assert not result.complete and result.verdicts["no-committed-loss"] == "unknown"
+    assert result.distinct_states == 1 and result.depth == 1
