@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 
-import numba
 import numpy as np
 
 
@@ -122,59 +121,8 @@ class Symmetry:
         written: part p has ``sizes[p]`` successors, writes ``columns[col_start[p]:col_start[p + 1]]``, and the
         k-th of those cells of its q-th successor is ``values[val_start[p] + k * sizes[p] + q]``."""
         out = np.empty(parents.size, dtype=np.uint64)
-        _canonical(np.ascontiguousarray(batch.T), parents, sizes, col_start, val_start, columns, values,
+        from isrcheck.checker.kernels import canonical
+        canonical(np.ascontiguousarray(batch.T), parents, sizes, col_start, val_start, columns, values,
                    self.fingerprint.multipliers, self.perms, self.order, self.src, self.renames_value,
                    self.sig_columns, self.sig_kinds, self.sig_mult, out)
         return out
-
-
-@numba.njit(nogil=True, cache=True)
-def _canonical(states, parents, sizes, col_start, val_start, columns, values, multipliers, perms, order, src,
-               renames_value, sig_columns, sig_kinds, sig_mult, out):
-    width = states.shape[1]
-    keys = np.empty(perms.shape[1], dtype=np.uint64)
-    state = np.empty(width, dtype=states.dtype)
-    i = 0
-    for part in range(sizes.size):
-        n = sizes[part]
-        for q in range(n):
-            parent = parents[i]
-            for c in range(width):
-                state[c] = states[parent, c]
-            for k in range(col_start[part + 1] - col_start[part]):
-                state[columns[col_start[part] + k]] = values[val_start[part] + k * n + q]
-            out[i] = _smallest(state, keys, multipliers, perms, order, src, renames_value, sig_columns, sig_kinds,
-                               sig_mult)
-            i += 1
-
-
-@numba.njit(nogil=True, cache=True)
-def _smallest(state, keys, multipliers, perms, order, src, renames_value, sig_columns, sig_kinds, sig_mult):
-    """One state's smallest fingerprint over the renamings that sort its replicas' signatures."""
-    replicas = perms.shape[1]
-    for r in range(replicas):
-        key = np.uint64(0)
-        for t in range(sig_kinds.size):
-            v = np.int64(state[sig_columns[r, t]])
-            if sig_kinds[t] == 1:                 # a replica id: this one, another one, or none
-                v = 1 if v == r else (2 if 0 <= v < replicas else 16 + v)
-            key += sig_mult[t] * np.uint64(v)
-        keys[r] = key
-    best = np.uint64(0xFFFFFFFFFFFFFFFF)
-    for k in range(perms.shape[0]):
-        ok = True
-        for p in range(1, replicas):
-            if keys[order[k, p - 1]] > keys[order[k, p]]:
-                ok = False
-                break
-        if not ok:
-            continue
-        h = np.uint64(0)
-        for c in range(state.size):
-            v = np.int64(state[src[k, c]])
-            if renames_value[c] and 0 <= v < replicas:
-                v = perms[k, v]
-            h += multipliers[c] * np.uint64(v)
-        if h < best:
-            best = h
-    return best

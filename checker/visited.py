@@ -9,10 +9,13 @@ never the whole of it. Inserting a batch is one compiled loop per shard that
 returns which fingerprints were new; the kernels release the GIL and a shard is
 touched by one call only, so threads that own disjoint shards can insert
 without locks.
+
+Until it holds ``TABLE_FROM`` fingerprints the set is one sorted array instead
+(membership by binary search, a merge per batch): a small search then never
+imports numba, whose import and cached kernels cost more than the whole search.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 SHARD_BITS = 8
@@ -21,46 +24,26 @@ SLOT_SHIFT = np.uint64(64 - SHARD_BITS - 32)     # the 32 bits below the shard b
 MAX_LOAD = 0.75
 GROWTH = 1.5
 FIRST_CAPACITY = 64
-
-
-@numba.njit(nogil=True, cache=True)
-def _insert(table, fps, new, count, limit):
-    """Insert ``fps`` (no zeros) into one shard until it holds ``limit``; mark the new ones in ``new``.
-
-    Returns (how many of ``fps`` were handled, the shard's count).
-    """
-    cap = np.uint64(table.size)
-    for i in range(fps.size):
-        if count >= limit:
-            return i, count
-        fp = fps[i]
-        slot = ((fp >> SLOT_SHIFT) & np.uint64(0xFFFFFFFF)) * cap >> np.uint64(32)
-        while True:
-            here = table[slot]
-            if here == fp:
-                break
-            if here == 0:
-                table[slot] = fp
-                new[i] = True
-                count += 1
-                break
-            slot += np.uint64(1)
-            if slot == cap:
-                slot = np.uint64(0)
-    return fps.size, count
+TABLE_FROM = 1 << 20            # fingerprints: below, a sorted array
 
 
 class VisitedSet:
-    def __init__(self):
-        self.shards = [np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)]
+    def __init__(self, table_from=TABLE_FROM):
+        self.table_from = table_from
+        self.sorted = np.empty(0, dtype=np.uint64)      # the set while small; None once it is the table
+        self.shards = None
         self.counts = np.zeros(SHARDS, dtype=np.int64)
         self.has_zero = False
 
     def __len__(self):
+        if self.sorted is not None:
+            return self.sorted.size
         return int(self.counts.sum()) + self.has_zero
 
     @property
     def nbytes(self):
+        if self.sorted is not None:
+            return self.sorted.nbytes
         return sum(s.nbytes for s in self.shards)
 
     @staticmethod
@@ -72,6 +55,22 @@ class VisitedSet:
 
     def insert(self, fps):
         """Add sorted, distinct fingerprints; returns the mask of those that were not in the set."""
+        if self.sorted is not None:
+            if self.sorted.size + fps.size < self.table_from:
+                return self._insert_sorted(fps)
+            held, self.sorted = self.sorted, None
+            self.shards = [np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)]
+            self._insert_table(held)
+        return self._insert_table(fps)
+
+    def _insert_sorted(self, fps):
+        at = np.searchsorted(self.sorted, fps)
+        new = np.take(self.sorted, at, mode="clip") != fps if self.sorted.size else np.ones(fps.size, dtype=bool)
+        self.sorted = np.insert(self.sorted, at[new], fps[new])
+        return new
+
+    def _insert_table(self, fps):
+        from isrcheck.checker.kernels import insert
         new = np.zeros(fps.size, dtype=bool)
         start = 0
         if fps.size and fps[0] == 0:
@@ -84,7 +83,7 @@ class VisitedSet:
             lo, hi = int(bounds[s]), int(bounds[s + 1])
             while lo < hi:
                 table = self.shards[s]
-                done, self.counts[s] = _insert(table, fps[lo:hi], new[lo:hi], self.counts[s],
+                done, self.counts[s] = insert(table, fps[lo:hi], new[lo:hi], self.counts[s],
                                                int(table.size * MAX_LOAD))
                 lo += done
                 if lo < hi:
@@ -92,13 +91,16 @@ class VisitedSet:
         return new
 
     def _grow(self, s):
+        from isrcheck.checker.kernels import insert
         old = self.shards[s]
         kept = old[old != 0]
         table = self.shards[s] = np.zeros(int(old.size * GROWTH) + 1, dtype=np.uint64)
-        _insert(table, kept, np.zeros(kept.size, dtype=bool), 0, table.size)
+        insert(table, kept, np.zeros(kept.size, dtype=bool), 0, table.size)
 
     def values(self):
         """Every fingerprint in the set, sorted (for checkpoints)."""
+        if self.sorted is not None:
+            return self.sorted
         parts = [s[s != 0] for s in self.shards]
         if self.has_zero:
             parts.insert(0, np.zeros(1, dtype=np.uint64))

@@ -1,5 +1,7 @@
 """The visited set's table, levels spilled to disk, and symmetry's canonical form against brute force."""
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,9 +12,11 @@ from isrcheck.checker.visited import VisitedSet
 from isrcheck.specs import SPECS
 
 
-def test_table_insert_says_which_are_new_and_grows():
+@pytest.mark.parametrize("table_from", [0, 6000, 1 << 30], ids=["table", "sorted-then-table", "sorted"])
+def test_insert_says_which_are_new_and_grows(table_from):
+    """The same answers from the table, from the sorted array a small set is, and across the switch."""
     rng = np.random.default_rng(3)
-    visited, seen = VisitedSet(), set()
+    visited, seen = VisitedSet(table_from=table_from), set()
     for size in (1, 50, 5000, 40000):
         fps = rng.integers(0, 2 ** 64, size, dtype=np.uint64, endpoint=False)
         fps[: size // 3] = rng.choice(np.array(sorted(seen) or [0], dtype=np.uint64), size // 3)  # some seen
@@ -24,6 +28,16 @@ def test_table_insert_says_which_are_new_and_grows():
         assert len(visited) == len(seen)
         assert visited.values().tolist() == sorted(seen)
     assert visited.nbytes <= 16 * len(visited) + 8 * 64 * 256      # at least 1/2 full, but for the first slots
+    assert (visited.sorted is None) == (table_from < 1 << 30)
+
+
+def test_small_searches_never_import_numba():
+    """A search that stays small keeps the sorted array, so the process never pays numba's import."""
+    code = ("import sys; from isrcheck.checker.bfs import search; from isrcheck.specs import SPECS; "
+            "r = search(SPECS['kip-101'](), ['log-matching']); print(r.distinct_states, 'numba' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    states, numba_loaded = proc.stdout.split()
+    assert int(states) > 100_000 and numba_loaded == "False"
 
 
 def explore(spec, invariants=(), **kw):
