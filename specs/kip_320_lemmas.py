@@ -106,9 +106,24 @@ class Kip320Lemmas:
             ok.append((cached == 0) | any_of((cached == e) & (s.req_leader[e - 1] == r) for e in self.EPOCHS))
             if self.proof_ghosts:
                 ok.append(cached <= s.applied_epoch[r])
+            # the epoch of its last record, if it led that epoch, has an entry (Log.append assigned it; a restart
+            # and makeLeader of that epoch again find it as the latest and add none at the LEO)
+            last = self.latest_epoch(s, r)
+            below = max_of([0] + [where((s.epoch_cache[r][e - 1] >= 0) & (s.epoch_cache[r][e - 1] < s.leo[r]), e, 0)
+                                  for e in self.EPOCHS])
+            ok.append(below >= last)
             for o in self.OFFSETS:
                 inside = o < s.leo[r]
                 ok.append(~(leads & inside & (o >= s.epoch_start[r])) | (s.log_epoch[r][o] == s.leader_epoch[r]))
+                for e in self.EPOCHS:
+                    entry = s.epoch_cache[r][e - 1]
+                    has_e = inside & (s.log_epoch[r][o] == e)
+                    ok.append(~has_e | (entry >= 0))
+                    # an entry starts after a record of its epoch only once a fetch appended more records of it
+                    # next to the entry makeLeader of a later epoch it led put at the LEO (2.0.1-2.6.0, KAFKA-10706)
+                    moved = any_of((s.req_leader[x - 1] == r) & (s.fetched_epoch[r] > x) if self.proof_ghosts
+                                   else (s.req_leader[x - 1] == r) for x in range(e + 1, self.E + 1))
+                    ok.append(~(has_e & (entry > o)) | moved)
                 ok.append(~(inside & (cached != 0)) | (s.log_epoch[r][o] < cached))
                 # records of that epoch, anywhere, are past its LEO: it has written none since it took the epoch
                 for x in self.REPLICAS:
@@ -309,7 +324,7 @@ class Kip320Lemmas:
                 shortened = from_l & (s.fetched_epoch[l] < e)      # l has at most truncated since
                 for o in self.OFFSETS:
                     mine = (o < s.leo[f]) & (s.log_epoch[f][o] <= e)
-                    ok.append(~(kept & mine) | (o < s.leo[l]))
+                    ok.append(~(kept & mine) | ((o < s.leo[l]) & self.same_entry(s, f, l, o)))
                     still_there = (o < s.leo[l]) & (s.log_epoch[l][o] <= e)
                     ok.append(~(shortened & mine & still_there) | self.same_entry(s, f, l, o))
         return all_of(ok)
