@@ -83,10 +83,10 @@ class Kip320Lemmas:
         truncated. Log.append assigns each record's epoch (LeaderEpochFileCache.assign, 2.0.1+), so
         OffsetsForLeaderEpoch and the follower's own endOffsetFor see every epoch of its log: the
         truncation (AbstractFetcherThread.getOffsetTruncationState, 2.1) never falls back to the HW
-        while the follower holds records. That every record's epoch keeps an entry is true at these
-        bounds (2 records); with more, 2.0.1-2.6.0 can lose it (assign's conflict removal next to
-        KAFKA-10706's kept entry, then a truncation; see model/kafka.py), and the proof is then only
-        at the bounds where it holds.
+        while the follower holds records. That every record's epoch keeps an entry is checked at the
+        default bounds (and at 2 replicas with log_size=3, max_records=3, max_epochs=4); 2.0.1-2.6.0
+        may lose it in longer logs (assign's conflict removal next to KAFKA-10706's kept entry, then a
+        truncation; see model/kafka.py), and a proof that assumes it holds only where it does.
         """
         ok = []
         for r in self.REPLICAS:
@@ -114,8 +114,8 @@ class Kip320Lemmas:
                 ok.append(cached <= s.applied_epoch[r])
             # the epoch of its last record has an entry below the LEO (Log.append assigned it), so a follower asks
             # OffsetsForLeaderEpoch for at least that epoch and never falls back to its HW while it holds records
-            # (only 2.0.1-2.6.0's conflict removal and a later truncation, KAFKA-10706, can leave a record without
-            # an entry; not at 2 records)
+            # (only 2.0.1-2.6.0's conflict removal and a later truncation, KAFKA-10706, might leave a record
+            # without an entry; not within the bounds checked, see the docstring)
             last = self.latest_epoch(s, r)
             below = max_of([0] + [where((s.epoch_cache[r][e - 1] >= 0) & (s.epoch_cache[r][e - 1] < s.leo[r]), e, 0)
                                   for e in self.EPOCHS])
@@ -126,7 +126,7 @@ class Kip320Lemmas:
                 for e in self.EPOCHS:
                     entry = s.epoch_cache[r][e - 1]
                     has_e = inside & (s.log_epoch[r][o] == e)
-                    # every record's epoch has an entry (the same: true at 2 records, see above)
+                    # every record's epoch has an entry (the same caveat)
                     ok.append(~has_e | (entry >= 0))
                     # an entry starts after a record of its epoch only once a fetch in a later epoch appended more
                     # records of it next to the entry makeLeader of a later epoch it led put at the LEO: assign's
