@@ -75,12 +75,18 @@ class Kip320Lemmas:
 
     @invariant("lemma-epoch-cache")
     def lemma_epoch_cache(self, s):
-        """The leader-epoch cache: its entries increase in start offset and, below the LEO, are on records of their epochs; what makeLeader wrote (2.0.1+): a leader's epoch start offset is within its log and only its own epoch's records follow it; the cache entry at the LEO is for an epoch the replica led, above every record's epoch.
+        """The leader-epoch cache: its entries increase in start offset and, below the LEO, are on records of their epochs; every record's epoch has an entry, at or before it unless KAFKA-10706 moved it, and the last record's epoch one below the LEO; what makeLeader wrote (2.0.1+): a leader's epoch start offset is within its log and only its own epoch's records follow it; the cache entry at the LEO is for an epoch the replica led, above every record's epoch.
 
         A leader's log only grows in its epoch, so its epoch start offset never passes a record of an
         older epoch (it is at least the first offset of its epoch); the entry at the LEO is its
         current epoch until it writes, and stays, above every record, until anything is appended or
-        truncated.
+        truncated. Log.append assigns each record's epoch (LeaderEpochFileCache.assign, 2.0.1+), so
+        OffsetsForLeaderEpoch and the follower's own endOffsetFor see every epoch of its log: the
+        truncation (AbstractFetcherThread.getOffsetTruncationState, 2.1) never falls back to the HW
+        while the follower holds records. That every record's epoch keeps an entry is checked at the
+        default bounds (and at 2 replicas with log_size=3, max_records=3, max_epochs=4); 2.0.1-2.6.0
+        may lose it in longer logs (assign's conflict removal next to KAFKA-10706's kept entry, then a
+        truncation; see model/kafka.py), and a proof that assumes it holds only where it does.
         """
         ok = []
         for r in self.REPLICAS:
@@ -106,9 +112,28 @@ class Kip320Lemmas:
             ok.append((cached == 0) | any_of((cached == e) & (s.req_leader[e - 1] == r) for e in self.EPOCHS))
             if self.proof_ghosts:
                 ok.append(cached <= s.applied_epoch[r])
+            # the epoch of its last record has an entry below the LEO (Log.append assigned it), so a follower asks
+            # OffsetsForLeaderEpoch for at least that epoch and never falls back to its HW while it holds records
+            # (only 2.0.1-2.6.0's conflict removal and a later truncation, KAFKA-10706, might leave a record
+            # without an entry; not within the bounds checked, see the docstring)
+            last = self.latest_epoch(s, r)
+            below = max_of([0] + [where((s.epoch_cache[r][e - 1] >= 0) & (s.epoch_cache[r][e - 1] < s.leo[r]), e, 0)
+                                  for e in self.EPOCHS])
+            ok.append(below >= last)
             for o in self.OFFSETS:
                 inside = o < s.leo[r]
                 ok.append(~(leads & inside & (o >= s.epoch_start[r])) | (s.log_epoch[r][o] == s.leader_epoch[r]))
+                for e in self.EPOCHS:
+                    entry = s.epoch_cache[r][e - 1]
+                    has_e = inside & (s.log_epoch[r][o] == e)
+                    # every record's epoch has an entry (the same caveat)
+                    ok.append(~has_e | (entry >= 0))
+                    # an entry starts after a record of its epoch only once a fetch in a later epoch appended more
+                    # records of it next to the entry makeLeader of a later epoch it led put at the LEO: assign's
+                    # conflict removal moves the epoch's entry there (2.0.1-2.6.0, KAFKA-10706's kept entry)
+                    moved = any_of((s.req_leader[x - 1] == r) & (s.fetched_epoch[r] > x) if self.proof_ghosts
+                                   else (s.req_leader[x - 1] == r) for x in range(e + 1, self.E + 1))
+                    ok.append(~(has_e & (entry > o)) | moved)
                 ok.append(~(inside & (cached != 0)) | (s.log_epoch[r][o] < cached))
                 # records of that epoch, anywhere, are past its LEO: it has written none since it took the epoch
                 for x in self.REPLICAS:
@@ -309,7 +334,8 @@ class Kip320Lemmas:
                 shortened = from_l & (s.fetched_epoch[l] < e)      # l has at most truncated since
                 for o in self.OFFSETS:
                     mine = (o < s.leo[f]) & (s.log_epoch[f][o] <= e)
-                    ok.append(~(kept & mine) | (o < s.leo[l]))
+                    # while l has only appended, every one of those records is still in its log, unchanged
+                    ok.append(~(kept & mine) | ((o < s.leo[l]) & self.same_entry(s, f, l, o)))
                     still_there = (o < s.leo[l]) & (s.log_epoch[l][o] <= e)
                     ok.append(~(shortened & mine & still_there) | self.same_entry(s, f, l, o))
         return all_of(ok)
