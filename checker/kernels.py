@@ -9,11 +9,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from isrcheck.checker.visited import SLOT_SHIFT
-
 
 @numba.njit(nogil=True, cache=True)
-def insert(table, fps, new, count, limit):
+def insert(table, fps, new, count, limit, slot_shift):
     """Insert ``fps`` (no zeros) into one shard until it holds ``limit``; mark the new ones in ``new``.
 
     Returns (how many of ``fps`` were handled, the shard's count).
@@ -23,7 +21,7 @@ def insert(table, fps, new, count, limit):
         if count >= limit:
             return i, count
         fp = fps[i]
-        slot = ((fp >> SLOT_SHIFT) & np.uint64(0xFFFFFFFF)) * cap >> np.uint64(32)
+        slot = ((fp >> slot_shift) & np.uint64(0xFFFFFFFF)) * cap >> np.uint64(32)
         while True:
             here = table[slot]
             if here == fp:

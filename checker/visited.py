@@ -84,7 +84,7 @@ class VisitedSet:
             while lo < hi:
                 table = self.shards[s]
                 done, self.counts[s] = insert(table, fps[lo:hi], new[lo:hi], self.counts[s],
-                                               int(table.size * MAX_LOAD))
+                                               int(table.size * MAX_LOAD), SLOT_SHIFT)
                 lo += done
                 if lo < hi:
                     self._grow(s)
@@ -95,7 +95,7 @@ class VisitedSet:
         old = self.shards[s]
         kept = old[old != 0]
         table = self.shards[s] = np.zeros(int(old.size * GROWTH) + 1, dtype=np.uint64)
-        insert(table, kept, np.zeros(kept.size, dtype=bool), 0, table.size)
+        insert(table, kept, np.zeros(kept.size, dtype=bool), 0, table.size, SLOT_SHIFT)
 
     def values(self):
         """Every fingerprint in the set, sorted (for checkpoints)."""
