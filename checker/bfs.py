@@ -30,6 +30,7 @@ from isrcheck.model import backends
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
 NO_ACTION = np.uint16(0xFFFF)
+CHUNK_SHARE = 8         # under a memory limit a chunk's transient arrays stay near 1/CHUNK_SHARE of it
 
 
 def sorted_unique(values):
@@ -213,6 +214,9 @@ class Search:
         spec = self.spec
         start = time.perf_counter()
         self.snapshot_time, self.snapshot_bytes = None, 0
+        limit = stop.memory_limit()
+        if limit is not None:           # a chunk's successors take about 2 KB per row of 100 cells: a sliver of it
+            self.chunk = min(self.chunk, max(1 << 12, limit // (CHUNK_SHARE * 16 * max(spec.layout.width, 1))))
         coverage = self.coverage = Coverage(spec.actions)
         violations = {}
         pending = list(self.invariants)
