@@ -24,7 +24,7 @@ SLOT_SHIFT = np.uint64(64 - SHARD_BITS - 32)     # the 32 bits below the shard b
 MAX_LOAD = 0.75
 GROWTH = 1.5
 FIRST_CAPACITY = 64
-TABLE_FROM = 1 << 20            # fingerprints: below, a sorted array
+TABLE_FROM = 1 << 23            # fingerprints: below, a sorted array (8 bytes each)
 
 
 class VisitedSet:
