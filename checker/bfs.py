@@ -57,6 +57,7 @@ def all_cores():
 # states: 1.4 s of CPU on numpy, 1.8 s native from the cache, 27 s native compiling): small runs never pay it.
 NATIVE_FROM = 1 << 22
 NATIVE_CACHED_FROM = 1 << 20
+NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto" keeps numpy if the limit has no room
 
 
 class Search:
@@ -78,9 +79,11 @@ class Search:
 
     def _choose_kernels(self, level_size):
         """Switch to the native kernels when the policy says so (they give the numpy kernels' results)."""
+        limit = stop.memory_limit()
+        room = limit is None or stop.resident_bytes() + NATIVE_MEMORY < limit
         if self.native is None and self.kernels != "numpy" and (
-                self.kernels == "native" or level_size >= NATIVE_FROM or (
-                    level_size >= NATIVE_CACHED_FROM and backends.native(self.spec).compiled)):
+                self.kernels == "native" or room and (level_size >= NATIVE_FROM or (
+                    level_size >= NATIVE_CACHED_FROM and backends.native(self.spec).compiled))):
             self.native = backends.native(self.spec).load()
 
     # --- successor generation ----------------------------------------------------------
