@@ -79,10 +79,8 @@ class Search:
 
     def _choose_kernels(self, level_size):
         """Switch to the native kernels when the policy says so (they give the numpy kernels' results)."""
-        limit = stop.memory_limit()
-        room = limit is None or stop.resident_bytes() + NATIVE_MEMORY < limit
         if self.native is None and self.kernels != "numpy" and (
-                self.kernels == "native" or room and (level_size >= NATIVE_FROM or (
+                self.kernels == "native" or stop.room_for(NATIVE_MEMORY) and (level_size >= NATIVE_FROM or (
                     level_size >= NATIVE_CACHED_FROM and backends.native(self.spec).compiled))):
             self.native = backends.native(self.spec).load()
 

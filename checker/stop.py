@@ -64,6 +64,12 @@ def memory_limit():
     return _state["max_memory"]
 
 
+def room_for(nbytes):
+    """Whether ``nbytes`` more fit under the memory limit (always, without one)."""
+    limit = _state["max_memory"]
+    return limit is None or resident_bytes() + nbytes < limit
+
+
 def set_max_memory(limit):
     _state["max_memory"], _state["memory_hit"] = limit, None
 

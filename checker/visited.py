@@ -13,10 +13,14 @@ without locks.
 Until it holds ``TABLE_FROM`` fingerprints the set is one sorted array instead
 (membership by binary search, a merge per batch): a small search then never
 imports numba, whose import and cached kernels cost more than the whole search.
+Under a memory limit with no room for numba's compiler it stays sorted (8 bytes
+a fingerprint, slower merges, but nothing to load).
 """
 from __future__ import annotations
 
 import numpy as np
+
+from isrcheck.checker import stop
 
 SHARD_BITS = 8
 SHARDS = 1 << SHARD_BITS
@@ -25,6 +29,7 @@ MAX_LOAD = 0.75
 GROWTH = 1.5
 FIRST_CAPACITY = 64
 TABLE_FROM = 1 << 23            # fingerprints: below, a sorted array (8 bytes each)
+COMPILE_MEMORY = 512 << 20      # what importing numba and compiling the insert can take
 
 
 class VisitedSet:
@@ -56,8 +61,8 @@ class VisitedSet:
     def insert(self, fps):
         """Add sorted, distinct fingerprints; returns the mask of those that were not in the set."""
         if self.sorted is not None:
-            if self.sorted.size + fps.size < self.table_from:
-                return self._insert_sorted(fps)
+            if self.sorted.size + fps.size < self.table_from or not stop.room_for(COMPILE_MEMORY):
+                return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
             held, self.sorted = self.sorted, None
             self.shards = [np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)]
             self._insert_table(held)
