@@ -14,7 +14,6 @@ when the memory limit comes near (:mod:`checker.levels`).
 from __future__ import annotations
 
 import os
-import resource
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,7 +41,7 @@ def sorted_unique(values):
 
 
 def peak_memory():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return stop.peak_bytes()
 
 
 def all_cores():

@@ -170,8 +170,7 @@ class Progress:
         if not self.enabled or now - self.last < (0.2 if self.live else 5.0):
             return
         self.last = now
-        import resource
-        line = f"{text} · {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB"
+        line = f"{text} · {stop.peak_bytes() / 2 ** 20:,.0f} MB"
         if self.live:
             self.console.print(line, end="\r", soft_wrap=True, markup=False)
         else:

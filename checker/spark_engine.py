@@ -115,7 +115,6 @@ import importlib.util
 import inspect
 import os
 import re
-import resource
 import shutil
 import sys
 import tempfile
@@ -832,7 +831,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         invariants=[i.name for i in search.invariants], violations=violations,
         distinct_states=distinct, transitions=transitions, depth=depth,
         seconds=time.perf_counter() - start,
-        peak_memory_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        peak_memory_bytes=stopping.peak_bytes(),
         retained_bytes=8 * visited_states + 10 * distinct,
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
         fingerprint_bits=search.fingerprint.bits, engine="spark", levels=moved)

@@ -59,6 +59,22 @@ def resident_bytes():
         return peak if sys.platform == "darwin" else peak * 1024
 
 
+def peak_bytes():
+    """This process's peak resident memory (Linux VmHWM: this program's own, where getrusage's maxrss also counts
+    the memory of the process it was forked from, e.g. a large test runner)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+    import sys
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
 def memory_limit():
     """The ``--max-memory`` limit in bytes, or None."""
     return _state["max_memory"]
