@@ -14,7 +14,8 @@ are written as arithmetic, not branches).
 
 Compiling costs about half a second of CPU per function, so each module is written
 to a cache directory under the hash of its source and imported from there with
-numba's ``cache=True``: a kernel compiles once per machine, and specs that share
+numba's ``cache=True``: a kernel compiles once per machine (a lock file beside it makes a second
+process that needs it meanwhile wait for the first, then load it), and specs that share
 an action or an invariant (most versions do) share its compiled code. The directory is ``$ISRCHECK_CACHE_DIR``,
 else ``$XDG_CACHE_HOME/isrcheck`` (``~/.cache/isrcheck``), else a temporary one
 when those cannot be written. The kernels release the GIL (``nogil``), so chunks
@@ -24,6 +25,7 @@ The numpy backend stays the reference: tests/test_conformance.py compares the tw
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -31,6 +33,11 @@ import sys
 import tempfile
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:         # Windows: no lock; two processes may compile the same kernel
+    fcntl = None
 
 from isrcheck.model.compile import Node, _children_first, _const, _plain
 
@@ -189,7 +196,8 @@ def load(source):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module              # before running it: numba's cached code refers to it by name
     try:
-        spec.loader.exec_module(module)     # compiles the function (or loads it from numba's cache)
+        with _compiling(path):              # compiles the function (or loads it from numba's cache)
+            spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[name]
         raise
@@ -197,6 +205,23 @@ def load(source):
         with open(path + ".ok", "w"):
             pass
     return module.kernel
+
+
+@contextlib.contextmanager
+def _compiling(path):
+    """Held while a kernel not yet compiled is imported: a second process needing the same kernel waits for
+    the first to compile it, then loads it from numba's cache, instead of compiling it again alongside."""
+    if fcntl is None or os.path.exists(path + ".ok"):
+        yield
+        return
+    try:
+        fh = open(path + ".lock", "a")
+    except OSError:                         # a read-only cache: compile without the lock
+        yield
+        return
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 def compiled(source):
