@@ -1,7 +1,7 @@
 """Protocol versions with one fence missing (GitHub issue 5), their fixes, and the benign split brain.
 
-Each broken version must show its expected violations at its default bounds
-and have a replaying counterexample; each fix must hold, at the broken
+Each broken version must show its expected violations at its default bounds (``isrcheck gate`` checks
+every spec's verdicts there, in CI after the suite) and have a replaying counterexample; each fix must hold, at the broken
 version's bounds, every invariant it claims; the options the fencing specs
 added to the model must leave the four original versions exactly as they were.
 """
@@ -67,13 +67,6 @@ def test_declarations(name):
         assert isinstance(cls.missing_fence, str) and cls.missing_fence.strip()
     else:
         assert cls.missing_fence is None
-
-
-@pytest.mark.parametrize("name", MINE)
-def test_default_bounds_meet_expected_verdicts(name):
-    spec, result = run(name)
-    assert result.complete
-    assert result.verdicts == spec.expected
 
 
 EXPECTED_VIOLATIONS = [(n, inv) for n in MINE for inv, v in SPECS[n].expected.items() if v == "violated"]
