@@ -76,7 +76,8 @@ def test_failure_message_is_the_show_output(tmp_path):
 def test_result_object(tmp_path):
     result = isrcheck.check(Kip320, None, max_crashes=1)
     assert result.spec == "kip-320" and result.configuration == "defaults" and result.complete
-    cli = subprocess.run(["isrcheck", "check", "--spec", "kip-320", "--all", "--max-crashes", "1", "--format", "json",
+    every = [arg for inv in Kip320.expected for arg in ("--invariant", inv)]     # --all would add liveness checks
+    cli = subprocess.run(["isrcheck", "check", "--spec", "kip-320", *every, "--max-crashes", "1", "--format", "json",
                           "--no-progress", "--out", str(tmp_path)], capture_output=True, text=True)
     report = json.loads(cli.stdout)
     assert (result.verdicts, result.distinct_states, result.depth, result.transitions) == (

@@ -281,10 +281,14 @@ def test_cli_lasso_check_show_replay(tmp_path):
     """kip-320's expected verdicts through the CLI; the lasso is shown and replays; tampering makes replay fail."""
     run = isrcheck("check", "--spec", "kip-320", "--all", "--format", "json", "--out", "cx", "--no-progress",
                    cwd=tmp_path)
+    # of the invariants only the benign split brain breaks, and --all does not fail on it; --all checks the
+    # liveness properties too, and hw-advances is violated (a model gap, see Kip320.expected_liveness_why)
     assert run.returncode == 1, run.stderr
     report = json.loads(run.stdout)
     assert {k: v["verdict"] for k, v in report["properties"].items()} == SPECS["kip-320"].expected_liveness
-    assert all(v == SPECS["kip-320"].expected[k] for k, v in report["verdicts"].items())
+    assert report["verdicts"] == SPECS["kip-320"].expected
+    assert report["benign"] == ["single-acting-leader"] and report["trace_file"] is None
+    assert report["never_fired"] == []
     path = tmp_path / "cx" / "kip-320" / "hw-advances.itf.json"
     assert report["properties"]["hw-advances"]["trace_file"] == os.path.join("cx", "kip-320", "hw-advances.itf.json")
     data = json.loads(path.read_text())
