@@ -3,9 +3,10 @@
 The table is split into 256 shards by a fingerprint's top 8 bits; each shard is
 a uint64 array probed linearly from a slot taken from the next 32 bits (0
 marks an empty slot, so fingerprint 0 is kept as a flag). A shard grows on its
-own, by half again, when it would pass 3/4 full, so it is between 1/2 and 3/4
-full: 10.7 to 16 bytes per fingerprint, and a growth copies 1/256 of the set,
-never the whole of it. Inserting a batch is one compiled loop per shard that
+own before a batch that could take it past 3/4 full, by half again (or to 3/4
+full with the whole batch, when that is more), so it is about 1/2 to 3/4 full:
+10.7 to 16 bytes per fingerprint, and a growth copies 1/256 of the set, never
+the whole of it. Inserting a batch is one compiled loop per shard that
 returns which fingerprints were new; the kernels release the GIL and a shard is
 touched by one call only, so threads that own disjoint shards can insert
 without locks.
@@ -86,20 +87,22 @@ class VisitedSet:
         bounds[0] = start
         for s in np.flatnonzero(bounds[1:] > bounds[:-1]):
             lo, hi = int(bounds[s]), int(bounds[s + 1])
-            while lo < hi:
-                table = self.shards[s]
-                done, self.counts[s] = insert(table, fps[lo:hi], new[lo:hi], self.counts[s],
-                                               int(table.size * MAX_LOAD), SLOT_SHIFT)
-                lo += done
-                if lo < hi:
-                    self._grow(s)
+            need = int(self.counts[s]) + hi - lo
+            if need > self.shards[s].size * MAX_LOAD:
+                self._grow(s, need)
+            table = self.shards[s]
+            _, self.counts[s] = insert(table, fps[lo:hi], new[lo:hi], self.counts[s], table.size, SLOT_SHIFT)
         return new
 
-    def _grow(self, s):
+    def _grow(self, s, need):
+        """Make shard ``s`` room for ``need`` fingerprints before a batch goes in: a sorted batch inserted into a
+        table too small for it piles its first fingerprints into the lowest slots (each probe then walks the
+        whole pile: quadratic), so a shard never grows in the middle of a batch."""
         from isrcheck.checker.kernels import insert
         old = self.shards[s]
         kept = old[old != 0]
-        table = self.shards[s] = np.zeros(int(old.size * GROWTH) + 1, dtype=np.uint64)
+        size = max(int(old.size * GROWTH), int(need / MAX_LOAD)) + 1
+        table = self.shards[s] = np.zeros(size, dtype=np.uint64)
         insert(table, kept, np.zeros(kept.size, dtype=bool), 0, table.size, SLOT_SHIFT)
 
     def values(self):
