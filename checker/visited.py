@@ -14,10 +14,15 @@ without locks.
 Until it holds ``TABLE_FROM`` fingerprints the set is one sorted array instead
 (membership by binary search, a merge per batch): a small search then never
 imports numba, whose import and cached kernels cost more than the whole search.
+Once numba is imported anyway (the search chose its native kernels) the table
+takes over from ``TABLE_LOADED_FROM``: its merges copy the whole array, which
+from a million fingerprints costs more than the table's cached insert.
 Under a memory limit with no room for numba's compiler it stays sorted (8 bytes
 a fingerprint, slower merges, but nothing to load).
 """
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
@@ -30,12 +35,13 @@ MAX_LOAD = 0.75
 GROWTH = 1.5
 FIRST_CAPACITY = 64
 TABLE_FROM = 1 << 23            # fingerprints: below, a sorted array (8 bytes each)
+TABLE_LOADED_FROM = 1 << 20     # the same once numba is imported
 COMPILE_MEMORY = 512 << 20      # what importing numba and compiling the insert can take
 
 
 class VisitedSet:
-    def __init__(self, table_from=TABLE_FROM):
-        self.table_from = table_from
+    def __init__(self, table_from=None):
+        self.table_from = table_from        # None: TABLE_FROM, or TABLE_LOADED_FROM once numba is imported
         self.sorted = np.empty(0, dtype=np.uint64)      # the set while small; None once it is the table
         self.shards = None
         self.counts = np.zeros(SHARDS, dtype=np.int64)
@@ -62,7 +68,10 @@ class VisitedSet:
     def insert(self, fps):
         """Add sorted, distinct fingerprints; returns the mask of those that were not in the set."""
         if self.sorted is not None:
-            if self.sorted.size + fps.size < self.table_from or not stop.room_for(COMPILE_MEMORY):
+            table_from = self.table_from
+            if table_from is None:
+                table_from = TABLE_LOADED_FROM if "numba" in sys.modules else TABLE_FROM
+            if self.sorted.size + fps.size < table_from or not stop.room_for(COMPILE_MEMORY):
                 return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
             held, self.sorted = self.sorted, None
             self.shards = [np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)]
