@@ -31,6 +31,8 @@ from isrcheck.model import backends
 NO_PARENT = np.uint32(0xFFFFFFFF)
 NO_ACTION = np.uint16(0xFFFF)
 CHUNK_SHARE = 8         # under a memory limit a chunk's transient arrays stay near 1/CHUNK_SHARE of it
+LEVEL_SPLIT = 8         # a level is cut into about this many chunks (for the workers), but for ...
+MIN_CHUNK = 1 << 16     # ... chunks smaller than this (each chunk costs a call per action instance)
 
 
 def sorted_unique(values):
@@ -285,8 +287,10 @@ class Search:
                 next_id = level_start[-1] + frontier.size
                 level = levels.LevelWriter(spec.layout.width)
                 self._choose_kernels(frontier.size)
-                chunks = self._chunks(frontier, visited, list(pending))
-                for cs in range(0, frontier.size, self.chunk):
+                # the same chunks for any number of workers: they decide where a --max-states search stops
+                step = min(self.chunk, max(MIN_CHUNK, -(-frontier.size // LEVEL_SPLIT)))
+                chunks = self._chunks(frontier, step, visited, list(pending))
+                for cs in range(0, frontier.size, step):
                     kept, before = level.size, dict(violations)
                     try:
                         counts, moves, found, bad = next(chunks)
@@ -414,8 +418,8 @@ class Search:
         return (levels.Frontier(arrays["frontier"], arrays["frontier_fps"]), visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _chunk(self, frontier, cs, visited, turns, invariants):
-        """The chunk at ``cs``, start to end: expanded, its successors grouped by fingerprint, the groups inserted
+    def _chunk(self, frontier, cs, step, visited, turns, invariants):
+        """The chunk at ``cs`` (``step`` states), start to end: expanded, its successors grouped by fingerprint, the groups inserted
         into the visited set when ``turns`` says it is this chunk's turn, the fresh ones' rows built and checked
         against ``invariants``. Runs on a worker thread (everything but the insert runs alongside other chunks).
 
@@ -423,11 +427,10 @@ class Search:
         is (rows, fingerprints, parent rows in the chunk, action ids) or None, and first violations is
         {invariant name: column in rows} for the invariants the rows break.
         """
-        k = cs // self.chunk
+        k = cs // step
         try:
             coverage = Coverage(self.spec.actions)
-            batch, fps = frontier.block(cs, self.chunk)
-            batch = np.ascontiguousarray(batch)
+            batch, fps = frontier.block(cs, step)
             parts = self.expand(batch, fps, coverage)
             found, moves = self._successors(batch, parts, visited, turns, k)
         except BaseException:
@@ -436,23 +439,23 @@ class Search:
         bad = {} if found is None else self._violations(found[0], invariants)
         return coverage.counts[:FIRED + 1], moves, found, bad
 
-    def _chunks(self, frontier, visited, invariants):
+    def _chunks(self, frontier, step, visited, invariants):
         """The level's chunks (see ``_chunk``) in order; with several workers, up to that many at once on the
         thread pool (the native kernels release the GIL, numpy does in its loops) while the caller takes them."""
-        starts = range(0, frontier.size, self.chunk)
+        starts = range(0, frontier.size, step)
         turns = Turns()
         if self.workers == 1 or len(starts) == 1:
             for cs in starts:
-                yield self._chunk(frontier, cs, visited, turns, invariants)
+                yield self._chunk(frontier, cs, step, visited, turns, invariants)
             return
         if self.pool is None:
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-search")
-        ahead = [self.pool.submit(self._chunk, frontier, cs, visited, turns, invariants)
+        ahead = [self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants)
                  for cs in starts[:self.workers]]
         try:
             for cs in starts[self.workers:]:
                 done = ahead.pop(0).result()
-                ahead.append(self.pool.submit(self._chunk, frontier, cs, visited, turns, invariants))
+                ahead.append(self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants))
                 yield done
             while ahead:
                 yield ahead.pop(0).result()

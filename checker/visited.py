@@ -45,6 +45,7 @@ class VisitedSet:
         self.sorted = np.empty(0, dtype=np.uint64)      # the set while small; None once it is the table
         self.shards = None
         self.counts = np.zeros(SHARDS, dtype=np.int64)
+        self.sizes = np.full(SHARDS, FIRST_CAPACITY, dtype=np.int64)     # each shard's slots
         self.has_zero = False
 
     def __len__(self):
@@ -74,7 +75,8 @@ class VisitedSet:
             if self.sorted.size + fps.size < table_from or not stop.room_for(COMPILE_MEMORY):
                 return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
             held, self.sorted = self.sorted, None
-            self.shards = [np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)]
+            from numba.typed import List
+            self.shards = List([np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)])
             self._insert_table(held)
         return self._insert_table(fps)
 
@@ -85,7 +87,7 @@ class VisitedSet:
         return new
 
     def _insert_table(self, fps):
-        from isrcheck.checker.kernels import insert
+        from isrcheck.checker import kernels
         new = np.zeros(fps.size, dtype=bool)
         start = 0
         if fps.size and fps[0] == 0:
@@ -94,13 +96,10 @@ class VisitedSet:
             start = 1
         bounds = self._split(fps)
         bounds[0] = start
-        for s in np.flatnonzero(bounds[1:] > bounds[:-1]):
-            lo, hi = int(bounds[s]), int(bounds[s + 1])
-            need = int(self.counts[s]) + hi - lo
-            if need > self.shards[s].size * MAX_LOAD:
-                self._grow(s, need)
-            table = self.shards[s]
-            _, self.counts[s] = insert(table, fps[lo:hi], new[lo:hi], self.counts[s], table.size, SLOT_SHIFT)
+        need = self.counts + np.diff(bounds)
+        for s in np.flatnonzero(need > self.sizes * MAX_LOAD):
+            self._grow(s, int(need[s]))
+        kernels.insert_batch(self.shards, self.counts, fps, bounds, new, SLOT_SHIFT)   # one call, not one per shard
         return new
 
     def _grow(self, s, need):
@@ -112,6 +111,7 @@ class VisitedSet:
         kept = old[old != 0]
         size = max(int(old.size * GROWTH), int(need / MAX_LOAD)) + 1
         table = self.shards[s] = np.zeros(size, dtype=np.uint64)
+        self.sizes[s] = size
         insert(table, kept, np.zeros(kept.size, dtype=bool), 0, table.size, SLOT_SHIFT)
 
     def values(self):

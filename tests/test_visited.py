@@ -33,17 +33,17 @@ def test_insert_says_which_are_new_and_grows(table_from):
 
 def test_a_shard_has_room_for_its_whole_batch_before_it_goes_in(monkeypatch):
     """A sorted batch inserted into a shard too small for it would pile into the lowest slots and take quadratic
-    time (66 s for the 8M fingerprints a search holds when the sorted array becomes the table): every insert
-    call must find room for all it is given."""
+    time (66 s for the 8M fingerprints a search holds when the sorted array becomes the table): every shard
+    must have room for all it is given."""
     from isrcheck.checker import kernels
     calls = []
-    real = kernels.insert
+    real = kernels.insert_batch
 
-    def insert(table, fps, new, count, limit, slot_shift):
-        calls.append((table.size, fps.size, count))
-        return real(table, fps, new, count, limit, slot_shift)
+    def insert_batch(shards, counts, fps, bounds, new, slot_shift):
+        calls.extend((shards[s].size, hi - lo, counts[s]) for s, (lo, hi) in enumerate(zip(bounds, bounds[1:])))
+        return real(shards, counts, fps, bounds, new, slot_shift)
 
-    monkeypatch.setattr(kernels, "insert", insert)
+    monkeypatch.setattr(kernels, "insert_batch", insert_batch)
     rng = np.random.default_rng(5)
     visited = VisitedSet(table_from=1000)
     for size in (900, 200_000, 30_000):
