@@ -8,7 +8,7 @@ are numbered in BFS order; a new state's canonical discovery is the one with the
 smallest (parent number, action instance), so numbering, parents and traces do
 not depend on the chunk size. Kept in RAM per visited state: its fingerprint in
 the visited set's table (10.7 to 16 bytes); its parent number (4) and action
-instance (2) go to a file per level, and the rows of a level being built do too
+instance (2) go to a file per level (from 64K states), and the rows of a level being built do too
 when the memory limit comes near (:mod:`checker.levels`).
 """
 from __future__ import annotations
@@ -290,6 +290,7 @@ class Search:
                 # the same chunks for any number of workers: they decide where a --max-states search stops
                 step = min(self.chunk, max(MIN_CHUNK, -(-frontier.size // LEVEL_SPLIT)))
                 chunks = self._chunks(frontier, step, visited, list(pending))
+                spill_failed = None
                 for cs in range(0, frontier.size, step):
                     kept, before = level.size, dict(violations)
                     try:
@@ -314,6 +315,7 @@ class Search:
                         break
                     except OSError as e:            # the level's spill file could not be written
                         budget_hit = f"level spill failed ({e.strerror or e})"
+                        spill_failed = e
                         break
                     for name, k in hits:
                         v = violations[name]
@@ -337,6 +339,8 @@ class Search:
                     complete = budget_hit is None
                     break
                 try:
+                    if spill_failed:                    # part of the level's rows is not on disk
+                        raise spill_failed
                     following, level_parents, level_actions = level.finish()
                 except (MemoryError, OSError) as e:     # the level cannot be kept: the levels before it are the result
                     budget_hit = budget_hit or (stop.out_of_memory() if isinstance(e, MemoryError)

@@ -3,7 +3,8 @@
 A finished level's parent numbers (uint32) and action instances (uint16) are
 written to an unnamed temporary file (in TMPDIR, unlinked at once, so nothing
 is left behind even by kill -9) and read back as a read-only memory map: a
-trace reads a handful of entries, so they cost disk, not RAM. The rows and
+trace reads a handful of entries, so they cost disk, not RAM (a level under
+``KEPT_FROM`` states keeps them in memory). The rows and
 fingerprints of the level being built stay in memory unless a memory limit is
 set (``--max-memory``) and the process has reached ``SPILL_AT`` of it: from then
 on that level's rows go to such a file too, one state after another (``width``
@@ -19,11 +20,14 @@ import numpy as np
 from isrcheck.checker import stop
 
 SPILL_AT = 0.6          # of the memory limit: past it, the level being built goes to disk
+KEPT_FROM = 1 << 16     # parent numbers or actions of a level: from this many, in a file
 
 
 def kept(a):
-    """An array written to an unnamed file and mapped back read-only (memory maps of it stay valid)."""
-    if a.size == 0:
+    """An array written to an unnamed file and mapped back read-only (memory maps of it stay valid); one under
+    ``KEPT_FROM`` entries stays in memory (a few hundred KB at most, where a file costs a small level more time
+    than its search)."""
+    if a.size < KEPT_FROM:
         return a
     with tempfile.TemporaryFile(prefix="isrcheck-level-") as fh:
         a.tofile(fh)
