@@ -13,6 +13,7 @@ when the memory limit comes near (:mod:`checker.levels`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -25,7 +26,7 @@ from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
 from isrcheck.checker.result import Result, Violation
-from isrcheck.checker.visited import VisitedSet
+from isrcheck.checker.visited import GROUPS, VisitedSet
 from isrcheck.model import backends
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
@@ -67,24 +68,38 @@ class Abandoned(Exception):
 
 
 class Turns:
-    """Chunk k inserts into the visited set only after chunk k - 1 has: the order that keeps each new state's
-    smallest (parent, action) discovery, whatever the number of workers."""
+    """Chunk k inserts into a group of the visited set's shards only after chunk k - 1 has: the order that keeps
+    each new state's smallest (parent, action) discovery, whatever the number of workers. Chunks follow each
+    other group by group, so chunk k inserts into the first groups while chunk k - 1 finishes the last."""
 
-    def __init__(self):
+    def __init__(self, groups=GROUPS):
         self._cond = threading.Condition()
-        self._next = 0              # the chunk whose turn it is
+        self._next = [0] * groups   # per group, the chunk whose turn it is
         self._failed = None         # the first chunk that failed (or -1 once the search stopped taking chunks)
 
-    def wait(self, k):
+    def wait(self, k, group):
         with self._cond:
-            self._cond.wait_for(lambda: self._next == k or (self._failed is not None and self._failed < k))
-            if self._next != k:
+            self._cond.wait_for(lambda: self._next[group] == k or (self._failed is not None and self._failed < k))
+            if self._next[group] != k:
                 raise Abandoned
 
-    def done(self, k):
+    def done(self, k, group):
         with self._cond:
-            self._next = k + 1
+            self._next[group] = k + 1
             self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def turn(self, k, group):
+        """Chunk k's turn at a group (not passed on if the chunk fails: ``fail`` says so)."""
+        self.wait(k, group)
+        yield
+        self.done(k, group)
+
+    def skip(self, k):
+        """Chunk k has nothing to insert: pass its turn at every group."""
+        for group in range(len(self._next)):
+            self.wait(k, group)
+            self.done(k, group)
 
     def fail(self, k):
         with self._cond:
@@ -455,9 +470,9 @@ class Search:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-search")
         ahead = [self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants)
-                 for cs in starts[:self.workers]]
+                 for cs in starts[:self.workers + 1]]
         try:
-            for cs in starts[self.workers:]:
+            for cs in starts[self.workers + 1:]:
                 done = ahead.pop(0).result()
                 ahead.append(self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants))
                 yield done
@@ -481,8 +496,7 @@ class Search:
         if self.symmetry is not None:
             parts = self.moved(batch, parts)
         if not parts:
-            turns.wait(k)
-            turns.done(k)
+            turns.skip(k)
             return None, moves
         sizes = np.array([p[1].size for p in parts])
         part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -492,9 +506,8 @@ class Search:
             succ_fp = self.symmetry.canonical_successors(batch, np.concatenate([p[1] for p in parts]),
                                                          *self.patches(parts, sizes))
         order, starts, unique = self.group(succ_fp)
-        turns.wait(k)
-        fresh = np.flatnonzero(visited.insert(unique))     # in chunk order: the smallest (parent, action) wins
-        turns.done(k)
+        # in chunk order: the smallest (parent, action) wins
+        fresh = np.flatnonzero(visited.insert(unique, lambda group: turns.turn(k, group)))
         if fresh.size == 0:
             return None, moves
         winners, win_parent, win_action = self.pick(parts, order, starts, fresh)

@@ -38,9 +38,10 @@ def insert(table, fps, new, count, limit, slot_shift):
 
 
 @numba.njit(nogil=True, cache=True)
-def insert_batch(shards, counts, fps, bounds, new, slot_shift):
-    """``insert`` each shard's part ``fps[bounds[s]:bounds[s + 1]]``, all of which it has room for."""
-    for s in range(len(shards)):
+def insert_batch(shards, counts, fps, bounds, new, slot_shift, first, last):
+    """``insert`` each shard's part ``fps[bounds[s]:bounds[s + 1]]`` (shards first..last - 1), all of which it
+    has room for."""
+    for s in range(first, last):
         lo, hi = bounds[s], bounds[s + 1]
         if lo < hi:
             table = shards[s]

@@ -22,6 +22,7 @@ a fingerprint, slower merges, but nothing to load).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import numpy as np
@@ -37,6 +38,12 @@ FIRST_CAPACITY = 64
 TABLE_FROM = 1 << 23            # fingerprints: below, a sorted array (8 bytes each)
 TABLE_LOADED_FROM = 1 << 20     # the same once numba is imported
 COMPILE_MEMORY = 512 << 20      # what importing numba and compiling the insert can take
+GROUPS = 8                      # groups of shards: the unit of the insert order between threads
+GROUP_SHARDS = SHARDS // GROUPS
+
+
+def _any_time(group):
+    return contextlib.nullcontext()
 
 
 class VisitedSet:
@@ -66,19 +73,37 @@ class VisitedSet:
         bounds = np.searchsorted(fps, edges[:-1])
         return np.append(bounds, fps.size)
 
-    def insert(self, fps):
-        """Add sorted, distinct fingerprints; returns the mask of those that were not in the set."""
-        if self.sorted is not None:
-            table_from = self.table_from
-            if table_from is None:
-                table_from = TABLE_LOADED_FROM if "numba" in sys.modules else TABLE_FROM
-            if self.sorted.size + fps.size < table_from or not stop.room_for(COMPILE_MEMORY):
-                return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
-            held, self.sorted = self.sorted, None
-            from numba.typed import List
-            self.shards = List([np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)])
-            self._insert_table(held)
-        return self._insert_table(fps)
+    def insert(self, fps, turn=None):
+        """Add sorted, distinct fingerprints; returns the mask of those that were not in the set.
+
+        ``turn(g)`` (a context manager; default: none needed) holds the caller's turn at group ``g`` of the
+        shards: several threads insert at once, each group in their order (``checker.bfs.Turns``). The sorted
+        array, and the switch from it to the table, take every group's turn.
+        """
+        turn = turn or _any_time
+        bounds = self._split(fps)
+        new = np.zeros(fps.size, dtype=bool)
+        with contextlib.ExitStack() as held:
+            held.enter_context(turn(0))
+            if self.sorted is not None:
+                for g in range(1, GROUPS):
+                    held.enter_context(turn(g))
+                table_from = self.table_from
+                if table_from is None:
+                    table_from = TABLE_LOADED_FROM if "numba" in sys.modules else TABLE_FROM
+                if self.sorted.size + fps.size < table_from or not stop.room_for(COMPILE_MEMORY):
+                    return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
+                kept, self.sorted = self.sorted, None
+                from numba.typed import List
+                self.shards = List([np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)])
+                self._insert_groups(kept, self._split(kept), np.zeros(kept.size, dtype=bool), range(GROUPS))
+                self._insert_groups(fps, bounds, new, range(GROUPS))
+                return new
+            self._insert_groups(fps, bounds, new, [0])
+        for g in range(1, GROUPS):
+            with turn(g):
+                self._insert_groups(fps, bounds, new, [g])
+        return new
 
     def _insert_sorted(self, fps):
         at = np.searchsorted(self.sorted, fps)
@@ -86,21 +111,20 @@ class VisitedSet:
         self.sorted = np.insert(self.sorted, at[new], fps[new])
         return new
 
-    def _insert_table(self, fps):
+    def _insert_groups(self, fps, bounds, new, groups):
+        """Insert into the table the fingerprints of the given shard groups (``bounds``: ``_split(fps)``)."""
         from isrcheck.checker import kernels
-        new = np.zeros(fps.size, dtype=bool)
-        start = 0
-        if fps.size and fps[0] == 0:
-            new[0] = not self.has_zero
-            self.has_zero = True
-            start = 1
-        bounds = self._split(fps)
-        bounds[0] = start
-        need = self.counts + np.diff(bounds)
-        for s in np.flatnonzero(need > self.sizes * MAX_LOAD):
-            self._grow(s, int(need[s]))
-        kernels.insert_batch(self.shards, self.counts, fps, bounds, new, SLOT_SHIFT)   # one call, not one per shard
-        return new
+        for g in groups:
+            first, last = g * GROUP_SHARDS, (g + 1) * GROUP_SHARDS
+            if g == 0 and fps.size and fps[0] == 0:
+                new[0] = not self.has_zero
+                self.has_zero = True
+                bounds = bounds.copy()
+                bounds[0] = 1
+            need = self.counts[first:last] + np.diff(bounds[first:last + 1])
+            for s in first + np.flatnonzero(need > self.sizes[first:last] * MAX_LOAD):
+                self._grow(s, int(need[s - first]))
+            kernels.insert_batch(self.shards, self.counts, fps, bounds, new, SLOT_SHIFT, first, last)   # one call
 
     def _grow(self, s, need):
         """Make shard ``s`` room for ``need`` fingerprints before a batch goes in: a sorted batch inserted into a

@@ -39,9 +39,9 @@ def test_a_shard_has_room_for_its_whole_batch_before_it_goes_in(monkeypatch):
     calls = []
     real = kernels.insert_batch
 
-    def insert_batch(shards, counts, fps, bounds, new, slot_shift):
-        calls.extend((shards[s].size, hi - lo, counts[s]) for s, (lo, hi) in enumerate(zip(bounds, bounds[1:])))
-        return real(shards, counts, fps, bounds, new, slot_shift)
+    def insert_batch(shards, counts, fps, bounds, new, slot_shift, first, last):
+        calls.extend((shards[s].size, bounds[s + 1] - bounds[s], counts[s]) for s in range(first, last))
+        return real(shards, counts, fps, bounds, new, slot_shift, first, last)
 
     monkeypatch.setattr(kernels, "insert_batch", insert_batch)
     rng = np.random.default_rng(5)
