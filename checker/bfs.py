@@ -58,10 +58,11 @@ def all_cores():
 # (1.37M vs 1.0M states per CPU second), compiling a spec's costs ~20 s of CPU once per machine (less when
 # other specs share its actions), and loading them from the cache ~0.6 s per process (kip-101 defaults, 0.9M
 # states: 1.4 s of CPU on numpy, 1.8 s native from the cache, 27 s native compiling): small runs never pay it.
-# From a level of 512K (tla-kip320 3/2/2/3, 10M states, widest level 1.06M: whole process 12.3 s with the switch
-# at 1M, 9.9 s at 512K, 9.6 s at 256K; lower would load them into runs of a million states that lose by it).
+# tla-kip320 3/2/2/3 (10M states, widest level 1.06M) would gain from 512K (whole process 12.3 s with the switch
+# at 1M, 9.9 s at 512K), but importing numba imports scipy, whose OpenBLAS start-up spins forever under a small
+# address-space limit (ulimit -v 1G: test_stops' MemoryError run then hangs): first the memory check must see it.
 NATIVE_FROM = 1 << 22
-NATIVE_CACHED_FROM = 1 << 19
+NATIVE_CACHED_FROM = 1 << 20
 NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto" keeps numpy if the limit has no room
 
 
@@ -397,8 +398,8 @@ class Search:
                 never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits, coverage=coverage)
         finally:
             if self.pool is not None:       # the workers of this search end with it
-                self.pool.shutdown()
-                self.pool = None
+                with self.pool:
+                    self.pool = None
 
     # --- checkpoints ------------------------------------------------------------------------
     def identity(self):
