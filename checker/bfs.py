@@ -8,12 +8,14 @@ are numbered in BFS order; a new state's canonical discovery is the one with the
 smallest (parent number, action instance), so numbering, parents and traces do
 not depend on the chunk size. Kept in RAM per visited state: its fingerprint in
 the visited set's table (10.7 to 16 bytes); its parent number (4) and action
-instance (2) go to a file per level, and the rows of a level being built do too
+instance (2) go to a file per level (from 64K states), and the rows of a level being built do too
 when the memory limit comes near (:mod:`checker.levels`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,12 +26,14 @@ from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
 from isrcheck.checker.fingerprint import Fingerprint, Symmetry
 from isrcheck.checker.result import Result, Violation
-from isrcheck.checker.visited import VisitedSet
+from isrcheck.checker.visited import GROUPS, VisitedSet
 from isrcheck.model import backends
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
 NO_ACTION = np.uint16(0xFFFF)
 CHUNK_SHARE = 8         # under a memory limit a chunk's transient arrays stay near 1/CHUNK_SHARE of it
+LEVEL_SPLIT = 8         # a level is cut into about this many chunks (for the workers), but for ...
+MIN_CHUNK = 1 << 16     # ... chunks smaller than this (each chunk costs a call per action instance)
 
 
 def sorted_unique(values):
@@ -54,9 +58,56 @@ def all_cores():
 # (1.37M vs 1.0M states per CPU second), compiling a spec's costs ~20 s of CPU once per machine (less when
 # other specs share its actions), and loading them from the cache ~0.6 s per process (kip-101 defaults, 0.9M
 # states: 1.4 s of CPU on numpy, 1.8 s native from the cache, 27 s native compiling): small runs never pay it.
+# tla-kip320 3/2/2/3 (10M states, widest level 1.06M) would gain from 512K (whole process 12.3 s with the switch
+# at 1M, 9.9 s at 512K), but importing numba imports scipy, whose OpenBLAS start-up spins forever under a small
+# address-space limit (ulimit -v 1G: test_stops' MemoryError run then hangs): first the memory check must see it.
 NATIVE_FROM = 1 << 22
 NATIVE_CACHED_FROM = 1 << 20
 NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto" keeps numpy if the limit has no room
+
+
+class Abandoned(Exception):
+    """A chunk's turn will never come: an earlier chunk failed, or the search stopped."""
+
+
+class Turns:
+    """Chunk k inserts into a group of the visited set's shards only after chunk k - 1 has: the order that keeps
+    each new state's smallest (parent, action) discovery, whatever the number of workers. Chunks follow each
+    other group by group, so chunk k inserts into the first groups while chunk k - 1 finishes the last."""
+
+    def __init__(self, groups=GROUPS):
+        self._cond = threading.Condition()
+        self._next = [0] * groups   # per group, the chunk whose turn it is
+        self._failed = None         # the first chunk that failed (or -1 once the search stopped taking chunks)
+
+    def wait(self, k, group):
+        with self._cond:
+            self._cond.wait_for(lambda: self._next[group] == k or (self._failed is not None and self._failed < k))
+            if self._next[group] != k:
+                raise Abandoned
+
+    def done(self, k, group):
+        with self._cond:
+            self._next[group] = k + 1
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def turn(self, k, group):
+        """Chunk k's turn at a group (not passed on if the chunk fails: ``fail`` says so)."""
+        self.wait(k, group)
+        yield
+        self.done(k, group)
+
+    def skip(self, k):
+        """Chunk k has nothing to insert: pass its turn at every group."""
+        for group in range(len(self._next)):
+            self.wait(k, group)
+            self.done(k, group)
+
+    def fail(self, k):
+        with self._cond:
+            self._failed = k if self._failed is None else min(self._failed, k)
+            self._cond.notify_all()
 
 
 class Search:
@@ -75,6 +126,7 @@ class Search:
             raise ValueError(f"unknown kernels {kernels!r}")
         self.kernels = "numpy" if symmetry else kernels     # symmetry canonicalizes numpy rows (fingerprint.py)
         self.native = None          # the native kernels, once chosen
+        self.pool = None            # the worker threads while a search runs with several
 
     def _choose_kernels(self, level_size):
         """Switch to the native kernels when the policy says so (they give the numpy kernels' results)."""
@@ -144,14 +196,13 @@ class Search:
                     out[c][dest] = v[src] if isinstance(v, np.ndarray) else v     # 1-D indexing: twice as fast
         return out
 
-    def dedupe(self, parts, succ_fp, visited):
-        """New successors, one per new fingerprint: its canonical discovery, in (parent, action) order.
+    @staticmethod
+    def group(succ_fp):
+        """Equal fingerprints side by side: (order, starts, unique) where ``succ_fp[order]`` is sorted, ``starts``
+        are its groups' first positions and ``unique`` their fingerprints (sorted, distinct).
 
-        One sort of the fingerprints, each with its successor's index packed into
-        the low bits, groups equal fingerprints; the groups' fingerprints are looked
-        inserted into the visited set, and in each fresh group the smallest (parent,
-        action) key wins. Returns (indices into the concatenated successors, their
-        parent rows, their action ids).
+        One sort of the fingerprints, each with its successor's index packed into the low bits (a stable order
+        within a group, the successors' own).
         """
         n = succ_fp.size
         low = np.uint64((1 << max(1, (n - 1).bit_length())) - 1)
@@ -170,11 +221,13 @@ class Search:
             fps = np.take(succ_fp, order)
             np.not_equal(fps[1:], fps[:-1], out=start[1:])
             unique = fps[start]
-        starts = np.flatnonzero(start)
-        fresh = np.flatnonzero(visited.insert(unique))
-        if fresh.size == 0:
-            empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty
+        return order, np.flatnonzero(start), unique
+
+    def pick(self, parts, order, starts, fresh):
+        """The canonical discovery of each fresh group (``fresh``: indices into ``starts``): the successor with the
+        smallest (parent, action) key. Returns (indices into the concatenated successors, in (parent, action)
+        order, their parent rows, their action ids)."""
+        n = order.size
         parent = np.concatenate([p[1] for p in parts])
         action_id = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), [p[1].size for p in parts])
         # (parent, action) is unique per successor, so the smallest key names the canonical discovery;
@@ -211,132 +264,142 @@ class Search:
         ``resume`` the search continues from the snapshot there (max_states and
         max_depth count from the start of the search, time_limit from now).
         """
-        spec = self.spec
-        start = time.perf_counter()
-        self.snapshot_time, self.snapshot_bytes = None, 0
-        limit = stop.memory_limit()
-        if limit is not None:           # a chunk's successors take about 2 KB per row of 100 cells: a sliver of it
-            self.chunk = min(self.chunk, max(1 << 12, limit // (CHUNK_SHARE * 16 * max(spec.layout.width, 1))))
-        coverage = self.coverage = Coverage(spec.actions)
-        violations = {}
-        pending = list(self.invariants)
-        ident = checkpoint and self.identity()
-        if resume:
-            frontier, visited, parents, actions, level_start, transitions, depth, elapsed = \
-                self._restore(checkpoint, ident, coverage, violations, pending, on_violation)
-        else:
-            elapsed = 0.0
-            init = backends.scalar(spec).initial_row()[:, None]
-            init_fp = self.fingerprint.full(init)
-            key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
-            visited = VisitedSet.of(key_fp)
-            parents = [np.array([NO_PARENT], dtype=np.uint32)]
-            actions = [np.array([NO_ACTION], dtype=np.uint16)]
-            level_start = [0]
-            for name, _ in self._check(init, 0, 1, pending, violations):
-                violations[name].steps = [(None, backends.scalar(spec).initial_row())]
-                if on_violation is not None:
-                    on_violation(violations[name])
-            if on_states is not None:
-                on_states(init)
-            frontier = levels.Frontier(init, init_fp)
-            transitions, depth = 0, 1
-        budget_hit, complete = None, False
-        last_snapshot = time.perf_counter()
-
-        while frontier.size and (pending or not self.invariants):
-            if max_depth is not None and depth >= max_depth:
-                budget_hit = f"max depth {max_depth}"
-                break
-            next_id = level_start[-1] + frontier.size
-            level = levels.LevelWriter(spec.layout.width)
-            self._choose_kernels(frontier.size)
-            expansions = self._expansions(frontier)
-            for cs in range(0, frontier.size, self.chunk):
-                kept, before = level.size, dict(violations)
-                try:
-                    batch, parts, counts = next(expansions)
-                    coverage.counts[:FIRED + 1] += counts
-                    found, moves = self._successors(batch, parts, visited)
-                    transitions += moves
-                    if found is None:
-                        continue
-                    rows, row_fps, win_parent, win_action = found
-                    hits = self._check(rows, next_id + level.size, depth + 1, pending, violations)
-                    if on_states is not None:
-                        on_states(rows)
-                    win_parent = (level_start[-1] + cs + win_parent).astype(np.uint32)
-                    win_action = win_action.astype(np.uint16)
-                    level.append(rows, row_fps, win_parent, win_action)
-                    coverage.add_new(win_action)
-                except (KeyboardInterrupt, MemoryError) as e:   # stop cleanly: what was found so far is kept
-                    budget_hit = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else stop.out_of_memory()
-                    if level.size == kept:      # this chunk's states were not kept, so neither are its violations
-                        pending += [inv for inv in self.invariants if inv.name in violations.keys() - before.keys()]
-                        violations = before
-                    break
-                except OSError as e:            # the level's spill file could not be written
-                    budget_hit = f"level spill failed ({e.strerror or e})"
-                    break
-                for name, k in hits:
-                    v = violations[name]
-                    v.steps = self.trace(int(win_parent[k]), level_start, parents, actions, int(win_action[k]))
+        try:
+            spec = self.spec
+            start = time.perf_counter()
+            self.snapshot_time, self.snapshot_bytes = None, 0
+            limit = stop.memory_limit()
+            if limit is not None:           # a chunk's successors take about 2 KB per row of 100 cells: a sliver of it
+                self.chunk = min(self.chunk, max(1 << 12, limit // (CHUNK_SHARE * 16 * max(spec.layout.width, 1))))
+            coverage = self.coverage = Coverage(spec.actions)
+            violations = {}
+            pending = list(self.invariants)
+            ident = checkpoint and self.identity()
+            if resume:
+                frontier, visited, parents, actions, level_start, transitions, depth, elapsed = \
+                    self._restore(checkpoint, ident, coverage, violations, pending, on_violation)
+            else:
+                elapsed = 0.0
+                init = backends.scalar(spec).initial_row()[:, None]
+                init_fp = self.fingerprint.full(init)
+                key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
+                visited = VisitedSet.of(key_fp)
+                parents = [np.array([NO_PARENT], dtype=np.uint32)]
+                actions = [np.array([NO_ACTION], dtype=np.uint16)]
+                level_start = [0]
+                for name, _ in self._record(self._violations(init, pending), 0, 1, pending, violations):
+                    violations[name].steps = [(None, backends.scalar(spec).initial_row())]
                     if on_violation is not None:
-                        on_violation(v)
-                if progress is not None:
-                    progress(depth=depth, frontier=frontier.size, distinct=next_id + level.size,
-                             seconds=elapsed + time.perf_counter() - start, snapshot=self.snapshot_time)
-                if max_states is not None and next_id + level.size >= max_states:
-                    budget_hit = f"max states {max_states}"
+                        on_violation(violations[name])
+                if on_states is not None:
+                    on_states(init)
+                frontier = levels.Frontier(init, init_fp)
+                transitions, depth = 0, 1
+            budget_hit, complete = None, False
+            last_snapshot = time.perf_counter()
+
+            while frontier.size and (pending or not self.invariants):
+                if max_depth is not None and depth >= max_depth:
+                    budget_hit = f"max depth {max_depth}"
                     break
-                if time_limit is not None and time.perf_counter() - start > time_limit:
-                    budget_hit = f"time limit {time_limit:g}s"
+                next_id = level_start[-1] + frontier.size
+                level = levels.LevelWriter(spec.layout.width)
+                self._choose_kernels(frontier.size)
+                # the same chunks for any number of workers: they decide where a --max-states search stops
+                step = min(self.chunk, max(MIN_CHUNK, -(-frontier.size // LEVEL_SPLIT)))
+                chunks = self._chunks(frontier, step, visited, list(pending))
+                spill_failed = None
+                for cs in range(0, frontier.size, step):
+                    kept, before = level.size, dict(violations)
+                    try:
+                        counts, moves, found, bad = next(chunks)
+                        coverage.counts[:FIRED + 1] += counts
+                        transitions += moves
+                        if found is None:
+                            continue
+                        rows, row_fps, win_parent, win_action = found
+                        hits = self._record(bad, next_id + level.size, depth + 1, pending, violations)
+                        if on_states is not None:
+                            on_states(rows)
+                        win_parent = (level_start[-1] + cs + win_parent).astype(np.uint32)
+                        win_action = win_action.astype(np.uint16)
+                        level.append(rows, row_fps, win_parent, win_action)
+                        coverage.add_new(win_action)
+                    except (KeyboardInterrupt, MemoryError) as e:   # stop cleanly: what was found so far is kept
+                        budget_hit = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else stop.out_of_memory()
+                        if level.size == kept:      # this chunk's states were not kept, so neither are its violations
+                            pending += [inv for inv in self.invariants if inv.name in violations.keys() - before.keys()]
+                            violations = before
+                        break
+                    except OSError as e:            # the level's spill file could not be written
+                        budget_hit = f"level spill failed ({e.strerror or e})"
+                        spill_failed = e
+                        break
+                    for name, k in hits:
+                        v = violations[name]
+                        v.steps = self.trace(int(win_parent[k]), level_start, parents, actions, int(win_action[k]))
+                        if on_violation is not None:
+                            on_violation(v)
+                    if progress is not None:
+                        progress(depth=depth, frontier=frontier.size, distinct=next_id + level.size,
+                                 seconds=elapsed + time.perf_counter() - start, snapshot=self.snapshot_time)
+                    if max_states is not None and next_id + level.size >= max_states:
+                        budget_hit = f"max states {max_states}"
+                        break
+                    if time_limit is not None and time.perf_counter() - start > time_limit:
+                        budget_hit = f"time limit {time_limit:g}s"
+                        break
+                    budget_hit = stop.reason()
+                    if budget_hit:
+                        break
+                chunks.close()              # chunks taken on ahead of a stop are dropped
+                if not level.size:
+                    complete = budget_hit is None
                     break
-                budget_hit = stop.reason()
+                try:
+                    if spill_failed:                    # part of the level's rows is not on disk
+                        raise spill_failed
+                    following, level_parents, level_actions = level.finish()
+                except (MemoryError, OSError) as e:     # the level cannot be kept: the levels before it are the result
+                    budget_hit = budget_hit or (stop.out_of_memory() if isinstance(e, MemoryError)
+                                                else f"level files could not be written ({e.strerror or e})")
+                    lost = [name for name, v in violations.items() if v.level > depth]
+                    pending += [inv for inv in self.invariants if inv.name in lost]
+                    violations = {name: v for name, v in violations.items() if name not in lost}
+                    break
+                frontier.discard()
+                frontier = following
+                level_start.append(next_id)
+                parents.append(level_parents)
+                actions.append(level_actions)
                 if budget_hit:
                     break
-            expansions.close()          # chunks expanded ahead of a stop are dropped
-            if not level.size:
-                complete = budget_hit is None
-                break
-            try:
-                following, level_parents, level_actions = level.finish()
-            except (MemoryError, OSError) as e:     # the level cannot be kept: the levels before it are the result
-                budget_hit = budget_hit or (stop.out_of_memory() if isinstance(e, MemoryError)
-                                            else f"level files could not be written ({e.strerror or e})")
-                lost = [name for name, v in violations.items() if v.level > depth]
-                pending += [inv for inv in self.invariants if inv.name in lost]
-                violations = {name: v for name, v in violations.items() if name not in lost}
-                break
-            frontier.discard()
-            frontier = following
-            level_start.append(next_id)
-            parents.append(level_parents)
-            actions.append(level_actions)
-            if budget_hit:
-                break
-            depth += 1
-            if checkpoint and time.perf_counter() - last_snapshot >= checkpoint_every:
-                try:
-                    self._snapshot(checkpoint, ident, frontier, visited, parents, actions,
-                                   level_start, coverage, violations, transitions, depth,
-                                   elapsed + time.perf_counter() - start)
-                except OSError as e:
-                    budget_hit = f"checkpoint write failed ({e.strerror or e})"
-                    break
-                last_snapshot = time.perf_counter()
+                depth += 1
+                if checkpoint and time.perf_counter() - last_snapshot >= checkpoint_every:
+                    try:
+                        self._snapshot(checkpoint, ident, frontier, visited, parents, actions,
+                                       level_start, coverage, violations, transitions, depth,
+                                       elapsed + time.perf_counter() - start)
+                    except OSError as e:
+                        budget_hit = f"checkpoint write failed ({e.strerror or e})"
+                        break
+                    last_snapshot = time.perf_counter()
 
-        self.tree = (level_start, parents, actions)     # for traces to any state numbered (checker/liveness.py)
-        for v in violations.values():
-            v.steps = self.trace(v.state_id, *self.tree)
-        retained = visited.nbytes + sum(a.nbytes for a in parents + actions if not isinstance(a, np.memmap))
-        never = coverage.never_fired()
-        return Result(
-            invariants=[i.name for i in self.invariants], violations=violations,
-            distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
-            seconds=elapsed + time.perf_counter() - start, peak_memory_bytes=peak_memory(),
-            retained_bytes=retained, complete=complete, budget_hit=budget_hit,
-            never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits, coverage=coverage)
+            self.tree = (level_start, parents, actions)     # for traces to any state numbered (checker/liveness.py)
+            for v in violations.values():
+                v.steps = self.trace(v.state_id, *self.tree)
+            retained = visited.nbytes + sum(a.nbytes for a in parents + actions if not isinstance(a, np.memmap))
+            never = coverage.never_fired()
+            return Result(
+                invariants=[i.name for i in self.invariants], violations=violations,
+                distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
+                seconds=elapsed + time.perf_counter() - start, peak_memory_bytes=peak_memory(),
+                retained_bytes=retained, complete=complete, budget_hit=budget_hit,
+                never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits, coverage=coverage)
+        finally:
+            if self.pool is not None:       # the workers of this search end with it
+                with self.pool:
+                    self.pool = None
 
     # --- checkpoints ------------------------------------------------------------------------
     def identity(self):
@@ -377,38 +440,58 @@ class Search:
         return (levels.Frontier(arrays["frontier"], arrays["frontier_fps"]), visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _expand_chunk(self, frontier, cs):
-        """The chunk at ``cs`` (rows contiguous), its ``expand``, and its enabled and fired counts per action
-        instance."""
-        coverage = Coverage(self.spec.actions)
-        batch, fps = frontier.block(cs, self.chunk)
-        batch = np.ascontiguousarray(batch)
-        return batch, self.expand(batch, fps, coverage), coverage.counts[:FIRED + 1]
+    def _chunk(self, frontier, cs, step, visited, turns, invariants):
+        """The chunk at ``cs`` (``step`` states), start to end: expanded, its successors grouped by fingerprint, the groups inserted
+        into the visited set when ``turns`` says it is this chunk's turn, the fresh ones' rows built and checked
+        against ``invariants``. Runs on a worker thread (everything but the insert runs alongside other chunks).
 
-    def _expansions(self, frontier):
-        """The level's chunks expanded in order; with several workers, up to that many ahead on a thread pool
-        (the native kernels release the GIL; numpy does in its loops) while the caller deduplicates."""
-        starts = range(0, frontier.size, self.chunk)
+        Returns (enabled and fired counts per action instance, transitions, found, first violations) where found
+        is (rows, fingerprints, parent rows in the chunk, action ids) or None, and first violations is
+        {invariant name: column in rows} for the invariants the rows break.
+        """
+        k = cs // step
+        try:
+            coverage = Coverage(self.spec.actions)
+            batch, fps = frontier.block(cs, step)
+            parts = self.expand(batch, fps, coverage)
+            found, moves = self._successors(batch, parts, visited, turns, k)
+        except BaseException:
+            turns.fail(k)
+            raise
+        bad = {} if found is None else self._violations(found[0], invariants)
+        return coverage.counts[:FIRED + 1], moves, found, bad
+
+    def _chunks(self, frontier, step, visited, invariants):
+        """The level's chunks (see ``_chunk``) in order; with several workers, up to that many at once on the
+        thread pool (the native kernels release the GIL, numpy does in its loops) while the caller takes them."""
+        starts = range(0, frontier.size, step)
+        turns = Turns()
         if self.workers == 1 or len(starts) == 1:
             for cs in starts:
-                yield self._expand_chunk(frontier, cs)
+                yield self._chunk(frontier, cs, step, visited, turns, invariants)
             return
-        with ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-expand") as pool:
-            ahead = [pool.submit(self._expand_chunk, frontier, cs) for cs in starts[:self.workers]]
-            try:
-                for cs in starts[self.workers:]:
-                    done = ahead.pop(0).result()
-                    ahead.append(pool.submit(self._expand_chunk, frontier, cs))
-                    yield done
-                while ahead:
-                    yield ahead.pop(0).result()
-            finally:
-                for future in ahead:        # a stop: what has not started is dropped
-                    future.cancel()
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-search")
+        ahead = [self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants)
+                 for cs in starts[:self.workers + 1]]
+        try:
+            for cs in starts[self.workers + 1:]:
+                done = ahead.pop(0).result()
+                ahead.append(self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants))
+                yield done
+            while ahead:
+                yield ahead.pop(0).result()
+        finally:
+            turns.fail(-1)                  # a stop: chunks waiting for their turn give up, the rest are dropped
+            for future in ahead:
+                future.cancel()
+            for future in ahead:
+                if not future.cancelled():
+                    future.exception()      # wait: no chunk inserts into the visited set after the search moves on
 
-    def _successors(self, batch, parts, visited):
-        """The new states reached from one chunk of the frontier (``parts``: its ``expand``), added to the visited
-        set.
+    def _successors(self, batch, parts, visited, turns, k):
+        """The new states reached from chunk ``k`` of the frontier (``parts``: its ``expand``), added to the
+        visited set in its turn.
 
         Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
@@ -416,6 +499,7 @@ class Search:
         if self.symmetry is not None:
             parts = self.moved(batch, parts)
         if not parts:
+            turns.skip(k)
             return None, moves
         sizes = np.array([p[1].size for p in parts])
         part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -424,9 +508,12 @@ class Search:
         else:
             succ_fp = self.symmetry.canonical_successors(batch, np.concatenate([p[1] for p in parts]),
                                                          *self.patches(parts, sizes))
-        winners, win_parent, win_action = self.dedupe(parts, succ_fp, visited)
-        if winners.size == 0:
+        order, starts, unique = self.group(succ_fp)
+        # in chunk order: the smallest (parent, action) wins
+        fresh = np.flatnonzero(visited.insert(unique, lambda group: turns.turn(k, group)))
+        if fresh.size == 0:
             return None, moves
+        winners, win_parent, win_action = self.pick(parts, order, starts, fresh)
         part_w = np.searchsorted(part_start, winners, side="right") - 1
         rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
         # under symmetry these are the canonical fingerprints, which expansion does not read
@@ -459,19 +546,26 @@ class Search:
                 values[lo + k * n:lo + (k + 1) * n] = v
         return sizes, col_start, val_start[:-1], columns, values
 
-    def _check(self, rows, first_id, level, pending, violations):
-        """Check pending invariants on new rows; the first violating row of each becomes its counterexample.
-
-        Returns [(invariant, column in rows)] for the violations found.
-        """
-        hits = []
+    def _violations(self, rows, invariants):
+        """{invariant name: its first violating column in rows} for the ``invariants`` the rows break."""
         kernels = backends.batch(self.spec) if self.native is None else self.native
+        bad = {}
+        for inv in invariants:
+            hit = np.flatnonzero(~kernels.holds(inv, rows))
+            if hit.size:
+                bad[inv.name] = int(hit[0])
+        return bad
+
+    @staticmethod
+    def _record(bad, first_id, level, pending, violations):
+        """Record the first violations ``bad`` ({invariant: column}) of rows numbered from ``first_id`` for the
+        invariants still pending. Returns [(invariant, column in rows)] for those recorded."""
+        hits = []
         for inv in list(pending):
-            bad = np.flatnonzero(~kernels.holds(inv, rows))
-            if bad.size:
-                violations[inv.name] = Violation(inv.name, first_id + int(bad[0]), level)
+            if inv.name in bad:
+                violations[inv.name] = Violation(inv.name, first_id + bad[inv.name], level)
                 pending.remove(inv)
-                hits.append((inv.name, int(bad[0])))
+                hits.append((inv.name, bad[inv.name]))
         return hits
 
     def trace(self, state_id, level_start, parents, actions, then=None):

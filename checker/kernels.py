@@ -38,6 +38,17 @@ def insert(table, fps, new, count, limit, slot_shift):
 
 
 @numba.njit(nogil=True, cache=True)
+def insert_batch(shards, counts, fps, bounds, new, slot_shift, first, last):
+    """``insert`` each shard's part ``fps[bounds[s]:bounds[s + 1]]`` (shards first..last - 1), all of which it
+    has room for."""
+    for s in range(first, last):
+        lo, hi = bounds[s], bounds[s + 1]
+        if lo < hi:
+            table = shards[s]
+            _, counts[s] = insert(table, fps[lo:hi], new[lo:hi], counts[s], table.size, slot_shift)
+
+
+@numba.njit(nogil=True, cache=True)
 def canonical(states, parents, sizes, col_start, val_start, columns, values, multipliers, perms, order, src,
                renames_value, sig_columns, sig_kinds, sig_mult, out):
     width = states.shape[1]

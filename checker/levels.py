@@ -3,7 +3,8 @@
 A finished level's parent numbers (uint32) and action instances (uint16) are
 written to an unnamed temporary file (in TMPDIR, unlinked at once, so nothing
 is left behind even by kill -9) and read back as a read-only memory map: a
-trace reads a handful of entries, so they cost disk, not RAM. The rows and
+trace reads a handful of entries, so they cost disk, not RAM (a level under
+``KEPT_FROM`` states keeps them in memory). The rows and
 fingerprints of the level being built stay in memory unless a memory limit is
 set (``--max-memory``) and the process has reached ``SPILL_AT`` of it: from then
 on that level's rows go to such a file too, one state after another (``width``
@@ -19,11 +20,14 @@ import numpy as np
 from isrcheck.checker import stop
 
 SPILL_AT = 0.6          # of the memory limit: past it, the level being built goes to disk
+KEPT_FROM = 1 << 16     # parent numbers or actions of a level: from this many, in a file
 
 
 def kept(a):
-    """An array written to an unnamed file and mapped back read-only (memory maps of it stay valid)."""
-    if a.size == 0:
+    """An array written to an unnamed file and mapped back read-only (memory maps of it stay valid); one under
+    ``KEPT_FROM`` entries stays in memory (a few hundred KB at most, where a file costs a small level more time
+    than its search)."""
+    if a.size < KEPT_FROM:
         return a
     with tempfile.TemporaryFile(prefix="isrcheck-level-") as fh:
         a.tofile(fh)
@@ -43,16 +47,33 @@ def _pread(fh, size, offset):
 
 
 class Frontier:
-    """The states of one level: in memory (``rows`` width x n, ``fps``), or in unnamed files."""
+    """The states of one level: in memory (parts of ``rows`` width x n with their ``fps``, kept as the chunks
+    that found them: a block is copied out of them by the worker that reads it, never the whole level at once),
+    or in unnamed files."""
 
-    def __init__(self, rows=None, fps=None, files=None, width=0, size=0):
-        self.rows, self.fps, self.files, self.width = rows, fps, files, width
-        self.size = rows.shape[1] if rows is not None else size
+    def __init__(self, rows=None, fps=None, files=None, width=0, size=0, parts=None):
+        self.parts = [(rows, fps)] if rows is not None else parts
+        self.files, self.width = files, width
+        if self.parts is not None:
+            self.ends = np.cumsum([p[0].shape[1] for p in self.parts])
+            size = int(self.ends[-1])
+        self.size = size
 
     def block(self, start, count):
         """Rows (width x k, contiguous) and fingerprints of states start..start+count."""
         if self.files is None:
-            return np.ascontiguousarray(self.rows[:, start:start + count]), self.fps[start:start + count]
+            stop = min(start + count, self.size)
+            first = int(np.searchsorted(self.ends, start, side="right"))
+            last = int(np.searchsorted(self.ends, stop, side="left"))
+            rows, fps = [], []
+            for p in range(first, last + 1):
+                lo = int(self.ends[p - 1]) if p else 0
+                part_rows, part_fps = self.parts[p]
+                rows.append(part_rows[:, max(start - lo, 0):stop - lo])
+                fps.append(part_fps[max(start - lo, 0):stop - lo])
+            if len(rows) == 1:
+                return np.ascontiguousarray(rows[0]), fps[0]
+            return np.concatenate(rows, axis=1), np.concatenate(fps)
         rows_file, fps_file = self.files
         count = min(count, self.size - start)
         # positional reads (no shared file offset): the search's workers read blocks of a level at once
@@ -62,8 +83,6 @@ class Frontier:
 
     def in_memory(self):
         """(rows, fingerprints) as arrays (reads a spilled level back: for checkpoints)."""
-        if self.files is None:
-            return self.rows, self.fps
         return self.block(0, self.size)
 
     def discard(self):
@@ -115,6 +134,5 @@ class LevelWriter:
                 fh.flush()
             frontier = Frontier(files=self.files, width=self.width, size=self.size)
         else:
-            rows, fps = (np.concatenate(part, axis=-1) for part in zip(*self.parts))
-            frontier = Frontier(rows, fps)
+            frontier = Frontier(parts=self.parts)
         return frontier, parents, actions

@@ -3,9 +3,10 @@
 The table is split into 256 shards by a fingerprint's top 8 bits; each shard is
 a uint64 array probed linearly from a slot taken from the next 32 bits (0
 marks an empty slot, so fingerprint 0 is kept as a flag). A shard grows on its
-own, by half again, when it would pass 3/4 full, so it is between 1/2 and 3/4
-full: 10.7 to 16 bytes per fingerprint, and a growth copies 1/256 of the set,
-never the whole of it. Inserting a batch is one compiled loop per shard that
+own before a batch that could take it past 3/4 full, by half again (or to 3/4
+full with the whole batch, when that is more), so it is about 1/2 to 3/4 full:
+10.7 to 16 bytes per fingerprint, and a growth copies 1/256 of the set, never
+the whole of it. Inserting a batch is one compiled loop per shard that
 returns which fingerprints were new; the kernels release the GIL and a shard is
 touched by one call only, so threads that own disjoint shards can insert
 without locks.
@@ -13,10 +14,16 @@ without locks.
 Until it holds ``TABLE_FROM`` fingerprints the set is one sorted array instead
 (membership by binary search, a merge per batch): a small search then never
 imports numba, whose import and cached kernels cost more than the whole search.
+Once numba is imported anyway (the search chose its native kernels) the table
+takes over from ``TABLE_LOADED_FROM``: its merges copy the whole array, which
+from a million fingerprints costs more than the table's cached insert.
 Under a memory limit with no room for numba's compiler it stays sorted (8 bytes
 a fingerprint, slower merges, but nothing to load).
 """
 from __future__ import annotations
+
+import contextlib
+import sys
 
 import numpy as np
 
@@ -29,15 +36,23 @@ MAX_LOAD = 0.75
 GROWTH = 1.5
 FIRST_CAPACITY = 64
 TABLE_FROM = 1 << 23            # fingerprints: below, a sorted array (8 bytes each)
+TABLE_LOADED_FROM = 1 << 20     # the same once numba is imported
 COMPILE_MEMORY = 512 << 20      # what importing numba and compiling the insert can take
+GROUPS = 8                      # groups of shards: the unit of the insert order between threads
+GROUP_SHARDS = SHARDS // GROUPS
+
+
+def _any_time(group):
+    return contextlib.nullcontext()
 
 
 class VisitedSet:
-    def __init__(self, table_from=TABLE_FROM):
-        self.table_from = table_from
+    def __init__(self, table_from=None):
+        self.table_from = table_from        # None: TABLE_FROM, or TABLE_LOADED_FROM once numba is imported
         self.sorted = np.empty(0, dtype=np.uint64)      # the set while small; None once it is the table
         self.shards = None
         self.counts = np.zeros(SHARDS, dtype=np.int64)
+        self.sizes = np.full(SHARDS, FIRST_CAPACITY, dtype=np.int64)     # each shard's slots
         self.has_zero = False
 
     def __len__(self):
@@ -58,15 +73,37 @@ class VisitedSet:
         bounds = np.searchsorted(fps, edges[:-1])
         return np.append(bounds, fps.size)
 
-    def insert(self, fps):
-        """Add sorted, distinct fingerprints; returns the mask of those that were not in the set."""
-        if self.sorted is not None:
-            if self.sorted.size + fps.size < self.table_from or not stop.room_for(COMPILE_MEMORY):
-                return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
-            held, self.sorted = self.sorted, None
-            self.shards = [np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)]
-            self._insert_table(held)
-        return self._insert_table(fps)
+    def insert(self, fps, turn=None):
+        """Add sorted, distinct fingerprints; returns the mask of those that were not in the set.
+
+        ``turn(g)`` (a context manager; default: none needed) holds the caller's turn at group ``g`` of the
+        shards: several threads insert at once, each group in their order (``checker.bfs.Turns``). The sorted
+        array, and the switch from it to the table, take every group's turn.
+        """
+        turn = turn or _any_time
+        bounds = self._split(fps)
+        new = np.zeros(fps.size, dtype=bool)
+        with contextlib.ExitStack() as held:
+            held.enter_context(turn(0))
+            if self.sorted is not None:
+                for g in range(1, GROUPS):
+                    held.enter_context(turn(g))
+                table_from = self.table_from
+                if table_from is None:
+                    table_from = TABLE_LOADED_FROM if "numba" in sys.modules else TABLE_FROM
+                if self.sorted.size + fps.size < table_from or not stop.room_for(COMPILE_MEMORY):
+                    return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
+                kept, self.sorted = self.sorted, None
+                from numba.typed import List
+                self.shards = List([np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)])
+                self._insert_groups(kept, self._split(kept), np.zeros(kept.size, dtype=bool), range(GROUPS))
+                self._insert_groups(fps, bounds, new, range(GROUPS))
+                return new
+            self._insert_groups(fps, bounds, new, [0])
+        for g in range(1, GROUPS):
+            with turn(g):
+                self._insert_groups(fps, bounds, new, [g])
+        return new
 
     def _insert_sorted(self, fps):
         at = np.searchsorted(self.sorted, fps)
@@ -74,32 +111,31 @@ class VisitedSet:
         self.sorted = np.insert(self.sorted, at[new], fps[new])
         return new
 
-    def _insert_table(self, fps):
-        from isrcheck.checker.kernels import insert
-        new = np.zeros(fps.size, dtype=bool)
-        start = 0
-        if fps.size and fps[0] == 0:
-            new[0] = not self.has_zero
-            self.has_zero = True
-            start = 1
-        bounds = self._split(fps)
-        bounds[0] = start
-        for s in np.flatnonzero(bounds[1:] > bounds[:-1]):
-            lo, hi = int(bounds[s]), int(bounds[s + 1])
-            while lo < hi:
-                table = self.shards[s]
-                done, self.counts[s] = insert(table, fps[lo:hi], new[lo:hi], self.counts[s],
-                                               int(table.size * MAX_LOAD), SLOT_SHIFT)
-                lo += done
-                if lo < hi:
-                    self._grow(s)
-        return new
+    def _insert_groups(self, fps, bounds, new, groups):
+        """Insert into the table the fingerprints of the given shard groups (``bounds``: ``_split(fps)``)."""
+        from isrcheck.checker import kernels
+        for g in groups:
+            first, last = g * GROUP_SHARDS, (g + 1) * GROUP_SHARDS
+            if g == 0 and fps.size and fps[0] == 0:
+                new[0] = not self.has_zero
+                self.has_zero = True
+                bounds = bounds.copy()
+                bounds[0] = 1
+            need = self.counts[first:last] + np.diff(bounds[first:last + 1])
+            for s in first + np.flatnonzero(need > self.sizes[first:last] * MAX_LOAD):
+                self._grow(s, int(need[s - first]))
+            kernels.insert_batch(self.shards, self.counts, fps, bounds, new, SLOT_SHIFT, first, last)   # one call
 
-    def _grow(self, s):
+    def _grow(self, s, need):
+        """Make shard ``s`` room for ``need`` fingerprints before a batch goes in: a sorted batch inserted into a
+        table too small for it piles its first fingerprints into the lowest slots (each probe then walks the
+        whole pile: quadratic), so a shard never grows in the middle of a batch."""
         from isrcheck.checker.kernels import insert
         old = self.shards[s]
         kept = old[old != 0]
-        table = self.shards[s] = np.zeros(int(old.size * GROWTH) + 1, dtype=np.uint64)
+        size = max(int(old.size * GROWTH), int(need / MAX_LOAD)) + 1
+        table = self.shards[s] = np.zeros(size, dtype=np.uint64)
+        self.sizes[s] = size
         insert(table, kept, np.zeros(kept.size, dtype=bool), 0, table.size, SLOT_SHIFT)
 
     def values(self):

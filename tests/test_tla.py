@@ -567,11 +567,7 @@ class CollectingSearch(Search):
 
     def run(self, **budgets):
         self.rows = []
-        return super().run(**budgets)
-
-    def _check(self, rows, first_id, level, pending, violations):
-        self.rows.append(np.array(rows, copy=True))
-        return super()._check(rows, first_id, level, pending, violations)
+        return super().run(on_states=lambda rows: self.rows.append(np.array(rows, copy=True)), **budgets)
 
 
 def to_naive(spec, row):

@@ -31,6 +31,26 @@ def test_insert_says_which_are_new_and_grows(table_from):
     assert (visited.sorted is None) == (table_from < 1 << 30)
 
 
+def test_a_shard_has_room_for_its_whole_batch_before_it_goes_in(monkeypatch):
+    """A sorted batch inserted into a shard too small for it would pile into the lowest slots and take quadratic
+    time (66 s for the 8M fingerprints a search holds when the sorted array becomes the table): every shard
+    must have room for all it is given."""
+    from isrcheck.checker import kernels
+    calls = []
+    real = kernels.insert_batch
+
+    def insert_batch(shards, counts, fps, bounds, new, slot_shift, first, last):
+        calls.extend((shards[s].size, bounds[s + 1] - bounds[s], counts[s]) for s in range(first, last))
+        return real(shards, counts, fps, bounds, new, slot_shift, first, last)
+
+    monkeypatch.setattr(kernels, "insert_batch", insert_batch)
+    rng = np.random.default_rng(5)
+    visited = VisitedSet(table_from=1000)
+    for size in (900, 200_000, 30_000):
+        assert visited.insert(np.unique(rng.integers(1, 2 ** 64, size, dtype=np.uint64, endpoint=False))).all()
+    assert len(calls) > 256 and all(count + n <= 0.75 * table for table, n, count in calls)
+
+
 def test_small_searches_never_import_numba():
     """A search that stays small keeps the sorted array, so the process never pays numba's import."""
     code = ("import sys; from isrcheck.checker.bfs import search; from isrcheck.specs import SPECS; "

@@ -66,3 +66,26 @@ def test_small_runs_stay_on_numpy_and_unwritable_cache_dirs_fall_back(tmp_path):
     states, numba_loaded, directory = proc.stdout.split()
     assert int(states) >= 20000 and numba_loaded == "False"
     assert not directory.startswith(str(blocker)) and os.access(directory, os.W_OK)
+
+
+def test_workers_insert_into_the_table_group_by_group_with_the_same_results(monkeypatch):
+    """The visited table from the first state: chunks insert into its shard groups at once, each group in chunk
+    order, and number, parent and trace every state as one worker does (small chunks: many at once)."""
+    import numpy as np
+    from isrcheck.checker import visited
+    from isrcheck.checker.bfs import Search
+    from isrcheck.specs import SPECS
+    monkeypatch.setattr(visited, "TABLE_FROM", 0)
+    monkeypatch.setattr(visited, "TABLE_LOADED_FROM", 0)
+    spec = SPECS["kip-101"]()
+    runs = []
+    for workers in (1, 2):
+        s = Search(spec, INVARIANTS, chunk=2048, workers=workers, kernels="numpy")
+        r = s.run(max_states=90000)
+        level_start, parents, actions = s.tree
+        runs.append((r.distinct_states, r.transitions, r.depth, r.verdicts,
+                     {n: (v.state_id, [(a and a.label, row.tobytes()) for a, row in v.steps])
+                      for n, v in r.violations.items()},
+                     level_start, np.concatenate(parents).tobytes(), np.concatenate(actions).tobytes()))
+    assert runs[0][0] >= 90000 and runs[0][4]           # many chunks, violations with traces
+    assert runs[0] == runs[1]
