@@ -193,13 +193,17 @@ _WORKER_CACHE = {}
 def _worker_search(job):
     """The spec and a Search over it, built once per Python worker process."""
     # by name: a spec class pickled by value (a user's file) is a new object in every task
-    key = (job.spec_class.__module__, job.spec_class.__qualname__, job.bounds, job.symmetry, job.chunk)
+    key = (job.spec_class.__module__, job.spec_class.__qualname__, job.bounds, job.symmetry, job.chunk, job.kernels)
     found = _WORKER_CACHE.get(key)
     if found is None:
         spec = job.spec_class(**dict(job.bounds))
-        search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk)
+        search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk, kernels=job.kernels)
         sym = Symmetry(spec.layout, search.fingerprint) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
+    spec, search, sym = found
+    # the local engine's kernel policy, on the whole level's size: native kernels load here (compiled once per
+    # machine, numba's disk cache: model/native.py) and stay for the rest of the worker's life
+    search._choose_kernels(job.level_size)
     return found
 
 
@@ -367,6 +371,11 @@ def _successor_rows(rows, parts, part_start, picks):
     return out
 
 
+def _kernels_name(search):
+    """The kernels a worker's Search expands with now: "native" or "numpy"."""
+    return "numpy" if search.native is None else "native"
+
+
 def _nbytes(*arrays):
     """The payload bytes of a record's arrays (what crosses between the JVM and a Python worker, less pickling)."""
     return sum(a.nbytes for a in arrays if a is not None)
@@ -442,7 +451,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                     yield q, record
         _maybe_fail(job, "map", index)
         moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
-        yield index, ("s", counts, fired, moved)
+        yield index, ("s", counts, fired, moved, _kernels_name(search))
         if carry:
             yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
 
@@ -467,8 +476,9 @@ def _reduce_task(job, index, records, to_jvm=True):
     map task's, the records read here, and the new record ``to_jvm``.
     """
     spec, search, sym = _worker_search(job)
+    kernels = backends.batch(spec) if search.native is None else search.native
     prev, fps, tags, rows = None, [], [], []
-    counts, fired, moved = None, np.zeros(len(spec.actions), dtype=bool), 0
+    counts, fired, moved, used = None, np.zeros(len(spec.actions), dtype=bool), 0, _kernels_name(search)
     for _, v in records:
         if isinstance(v, _Part):
             prev = v
@@ -479,7 +489,7 @@ def _reduce_task(job, index, records, to_jvm=True):
             rows.append(v[3])
             moved += _nbytes(*v[1:])
         else:
-            counts, fired = v[1], v[2]
+            counts, fired, used = v[1], v[2], v[4]
             moved += v[3] + _nbytes(counts, fired)
     level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
     n_level = sum(k.size for k in level_keys)
@@ -521,7 +531,7 @@ def _reduce_task(job, index, records, to_jvm=True):
     if new_keys.size:
         batch = _transpose(new_rows)
         for name in job.pending:
-            bad = np.flatnonzero(~backends.batch(spec).holds(spec.invariants[name], batch))
+            bad = np.flatnonzero(~kernels.holds(spec.invariants[name], batch))
             if bad.size:
                 violations[name] = int(new_keys[bad[0]])
     # transitions by chunk of parent numbers (the local engine's max_states granularity)
@@ -535,7 +545,7 @@ def _reduce_task(job, index, records, to_jvm=True):
     _maybe_fail(job, "reduce", index)
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size),
+        visited=int(visited.size), kernels=used,
         python_jvm_bytes=moved + (_nbytes(new_rows, new_fps, new_keys) if to_jvm else 0))})
     yield index, _Part(new_rows, new_fps, new_keys, ls + n_level)
 
@@ -612,7 +622,7 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, budget=UNLIMITED,
                  progress=None, workdir=None, on_violation=None, *, chunk=None,
                  checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, snapshot=None, resume=False,
-                 snapshot_seconds=60.0, _fault=None):
+                 snapshot_seconds=60.0, kernels="auto", _fault=None):
     """Exhaustive search of the named invariants on Spark; the same Result as checker.bfs.search.
 
     ``budget``: its max_states, max_depth and seconds, as checker.bfs.search reads them.
@@ -637,6 +647,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     state is snapshotted after a job once ``snapshot_seconds`` have passed since
     the last (:mod:`checker.spark_snapshot`); with ``resume`` the search goes on
     from the snapshot there (CheckpointError if none, or another search's).
+    ``kernels``: the local engine's policy ("auto", "native", "numpy": :class:`checker.bfs.Search`), applied in
+    the executors to each level's size.
     """
     from pyspark import StorageLevel
     from pyspark.core.rdd import RDD
@@ -644,7 +656,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     start = time.perf_counter()
     max_states, max_depth, time_limit = budget.max_states, budget.max_depth, budget.seconds
     chunk = chunk or local_chunk()
-    search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
+    search = Search(spec, invariants, chunk=chunk, kernels=kernels)     # checks the invariant names first
     saved = spark_snapshot.manifest(snapshot) if resume else None
     sc, created = spark_context(master, partitions, conf)
     if created:
@@ -707,6 +719,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 break
             n_levels = _batch_size(level_sizes, batch_states, None if max_depth is None else max_depth - depth)
             jobs = [_Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
+                         kernels=kernels, level_size=level_sizes[-1],
                          partitions=P, level=level, pending=tuple(pending), workdir=workdir,
                          init_fp=int(init_key_fp[0]), owner0=owner0,
                          summaries=summaries, fault=_fault) for level in range(depth, depth + n_levels)]
@@ -747,8 +760,10 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 for s in done:
                     fired |= s["fired"]
                 visited_states = sum(s["visited"] for s in done)
+                used = {s["kernels"] for s in done}
                 moved.append(dict(level=level, new_states=n_new, shuffle_write_bytes=shuffled[level - first],
-                                  python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done)))
+                                  python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done),
+                                  kernels=used.pop() if len(used) == 1 else "mixed"))
                 new_keys, cut, level_budget = None, n_new, None
                 if n_new and max_states is not None and next_id + n_new >= max_states:
                     # the local engine stops after the first chunk of parents that reaches max_states

@@ -209,3 +209,26 @@ def test_workdir_is_for_spark_only(tmp_path):
                           "--workdir", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.strip() == "isrcheck: error: --workdir is for --engine spark", run.stderr
+
+
+#: kip-101 at its defaults, whose native kernels tests/test_workers.py compiles too (once per machine, then cached):
+#: 193,918 states in 15 levels expanded before the three invariants are violated
+NATIVE_INVARIANTS = ["no-committed-loss", "strong-isr", "hw-monotonic"]
+NATIVE = ["--spec", "kip-101", "--format", "json", "--no-progress", "--kernels", "native",
+          *[a for name in NATIVE_INVARIANTS for a in ("--invariant", name)]]
+
+
+def test_native_kernels_in_the_executors(tmp_path):
+    """``--engine spark --kernels native`` on ``local[2]``: every level expands on the native kernels in the Python
+    workers, and the report's answers and the trace files are the local engine's (on the native kernels too)."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    local = _check(NATIVE + ["--out", "local"], tmp_path, env)
+    remote = _check(NATIVE + ["--out", "spark", "--engine", "spark", "--master", "local[2]", "--partitions", "2"],
+                    tmp_path, env)
+    assert remote["engine"] == "spark" and remote["distinct_states"] > 100_000
+    for key in ("verdicts", "distinct_states", "transitions", "depth", "complete", "budget_hit", "trace_lengths"):
+        assert remote[key] == local[key], key
+    assert [m["kernels"] for m in remote["levels"]] == ["native"] * len(remote["levels"])
+    assert set(remote["trace_files"]) == set(local["trace_files"]) == set(NATIVE_INVARIANTS)
+    for name, path in local["trace_files"].items():
+        assert _trace(tmp_path / remote["trace_files"][name]) == _trace(tmp_path / path), name
