@@ -160,7 +160,10 @@ def local_chunk():
 # records, caches, helpers
 # ---------------------------------------------------------------------------------------------
 class _Part:
-    """One partition's share of the search after a level: the single record of its RDD partition."""
+    """One partition's share of the search after a level: the single record of its RDD partition.
+
+    In the cached level RDD the arrays are None: they are in the partition's frontier files (``_frontier``).
+    """
 
     def __init__(self, rows, fps, keys, level_start):
         self.rows = rows                # int8, n x width (a state per row): owned states of the newest level
@@ -314,6 +317,54 @@ def _save_visited(workdir, level, index, visited):
         pass
 
 
+_FRONTIER_ARRAYS = ("rows", "fps", "keys")
+
+
+def _frontier_path(workdir, level, index, name):
+    return os.path.join(workdir, "frontier-files", f"part-{index:05d}", f"level-{level:05d}-{name}.npy")
+
+
+def _save_frontier(workdir, level, index, part):
+    """A partition's share of a level as files beside the tasks (atomic, deterministic); the record that stands
+    for it in the cache has no arrays, so the level never travels JVM -> Python -> JVM."""
+    for name in _FRONTIER_ARRAYS:
+        path = _frontier_path(workdir, level, index, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+        with open(tmp, "wb") as fh:
+            np.save(fh, getattr(part, name))
+        os.replace(tmp, path)
+    return _Part(None, None, None, part.level_start)
+
+
+def _frontier(workdir, level, index, part):
+    """``part`` with its arrays: as it is, or from its frontier files (memory-mapped when not empty)."""
+    if part.keys is not None:
+        return part
+    arrays = []
+    for name in _FRONTIER_ARRAYS:
+        path = _frontier_path(workdir, level, index, name)
+        try:
+            arrays.append(np.load(path, mmap_mode="r"))
+        except ValueError:                 # an empty array cannot be mapped
+            arrays.append(np.load(path))
+    return _Part(*arrays, part.level_start)
+
+
+def _drop_frontiers(workdir, partitions, below):
+    """Remove the frontier files of levels before ``below`` (no recomputation can read them: they are older than
+    the newest reliable checkpoint of the level RDD)."""
+    for index in range(partitions):
+        d = os.path.dirname(_frontier_path(workdir, 0, index, "rows"))
+        for name in os.listdir(d) if os.path.isdir(d) else ():
+            m = re.fullmatch(r"level-(\d+)-\w+\.npy", name)
+            if m and int(m.group(1)) < below:
+                try:
+                    os.remove(os.path.join(d, name))
+                except FileNotFoundError:
+                    pass
+
+
 def _read_level_keys(workdir, level, merged=True):
     """Every key of a level from its Parquet files: one sorted array, or one per partition file."""
     if level == 1:
@@ -396,6 +447,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
     P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
     for _, part in records:
         moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
+        part = _frontier(job.workdir, job.level, index, part)
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
         fired = np.zeros(n_actions, dtype=bool)
@@ -537,17 +589,20 @@ def _reduce_task(job, index, records, to_jvm=True):
     # transitions by chunk of parent numbers (the local engine's max_states granularity)
     n_chunks = -(-n_level // job.chunk)
     if counts is not None and counts.size:
-        own = _ranks(level_keys, prev.keys) // job.chunk         # the frontier's numbers, less ls
+        prev_keys = _frontier(job.workdir, job.level, index, prev).keys
+        own = _ranks(level_keys, prev_keys) // job.chunk         # the frontier's numbers, less ls
         transitions = np.bincount(own, weights=counts, minlength=n_chunks).astype(np.int64)
     else:
         transitions = np.zeros(n_chunks, dtype=np.int64)
     _write_level(job.workdir, job.level + 1, index, new_key_fps, new_keys)
     _maybe_fail(job, "reduce", index)
+    out = _Part(new_rows, new_fps, new_keys, ls + n_level)
+    if to_jvm:                                  # the level is cached: its arrays go to files, not to the JVM
+        out = _save_frontier(job.workdir, job.level + 1, index, out)
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size), kernels=used,
-        python_jvm_bytes=moved + (_nbytes(new_rows, new_fps, new_keys) if to_jvm else 0))})
-    yield index, _Part(new_rows, new_fps, new_keys, ls + n_level)
+        visited=int(visited.size), kernels=used, python_jvm_bytes=moved)})
+    yield index, out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -668,7 +723,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         P = int(partitions or sc.defaultParallelism)
         state = None if saved is None else spark_snapshot.state(saved, workdir, spec, invariants, symmetry, P, chunk)
         # an earlier run's files would be read as this one's (a resumed run's own are its past)
-        for sub in ("checkpoints",) if resume else ("levels", "visited", "checkpoints", "frontier"):
+        for sub in ("checkpoints",) if resume else ("levels", "visited", "checkpoints", "frontier",
+                                                     "frontier-files"):
             shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
         os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)
         if checkpoint_every:
@@ -742,6 +798,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 since_checkpoint = 0
             first_stage = sc._jsc.sc().dagScheduler().nextStageId()
             finished = _run_job(sc, rdd, start, time_limit)
+            if finished and rdd.isCheckpointed():
+                _drop_frontiers(workdir, P, jobs[-1].level + 1)      # recomputation starts from this level now
             shuffled = _shuffle_write_bytes(sc, first_stage, n_levels)
             if not finished:
                 budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
@@ -915,17 +973,17 @@ def _run_job(sc, rdd, start, time_limit):
 
 
 def _save_part(where, index, records):
-    """Snapshot task: write this partition's frontier record (checker.spark_snapshot)."""
+    """Snapshot task: write this partition's frontier (checker.spark_snapshot)."""
     for _, part in records:
-        spark_snapshot.save_frontier(*where, index, part)
+        spark_snapshot.save_frontier(*where, index, _frontier(*where, index, part))
     return iter(())
 
 
 def _load_part(where, index, records):
-    """Resume task: this partition's frontier record from its snapshot file."""
+    """Resume task: this partition's frontier from its snapshot file, as its frontier files."""
     for _ in records:
         pass
-    yield index, _Part(*spark_snapshot.load_frontier(*where, index))
+    yield index, _save_frontier(*where, index, _Part(*spark_snapshot.load_frontier(*where, index)))
 
 
 def _shuffle_write_bytes(sc, first_stage, n_levels):
