@@ -338,17 +338,12 @@ def _save_frontier(workdir, level, index, part):
 
 
 def _frontier(workdir, level, index, part):
-    """``part`` with its arrays: as it is, or from its frontier files (memory-mapped when not empty)."""
+    """``part`` with its arrays: as it is, or read from its frontier files (writable: the native kernels take
+    no read-only arrays)."""
     if part.keys is not None:
         return part
-    arrays = []
-    for name in _FRONTIER_ARRAYS:
-        path = _frontier_path(workdir, level, index, name)
-        try:
-            arrays.append(np.load(path, mmap_mode="r"))
-        except ValueError:                 # an empty array cannot be mapped
-            arrays.append(np.load(path))
-    return _Part(*arrays, part.level_start)
+    return _Part(*(np.load(_frontier_path(workdir, level, index, name)) for name in _FRONTIER_ARRAYS),
+                 part.level_start)
 
 
 def _drop_frontiers(workdir, partitions, below):
