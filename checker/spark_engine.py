@@ -9,13 +9,14 @@ Data flow: the RDD API, numpy batches as records, one shuffle per level
 -----------------------------------------------------------------------
 Partition ``p`` owns the states whose (canonical) fingerprint is ``p`` modulo
 the partition count. After level L the search is one persisted RDD, ``R_L``,
-with a single record per partition (a :class:`_Part`): its share of level L
-(rows, one state per row, and fingerprints) and their sort keys. The
-partition's visited set (a sorted uint64 array) is not in the record: see
-"Visited sets beside the tasks" below. A level is two halves:
+with a single record per partition (a :class:`_Part`) standing for its share of
+level L (rows, one state per row, fingerprints and sort keys), which is in the
+partition's frontier files, like its visited set (a sorted uint64 array): see
+"Visited sets and frontiers beside the tasks" below. A level is two halves:
 
 - map (level L -> L+1): expand the partition's share of level L chunk by chunk
-  with the numpy backend (``Search.expand``); keep the smallest (parent, action)
+  (``Search.expand``, on the kernels the local engine's policy picks for the
+  level's size: ``kernels``); keep the smallest (parent, action)
   per fingerprint (one sort); drop the successors this partition owns and has
   already visited; materialize the rest by gathering parent rows and patching
   the written cells; route them by fingerprint (fingerprint, tag, row batches).
@@ -35,10 +36,15 @@ one job, one stage per level: each task reduces level L and expands it at once,
 one Python pass, and the partition's keys ride the shuffle to its next task as a
 record; only the job's last level is cached.
 
-Visited sets beside the tasks (bytes per level grow with the new states only)
-------------------------------------------------------------------------------
+Visited sets and frontiers beside the tasks (bytes per level grow with the new states only)
+-------------------------------------------------------------------------------------------
 Between the JVM and the Python workers, and through the shuffle, a level moves
-only its new states (the frontier's records and the successors). Each
+only its successors. The reduce task writes the partition's share of the new
+level to ``frontier-files/part-PPPPP/level-LLLLL-{rows,fps,keys}.npy`` (atomic,
+deterministic) and returns a record without arrays, so the cache holds no
+states and the next map task reads them from the files; files older than the
+newest reliable checkpoint of the level RDD are deleted by the driver (a
+recomputation after a lost executor starts there at the earliest). Each
 partition's visited set lives in a file, ``visited/part-PPPPP/level-LLLLL.npy``
 under the workdir: the reduce task of level L+1 reads level L's (memory-mapped),
 anti-joins and merges, and writes level L+1's atomically; the map task of level
@@ -566,8 +572,11 @@ def _reduce_task(job, index, records, to_jvm=True):
     if fp.size:
         tag = np.concatenate(tags)
         allrows = np.concatenate(rows)
-        # one sort by fingerprint; the smallest tag of each group wins (tags are unique)
-        order, sorted_fp, starts = _by_fingerprint(fp)
+        # one sort by fingerprint; the smallest tag of each group wins (tags are unique). An argsort: at a whole
+        # level's size fingerprints sharing their high bits are the rule, so _by_fingerprint would sort twice
+        order = np.argsort(fp)
+        sorted_fp = fp[order]
+        starts = np.flatnonzero(np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]]))
         if starts.size == fp.size:
             win = order
         else:

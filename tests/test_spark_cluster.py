@@ -3,7 +3,8 @@ workers, real serialization), an executor killed mid-run, and a standalone maste
 pyspark's own scripts, reached through the installed ``isrcheck`` script.
 
 Every answer is compared with the local engine's. One ``local-cluster[2,1,1024]`` context serves the module (an
-executor JVM costs seconds to start); the standalone cluster is started for its one test and always torn down.
+executor JVM costs seconds to start) and one search on it both ships a user's spec class and survives a lost
+executor; the standalone cluster is started for its one test and always torn down.
 """
 from __future__ import annotations
 
@@ -74,22 +75,17 @@ def _executor_pids(sc):
     return sorted(pids)
 
 
-def test_local_cluster_same_as_local(cluster, team_file):
-    """Separate executor processes: the spec's class from a user's file, the workdir, the accumulator."""
+@pytest.mark.long
+def test_local_cluster_same_as_local_through_a_lost_executor(cluster, team_file, tmp_path):
+    """Separate executor processes: the spec's class from a user's file (by value), the workdir, the accumulator,
+    three partitions on two executors; and an executor JVM (with its Python workers) killed after the first job
+    (levels 1-7, chained): its cached level and shuffle files are gone, the worker starts another executor, Spark
+    recomputes the lost partitions from their lineage (the levels' files are rewritten, identical), and the answers
+    are the local engine's. One search serves both (an executor's loss costs a new JVM: tens of seconds here)."""
     spec = registry.resolve(f"{team_file}:TeamHw")(**BOUNDS)
     assert len(_executor_pids(cluster)) == 2
     local = search(spec, INVARIANTS)
     assert set(local.violations) == {"strong-isr"} and local.complete
-    assert_same(local, spark_search(spec, INVARIANTS, partitions=3))
-
-
-@pytest.mark.long
-def test_executor_killed_mid_run(cluster, tmp_path):
-    """An executor JVM (and its Python workers) is killed after the first job (levels 1-7, chained): its cached
-    level and shuffle files are gone; the worker starts another executor, Spark recomputes the lost partition from
-    its lineage (the levels' Parquet files are rewritten, identical), and the answers are the local engine's."""
-    from isrcheck.specs import SPECS
-    spec = SPECS["hw-truncation"](**BOUNDS)
     killed = []
 
     def progress(**kw):
@@ -98,9 +94,9 @@ def test_executor_killed_mid_run(cluster, tmp_path):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    result = spark_search(spec, INVARIANTS, partitions=2, workdir=str(tmp_path), progress=progress)
+    result = spark_search(spec, INVARIANTS, partitions=3, workdir=str(tmp_path), progress=progress)
     assert killed
-    assert_same(search(spec, INVARIANTS), result)
+    assert_same(local, result)
     assert killed[0] not in _executor_pids(cluster)
 
 
@@ -218,6 +214,7 @@ NATIVE = ["--spec", "kip-101", "--format", "json", "--no-progress", "--kernels",
           *[a for name in NATIVE_INVARIANTS for a in ("--invariant", name)]]
 
 
+@pytest.mark.long
 def test_native_kernels_in_the_executors(tmp_path):
     """``--engine spark --kernels native`` on ``local[2]``: every level expands on the native kernels in the Python
     workers, and the report's answers and the trace files are the local engine's (on the native kernels too)."""
