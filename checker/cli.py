@@ -308,7 +308,8 @@ def cli(ctx, config, profile):
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
               help="local engine: threads expanding states (default: every core); results do not depend on it")
 @click.option("--kernels", type=click.Choice(["auto", "native", "numpy"]), default="auto", hidden=True,
-              help="local engine: compiled (numba) kernels, numpy's, or native once compiled or for large levels")
+              help="local and spark engines: compiled (numba) kernels, numpy's, or native once compiled or for large "
+                   "levels")
 @ITF_FORM
 @click.option("--coverage", "coverage", is_flag=True,
               help="local engine: per action, how often it was enabled and fired and the states it reached first "
@@ -368,7 +369,7 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                     result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
                                           budget=budget, progress=progress, on_violation=sink, workdir=workdir,
                                           snapshot=checkpoint or resume, resume=resume is not None,
-                                          snapshot_seconds=checkpoint_every)
+                                          snapshot_seconds=checkpoint_every, kernels=kernels)
                 except CheckpointError as e:
                     raise UserError(str(e)) from None
             else:

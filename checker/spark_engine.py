@@ -9,13 +9,14 @@ Data flow: the RDD API, numpy batches as records, one shuffle per level
 -----------------------------------------------------------------------
 Partition ``p`` owns the states whose (canonical) fingerprint is ``p`` modulo
 the partition count. After level L the search is one persisted RDD, ``R_L``,
-with a single record per partition (a :class:`_Part`): its share of level L
-(rows, one state per row, and fingerprints) and their sort keys. The
-partition's visited set (a sorted uint64 array) is not in the record: see
-"Visited sets beside the tasks" below. A level is two halves:
+with a single record per partition (a :class:`_Part`) standing for its share of
+level L (rows, one state per row, fingerprints and sort keys), which is in the
+partition's frontier files, like its visited set (a sorted uint64 array): see
+"Visited sets and frontiers beside the tasks" below. A level is two halves:
 
 - map (level L -> L+1): expand the partition's share of level L chunk by chunk
-  with the numpy backend (``Search.expand``); keep the smallest (parent, action)
+  (``Search.expand``, on the kernels the local engine's policy picks for the
+  level's size: ``kernels``); keep the smallest (parent, action)
   per fingerprint (one sort); drop the successors this partition owns and has
   already visited; materialize the rest by gathering parent rows and patching
   the written cells; route them by fingerprint (fingerprint, tag, row batches).
@@ -35,10 +36,15 @@ one job, one stage per level: each task reduces level L and expands it at once,
 one Python pass, and the partition's keys ride the shuffle to its next task as a
 record; only the job's last level is cached.
 
-Visited sets beside the tasks (bytes per level grow with the new states only)
-------------------------------------------------------------------------------
+Visited sets and frontiers beside the tasks (bytes per level grow with the new states only)
+-------------------------------------------------------------------------------------------
 Between the JVM and the Python workers, and through the shuffle, a level moves
-only its new states (the frontier's records and the successors). Each
+only its successors. The reduce task writes the partition's share of the new
+level to ``frontier-files/part-PPPPP/level-LLLLL-{rows,fps,keys}.npy`` (atomic,
+deterministic) and returns a record without arrays, so the cache holds no
+states and the next map task reads them from the files; files older than the
+newest reliable checkpoint of the level RDD are deleted by the driver (a
+recomputation after a lost executor starts there at the earliest). Each
 partition's visited set lives in a file, ``visited/part-PPPPP/level-LLLLL.npy``
 under the workdir: the reduce task of level L+1 reads level L's (memory-mapped),
 anti-joins and merges, and writes level L+1's atomically; the map task of level
@@ -160,7 +166,10 @@ def local_chunk():
 # records, caches, helpers
 # ---------------------------------------------------------------------------------------------
 class _Part:
-    """One partition's share of the search after a level: the single record of its RDD partition."""
+    """One partition's share of the search after a level: the single record of its RDD partition.
+
+    In the cached level RDD the arrays are None: they are in the partition's frontier files (``_frontier``).
+    """
 
     def __init__(self, rows, fps, keys, level_start):
         self.rows = rows                # int8, n x width (a state per row): owned states of the newest level
@@ -193,13 +202,17 @@ _WORKER_CACHE = {}
 def _worker_search(job):
     """The spec and a Search over it, built once per Python worker process."""
     # by name: a spec class pickled by value (a user's file) is a new object in every task
-    key = (job.spec_class.__module__, job.spec_class.__qualname__, job.bounds, job.symmetry, job.chunk)
+    key = (job.spec_class.__module__, job.spec_class.__qualname__, job.bounds, job.symmetry, job.chunk, job.kernels)
     found = _WORKER_CACHE.get(key)
     if found is None:
         spec = job.spec_class(**dict(job.bounds))
-        search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk)
+        search = Search(spec, [], symmetry=job.symmetry, chunk=job.chunk, kernels=job.kernels)
         sym = Symmetry(spec.layout, search.fingerprint) if job.symmetry else None
         found = _WORKER_CACHE[key] = (spec, search, sym)
+    spec, search, sym = found
+    # the local engine's kernel policy, on the whole level's size: native kernels load here (compiled once per
+    # machine, numba's disk cache: model/native.py) and stay for the rest of the worker's life
+    search._choose_kernels(job.level_size)
     return found
 
 
@@ -237,6 +250,29 @@ def _first_per_fingerprint(fp):
     starts = np.ones(s.size, dtype=bool)
     np.not_equal(s[1:], s[:-1], out=starts[1:])
     return np.minimum.reduceat(order, np.flatnonzero(starts))
+
+
+def _by_fingerprint(fp):
+    """(order, fingerprints in that order, first index of each group): ``fp`` grouped by value, in ascending order.
+
+    One sort of the fingerprints with each one's index packed into its low bits (several times faster than an
+    argsort); only when two fingerprints agree on their high bits and interleave (rare) are whole fingerprints
+    argsorted.
+    """
+    n = fp.size
+    low = np.uint64((1 << max(1, (n - 1).bit_length())) - 1)
+    packed = (fp & ~low) | np.arange(n, dtype=np.uint64)
+    packed.sort()
+    order = (packed & low).view(np.int64)
+    for attempt in range(2):
+        sorted_fp = np.take(fp, order)
+        start = np.ones(n, dtype=bool)
+        np.not_equal(sorted_fp[1:], sorted_fp[:-1], out=start[1:])
+        starts = np.flatnonzero(start)
+        unique = sorted_fp[starts]
+        if attempt or (unique[1:] > unique[:-1]).all():
+            return order, sorted_fp, starts
+        order = np.argsort(fp, kind="stable")
 
 
 def _ranks(key_lists, keys):
@@ -310,6 +346,49 @@ def _save_visited(workdir, level, index, visited):
         pass
 
 
+_FRONTIER_ARRAYS = ("rows", "fps", "keys")
+
+
+def _frontier_path(workdir, level, index, name):
+    return os.path.join(workdir, "frontier-files", f"part-{index:05d}", f"level-{level:05d}-{name}.npy")
+
+
+def _save_frontier(workdir, level, index, part):
+    """A partition's share of a level as files beside the tasks (atomic, deterministic); the record that stands
+    for it in the cache has no arrays, so the level never travels JVM -> Python -> JVM."""
+    for name in _FRONTIER_ARRAYS:
+        path = _frontier_path(workdir, level, index, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+        with open(tmp, "wb") as fh:
+            np.save(fh, getattr(part, name))
+        os.replace(tmp, path)
+    return _Part(None, None, None, part.level_start)
+
+
+def _frontier(workdir, level, index, part):
+    """``part`` with its arrays: as it is, or read from its frontier files (writable: the native kernels take
+    no read-only arrays)."""
+    if part.keys is not None:
+        return part
+    return _Part(*(np.load(_frontier_path(workdir, level, index, name)) for name in _FRONTIER_ARRAYS),
+                 part.level_start)
+
+
+def _drop_frontiers(workdir, partitions, below):
+    """Remove the frontier files of levels before ``below`` (no recomputation can read them: they are older than
+    the newest reliable checkpoint of the level RDD)."""
+    for index in range(partitions):
+        d = os.path.dirname(_frontier_path(workdir, 0, index, "rows"))
+        for name in os.listdir(d) if os.path.isdir(d) else ():
+            m = re.fullmatch(r"level-(\d+)-\w+\.npy", name)
+            if m and int(m.group(1)) < below:
+                try:
+                    os.remove(os.path.join(d, name))
+                except FileNotFoundError:
+                    pass
+
+
 def _read_level_keys(workdir, level, merged=True):
     """Every key of a level from its Parquet files: one sorted array, or one per partition file."""
     if level == 1:
@@ -367,6 +446,11 @@ def _successor_rows(rows, parts, part_start, picks):
     return out
 
 
+def _kernels_name(search):
+    """The kernels a worker's Search expands with now: "native" or "numpy"."""
+    return "numpy" if search.native is None else "native"
+
+
 def _nbytes(*arrays):
     """The payload bytes of a record's arrays (what crosses between the JVM and a Python worker, less pickling)."""
     return sum(a.nbytes for a in arrays if a is not None)
@@ -387,6 +471,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
     P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
     for _, part in records:
         moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
+        part = _frontier(job.workdir, job.level, index, part)
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
         fired = np.zeros(n_actions, dtype=bool)
@@ -413,9 +498,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 succ = _successor_rows(rows, parts, part_start, np.arange(m))
                 fp = sym.canonical(succ.T)
             # one sort: the smallest (parent, action) of each fingerprint, packed with its index
-            order = np.argsort(fp)
-            sorted_fp = fp[order]
-            starts = np.flatnonzero(np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]]))
+            order, sorted_fp, starts = _by_fingerprint(fp)
             win = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts) % m
             if visited.size:                       # the successors this partition owns can be checked here
                 unique = sorted_fp[starts]
@@ -430,19 +513,18 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             chosen = np.zeros(m, dtype=bool)
             chosen[win] = True
             picks = np.flatnonzero(chosen)          # ascending: parts stay contiguous
-            out = _successor_rows(rows, parts, part_start, picks) if succ is None else np.take(succ, picks, axis=0)
-            fp = fp[picks]
-            tag = (part.keys[cs + parent[picks]] << np.uint64(ACTION_BITS)) | action[picks].astype(np.uint64)
-            owner = fp % np.uint64(P)
+            owner = fp[picks] % np.uint64(P)
             for q in range(P):
-                sel = np.flatnonzero(owner == np.uint64(q)) if P > 1 else slice(None)
-                if fp.size if P == 1 else sel.size:
-                    record = ("d", fp[sel], tag[sel], out[sel] if P == 1 else np.take(out, sel, axis=0))
+                sel = picks if P == 1 else picks[owner == np.uint64(q)]     # each owner's rows gathered once
+                if sel.size:
+                    out = _successor_rows(rows, parts, part_start, sel) if succ is None else np.take(succ, sel, axis=0)
+                    tag = (part.keys[cs + parent[sel]] << np.uint64(ACTION_BITS)) | action[sel].astype(np.uint64)
+                    record = ("d", fp[sel], tag, out)
                     moved += _nbytes(*record[1:])
                     yield q, record
         _maybe_fail(job, "map", index)
         moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
-        yield index, ("s", counts, fired, moved)
+        yield index, ("s", counts, fired, moved, _kernels_name(search))
         if carry:
             yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
 
@@ -467,8 +549,9 @@ def _reduce_task(job, index, records, to_jvm=True):
     map task's, the records read here, and the new record ``to_jvm``.
     """
     spec, search, sym = _worker_search(job)
+    kernels = backends.batch(spec) if search.native is None else search.native
     prev, fps, tags, rows = None, [], [], []
-    counts, fired, moved = None, np.zeros(len(spec.actions), dtype=bool), 0
+    counts, fired, moved, used = None, np.zeros(len(spec.actions), dtype=bool), 0, _kernels_name(search)
     for _, v in records:
         if isinstance(v, _Part):
             prev = v
@@ -479,7 +562,7 @@ def _reduce_task(job, index, records, to_jvm=True):
             rows.append(v[3])
             moved += _nbytes(*v[1:])
         else:
-            counts, fired = v[1], v[2]
+            counts, fired, used = v[1], v[2], v[4]
             moved += v[3] + _nbytes(counts, fired)
     level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
     n_level = sum(k.size for k in level_keys)
@@ -489,11 +572,11 @@ def _reduce_task(job, index, records, to_jvm=True):
     if fp.size:
         tag = np.concatenate(tags)
         allrows = np.concatenate(rows)
-        # one sort by fingerprint; the smallest tag of each group wins (tags are unique)
+        # one sort by fingerprint; the smallest tag of each group wins (tags are unique). An argsort: at a whole
+        # level's size fingerprints sharing their high bits are the rule, so _by_fingerprint would sort twice
         order = np.argsort(fp)
         sorted_fp = fp[order]
-        first = np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]])
-        starts = np.flatnonzero(first)
+        starts = np.flatnonzero(np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]]))
         if starts.size == fp.size:
             win = order
         else:
@@ -521,23 +604,26 @@ def _reduce_task(job, index, records, to_jvm=True):
     if new_keys.size:
         batch = _transpose(new_rows)
         for name in job.pending:
-            bad = np.flatnonzero(~backends.batch(spec).holds(spec.invariants[name], batch))
+            bad = np.flatnonzero(~kernels.holds(spec.invariants[name], batch))
             if bad.size:
                 violations[name] = int(new_keys[bad[0]])
     # transitions by chunk of parent numbers (the local engine's max_states granularity)
     n_chunks = -(-n_level // job.chunk)
     if counts is not None and counts.size:
-        own = _ranks(level_keys, prev.keys) // job.chunk         # the frontier's numbers, less ls
+        prev_keys = _frontier(job.workdir, job.level, index, prev).keys
+        own = _ranks(level_keys, prev_keys) // job.chunk         # the frontier's numbers, less ls
         transitions = np.bincount(own, weights=counts, minlength=n_chunks).astype(np.int64)
     else:
         transitions = np.zeros(n_chunks, dtype=np.int64)
     _write_level(job.workdir, job.level + 1, index, new_key_fps, new_keys)
     _maybe_fail(job, "reduce", index)
+    out = _Part(new_rows, new_fps, new_keys, ls + n_level)
+    if to_jvm:                                  # the level is cached: its arrays go to files, not to the JVM
+        out = _save_frontier(job.workdir, job.level + 1, index, out)
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size),
-        python_jvm_bytes=moved + (_nbytes(new_rows, new_fps, new_keys) if to_jvm else 0))})
-    yield index, _Part(new_rows, new_fps, new_keys, ls + n_level)
+        visited=int(visited.size), kernels=used, python_jvm_bytes=moved)})
+    yield index, out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -612,7 +698,7 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, budget=UNLIMITED,
                  progress=None, workdir=None, on_violation=None, *, chunk=None,
                  checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, snapshot=None, resume=False,
-                 snapshot_seconds=60.0, _fault=None):
+                 snapshot_seconds=60.0, kernels="auto", _fault=None):
     """Exhaustive search of the named invariants on Spark; the same Result as checker.bfs.search.
 
     ``budget``: its max_states, max_depth and seconds, as checker.bfs.search reads them.
@@ -637,6 +723,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     state is snapshotted after a job once ``snapshot_seconds`` have passed since
     the last (:mod:`checker.spark_snapshot`); with ``resume`` the search goes on
     from the snapshot there (CheckpointError if none, or another search's).
+    ``kernels``: the local engine's policy ("auto", "native", "numpy": :class:`checker.bfs.Search`), applied in
+    the executors to each level's size.
     """
     from pyspark import StorageLevel
     from pyspark.core.rdd import RDD
@@ -644,7 +732,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     start = time.perf_counter()
     max_states, max_depth, time_limit = budget.max_states, budget.max_depth, budget.seconds
     chunk = chunk or local_chunk()
-    search = Search(spec, invariants, chunk=chunk)            # checks the invariant names first
+    search = Search(spec, invariants, chunk=chunk, kernels=kernels)     # checks the invariant names first
     saved = spark_snapshot.manifest(snapshot) if resume else None
     sc, created = spark_context(master, partitions, conf)
     if created:
@@ -656,7 +744,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         P = int(partitions or sc.defaultParallelism)
         state = None if saved is None else spark_snapshot.state(saved, workdir, spec, invariants, symmetry, P, chunk)
         # an earlier run's files would be read as this one's (a resumed run's own are its past)
-        for sub in ("checkpoints",) if resume else ("levels", "visited", "checkpoints", "frontier"):
+        for sub in ("checkpoints",) if resume else ("levels", "visited", "checkpoints", "frontier",
+                                                     "frontier-files"):
             shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
         os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)
         if checkpoint_every:
@@ -707,6 +796,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 break
             n_levels = _batch_size(level_sizes, batch_states, None if max_depth is None else max_depth - depth)
             jobs = [_Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
+                         kernels=kernels, level_size=level_sizes[-1],
                          partitions=P, level=level, pending=tuple(pending), workdir=workdir,
                          init_fp=int(init_key_fp[0]), owner0=owner0,
                          summaries=summaries, fault=_fault) for level in range(depth, depth + n_levels)]
@@ -729,6 +819,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 since_checkpoint = 0
             first_stage = sc._jsc.sc().dagScheduler().nextStageId()
             finished = _run_job(sc, rdd, start, time_limit)
+            if finished and rdd.isCheckpointed():
+                _drop_frontiers(workdir, P, jobs[-1].level + 1)      # recomputation starts from this level now
             shuffled = _shuffle_write_bytes(sc, first_stage, n_levels)
             if not finished:
                 budget_hit = stopping.reason() or f"time limit {time_limit:g}s"
@@ -747,8 +839,10 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 for s in done:
                     fired |= s["fired"]
                 visited_states = sum(s["visited"] for s in done)
+                used = {s["kernels"] for s in done}
                 moved.append(dict(level=level, new_states=n_new, shuffle_write_bytes=shuffled[level - first],
-                                  python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done)))
+                                  python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done),
+                                  kernels=used.pop() if len(used) == 1 else "mixed"))
                 new_keys, cut, level_budget = None, n_new, None
                 if n_new and max_states is not None and next_id + n_new >= max_states:
                     # the local engine stops after the first chunk of parents that reaches max_states
@@ -900,17 +994,17 @@ def _run_job(sc, rdd, start, time_limit):
 
 
 def _save_part(where, index, records):
-    """Snapshot task: write this partition's frontier record (checker.spark_snapshot)."""
+    """Snapshot task: write this partition's frontier (checker.spark_snapshot)."""
     for _, part in records:
-        spark_snapshot.save_frontier(*where, index, part)
+        spark_snapshot.save_frontier(*where, index, _frontier(*where, index, part))
     return iter(())
 
 
 def _load_part(where, index, records):
-    """Resume task: this partition's frontier record from its snapshot file."""
+    """Resume task: this partition's frontier from its snapshot file, as its frontier files."""
     for _ in records:
         pass
-    yield index, _Part(*spark_snapshot.load_frontier(*where, index))
+    yield index, _save_frontier(*where, index, _Part(*spark_snapshot.load_frontier(*where, index)))
 
 
 def _shuffle_write_bytes(sc, first_stage, n_levels):

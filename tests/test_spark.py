@@ -66,7 +66,8 @@ def assert_same(local, spark):
             assert np.array_equal(row, row2), name
 
 
-@pytest.mark.parametrize("partitions", [1, 2, 3])
+# each partition count once per case (2 is also every test below): 1, the single owner, and 3, not a power of two
+@pytest.mark.parametrize("partitions", [1, 3])
 def test_violation_same_as_local(sc, partitions, tmp_path):
     spec, invariants = _setup(VIOLATED)
     local = search(spec, invariants)
@@ -74,8 +75,8 @@ def test_violation_same_as_local(sc, partitions, tmp_path):
     assert_same(local, spark_search(spec, invariants, partitions=partitions, workdir=str(tmp_path)))
 
 
-@pytest.mark.parametrize("partitions", [1, 2, 3])
-def test_holds_same_as_local(sc, partitions, tmp_path):
+def test_holds_same_as_local(sc, tmp_path):
+    partitions = 2
     spec, invariants = _setup(HOLDS)
     local = search(spec, invariants)
     assert local.complete and not local.violations

@@ -3,7 +3,8 @@ workers, real serialization), an executor killed mid-run, and a standalone maste
 pyspark's own scripts, reached through the installed ``isrcheck`` script.
 
 Every answer is compared with the local engine's. One ``local-cluster[2,1,1024]`` context serves the module (an
-executor JVM costs seconds to start); the standalone cluster is started for its one test and always torn down.
+executor JVM costs seconds to start) and one search on it both ships a user's spec class and survives a lost
+executor; the standalone cluster is started for its one test and always torn down.
 """
 from __future__ import annotations
 
@@ -74,22 +75,17 @@ def _executor_pids(sc):
     return sorted(pids)
 
 
-def test_local_cluster_same_as_local(cluster, team_file):
-    """Separate executor processes: the spec's class from a user's file, the workdir, the accumulator."""
+@pytest.mark.long
+def test_local_cluster_same_as_local_through_a_lost_executor(cluster, team_file, tmp_path):
+    """Separate executor processes: the spec's class from a user's file (by value), the workdir, the accumulator,
+    three partitions on two executors; and an executor JVM (with its Python workers) killed after the first job
+    (levels 1-7, chained): its cached level and shuffle files are gone, the worker starts another executor, Spark
+    recomputes the lost partitions from their lineage (the levels' files are rewritten, identical), and the answers
+    are the local engine's. One search serves both (an executor's loss costs a new JVM: tens of seconds here)."""
     spec = registry.resolve(f"{team_file}:TeamHw")(**BOUNDS)
     assert len(_executor_pids(cluster)) == 2
     local = search(spec, INVARIANTS)
     assert set(local.violations) == {"strong-isr"} and local.complete
-    assert_same(local, spark_search(spec, INVARIANTS, partitions=3))
-
-
-@pytest.mark.long
-def test_executor_killed_mid_run(cluster, tmp_path):
-    """An executor JVM (and its Python workers) is killed after the first job (levels 1-7, chained): its cached
-    level and shuffle files are gone; the worker starts another executor, Spark recomputes the lost partition from
-    its lineage (the levels' Parquet files are rewritten, identical), and the answers are the local engine's."""
-    from isrcheck.specs import SPECS
-    spec = SPECS["hw-truncation"](**BOUNDS)
     killed = []
 
     def progress(**kw):
@@ -98,9 +94,9 @@ def test_executor_killed_mid_run(cluster, tmp_path):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    result = spark_search(spec, INVARIANTS, partitions=2, workdir=str(tmp_path), progress=progress)
+    result = spark_search(spec, INVARIANTS, partitions=3, workdir=str(tmp_path), progress=progress)
     assert killed
-    assert_same(search(spec, INVARIANTS), result)
+    assert_same(local, result)
     assert killed[0] not in _executor_pids(cluster)
 
 
@@ -209,3 +205,27 @@ def test_workdir_is_for_spark_only(tmp_path):
                           "--workdir", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.strip() == "isrcheck: error: --workdir is for --engine spark", run.stderr
+
+
+#: kip-101 at its defaults, whose native kernels tests/test_workers.py compiles too (once per machine, then cached):
+#: 193,918 states in 15 levels expanded before the three invariants are violated
+NATIVE_INVARIANTS = ["no-committed-loss", "strong-isr", "hw-monotonic"]
+NATIVE = ["--spec", "kip-101", "--format", "json", "--no-progress", "--kernels", "native",
+          *[a for name in NATIVE_INVARIANTS for a in ("--invariant", name)]]
+
+
+@pytest.mark.long
+def test_native_kernels_in_the_executors(tmp_path):
+    """``--engine spark --kernels native`` on ``local[2]``: every level expands on the native kernels in the Python
+    workers, and the report's answers and the trace files are the local engine's (on the native kernels too)."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    local = _check(NATIVE + ["--out", "local"], tmp_path, env)
+    remote = _check(NATIVE + ["--out", "spark", "--engine", "spark", "--master", "local[2]", "--partitions", "2"],
+                    tmp_path, env)
+    assert remote["engine"] == "spark" and remote["distinct_states"] > 100_000
+    for key in ("verdicts", "distinct_states", "transitions", "depth", "complete", "budget_hit", "trace_lengths"):
+        assert remote[key] == local[key], key
+    assert [m["kernels"] for m in remote["levels"]] == ["native"] * len(remote["levels"])
+    assert set(remote["trace_files"]) == set(local["trace_files"]) == set(NATIVE_INVARIANTS)
+    for name, path in local["trace_files"].items():
+        assert _trace(tmp_path / remote["trace_files"][name]) == _trace(tmp_path / path), name
