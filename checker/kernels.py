@@ -6,7 +6,13 @@ import alone costs about half a second of every process.
 """
 from __future__ import annotations
 
-import numba
+import os
+
+# numba imports scipy, whose OpenBLAS starts a buffer per thread at load and, under a tight address-space limit
+# (ulimit -v), fails that allocation and may hang instead of raising: the search needs no BLAS threads
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numba  # noqa: E402  (after the setting above)
 import numpy as np
 
 

@@ -252,29 +252,6 @@ def _first_per_fingerprint(fp):
     return np.minimum.reduceat(order, np.flatnonzero(starts))
 
 
-def _by_fingerprint(fp):
-    """(order, fingerprints in that order, first index of each group): ``fp`` grouped by value, in ascending order.
-
-    One sort of the fingerprints with each one's index packed into its low bits (several times faster than an
-    argsort); only when two fingerprints agree on their high bits and interleave (rare) are whole fingerprints
-    argsorted.
-    """
-    n = fp.size
-    low = np.uint64((1 << max(1, (n - 1).bit_length())) - 1)
-    packed = (fp & ~low) | np.arange(n, dtype=np.uint64)
-    packed.sort()
-    order = (packed & low).view(np.int64)
-    for attempt in range(2):
-        sorted_fp = np.take(fp, order)
-        start = np.ones(n, dtype=bool)
-        np.not_equal(sorted_fp[1:], sorted_fp[:-1], out=start[1:])
-        starts = np.flatnonzero(start)
-        unique = sorted_fp[starts]
-        if attempt or (unique[1:] > unique[:-1]).all():
-            return order, sorted_fp, starts
-        order = np.argsort(fp, kind="stable")
-
-
 def _ranks(key_lists, keys):
     """Rank of each key among the union of sorted key arrays (keys are distinct across arrays)."""
     r = np.zeros(keys.size, dtype=np.int64)
@@ -498,10 +475,9 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 succ = _successor_rows(rows, parts, part_start, np.arange(m))
                 fp = sym.canonical(succ.T)
             # one sort: the smallest (parent, action) of each fingerprint, packed with its index
-            order, sorted_fp, starts = _by_fingerprint(fp)
+            order, starts, unique = Search.group(fp)
             win = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts) % m
             if visited.size:                       # the successors this partition owns can be checked here
-                unique = sorted_fp[starts]
                 mine = np.flatnonzero(unique % np.uint64(P) == np.uint64(index))
                 at = np.searchsorted(visited, unique[mine])
                 at[at == visited.size] = 0
@@ -573,7 +549,7 @@ def _reduce_task(job, index, records, to_jvm=True):
         tag = np.concatenate(tags)
         allrows = np.concatenate(rows)
         # one sort by fingerprint; the smallest tag of each group wins (tags are unique). An argsort: at a whole
-        # level's size fingerprints sharing their high bits are the rule, so _by_fingerprint would sort twice
+        # level's size fingerprints sharing their high bits are the rule, so Search.group would sort twice
         order = np.argsort(fp)
         sorted_fp = fp[order]
         starts = np.flatnonzero(np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]]))

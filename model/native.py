@@ -34,6 +34,9 @@ import tempfile
 
 import numpy as np
 
+# as in checker/kernels.py: numba's import of scipy must not start OpenBLAS threads (a hang under ulimit -v)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 try:
     import fcntl
 except ImportError:         # Windows: no lock; two processes may compile the same kernel
