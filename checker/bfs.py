@@ -58,11 +58,12 @@ def all_cores():
 # (1.37M vs 1.0M states per CPU second), compiling a spec's costs ~20 s of CPU once per machine (less when
 # other specs share its actions), and loading them from the cache ~0.6 s per process (kip-101 defaults, 0.9M
 # states: 1.4 s of CPU on numpy, 1.8 s native from the cache, 27 s native compiling): small runs never pay it.
-# tla-kip320 3/2/2/3 (10M states, widest level 1.06M) would gain from 512K (whole process 12.3 s with the switch
-# at 1M, 9.9 s at 512K), but importing numba imports scipy, whose OpenBLAS start-up spins forever under a small
-# address-space limit (ulimit -v 1G: test_stops' MemoryError run then hangs): first the memory check must see it.
+# From a level of 512K when compiled (tla-kip320 3/2/2/3, 10M states, widest level 1.06M: whole process 9.9 s
+# with the switch at 1M, 7.3-7.5 s on native kernels from the start, idle). Importing numba and loading a spec's
+# kernels takes ~320 MB of address space: under an address-space limit (ulimit -v) without that room "auto"
+# stays on numpy (stop.room_for), where numba's import would fail or its scipy's OpenBLAS could spin.
 NATIVE_FROM = 1 << 22
-NATIVE_CACHED_FROM = 1 << 20
+NATIVE_CACHED_FROM = 1 << 19
 NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto" keeps numpy if the limit has no room
 
 

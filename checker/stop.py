@@ -81,9 +81,32 @@ def memory_limit():
 
 
 def room_for(nbytes):
-    """Whether ``nbytes`` more fit under the memory limit (always, without one)."""
+    """Whether ``nbytes`` more fit under the memory limit and under the process's address-space limit
+    (``ulimit -v``, where an allocation fails instead of the limit being polled); always, without either."""
     limit = _state["max_memory"]
-    return limit is None or resident_bytes() + nbytes < limit
+    if limit is not None and resident_bytes() + nbytes >= limit:
+        return False
+    space = _address_space_limit()
+    return space is None or _virtual_bytes() + nbytes < space
+
+
+def _address_space_limit():
+    """The soft RLIMIT_AS in bytes, or None (no limit, or a platform without it)."""
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _virtual_bytes():
+    """The process's address space in use (Linux /proc; elsewhere 0: the limit is then the allocation's to meet)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def set_max_memory(limit):

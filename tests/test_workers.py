@@ -89,3 +89,14 @@ def test_workers_insert_into_the_table_group_by_group_with_the_same_results(monk
                      level_start, np.concatenate(parents).tobytes(), np.concatenate(actions).tobytes()))
     assert runs[0][0] >= 90000 and runs[0][4]           # many chunks, violations with traces
     assert runs[0] == runs[1]
+
+
+def test_no_room_for_the_native_kernels_under_an_address_space_limit():
+    """Under ulimit -v with less room than numba and the kernels take, "auto" must stay on numpy: stop.room_for sees
+    the address-space limit as it sees --max-memory (numba's import there fails, or its scipy's OpenBLAS spins)."""
+    code = ("import resource; from isrcheck.checker import stop; from isrcheck.checker.bfs import NATIVE_MEMORY; "
+            "print(stop.room_for(NATIVE_MEMORY), end=' '); "
+            "resource.setrlimit(resource.RLIMIT_AS, (stop._virtual_bytes() + (200 << 20), resource.RLIM_INFINITY)); "
+            "print(stop.room_for(1 << 20), stop.room_for(NATIVE_MEMORY))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["True", "True", "False"], proc.stderr
