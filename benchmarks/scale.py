@@ -31,10 +31,12 @@ SIZES = "10000000,all"
 
 def run_one(config, size, symmetry):
     from isrcheck.checker.bfs import search
+    from isrcheck.checker.budget import Budget
     from isrcheck.specs import SPECS
     name, bounds, _ = parse(config)
     cpu = time.process_time()
-    result = search(SPECS[name](**bounds), [], symmetry=symmetry, max_states=None if size == "all" else int(size))
+    result = search(SPECS[name](**bounds), [], symmetry=symmetry,
+                    budget=Budget(max_states=None if size == "all" else int(size)))
     cpu = time.process_time() - cpu
     return {"states": result.distinct_states, "depth": result.depth, "complete": result.complete,
             "seconds": result.seconds, "cpu_seconds": cpu, "peak": result.peak_memory_bytes,
