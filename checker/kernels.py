@@ -14,6 +14,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numba  # noqa: E402  (after the setting above)
 import numpy as np
+from numba.typed import List as shard_list  # noqa: E402  (the visited table's shards, as insert_batch takes them)
 
 
 @numba.njit(nogil=True, cache=True)

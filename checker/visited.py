@@ -94,8 +94,8 @@ class VisitedSet:
                 if self.sorted.size + fps.size < table_from or not stop.room_for(COMPILE_MEMORY):
                     return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
                 kept, self.sorted = self.sorted, None
-                from numba.typed import List
-                self.shards = List([np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)])
+                from isrcheck.checker.kernels import shard_list
+                self.shards = shard_list([np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)])
                 self._insert_groups(kept, self._split(kept), np.zeros(kept.size, dtype=bool), range(GROUPS))
                 self._insert_groups(fps, bounds, new, range(GROUPS))
                 return new
