@@ -125,7 +125,7 @@ class Search:
         self.workers = workers or all_cores()
         if kernels not in ("auto", "native", "numpy"):
             raise ValueError(f"unknown kernels {kernels!r}")
-        self.kernels = "numpy" if symmetry else kernels     # symmetry canonicalizes numpy rows (fingerprint.py)
+        self.kernels = kernels
         self.native = None          # the native kernels, once chosen
         self.pool = None            # the worker threads while a search runs with several
 
@@ -161,17 +161,16 @@ class Search:
             update = backends.batch(spec).update(inst, batch, rows)
             new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
                         for c, v in update._written.items()}
-            if self.symmetry is None:
-                parent_fp = np.take(fps, rows)
-                h = parent_fp.copy()
-                for c, v in new_cols.items():
-                    h += fp.delta(c, update.old[c], v)
-                moved = h != parent_fp                 # drop self-loops: same fingerprint, same state
-                if not moved.all():
-                    rows, h = rows[moved], h[moved]
-                    new_cols = {c: v[moved] if isinstance(v, np.ndarray) else v for c, v in new_cols.items()}
-            else:
-                h = None
+            # drop self-loops: no cell moved, so the fingerprint's delta is 0 (under symmetry ``fps`` are canonical
+            # fingerprints and h is not the successor's, but the delta still tells a move from a self-loop)
+            parent_fp = np.take(fps, rows)
+            h = parent_fp.copy()
+            for c, v in new_cols.items():
+                h += fp.delta(c, update.old[c], v)
+            moved = h != parent_fp
+            if not moved.all():
+                rows, h = rows[moved], h[moved]
+                new_cols = {c: v[moved] if isinstance(v, np.ndarray) else v for c, v in new_cols.items()}
             if rows.size:
                 parts.append((inst.id, rows, new_cols, h))
                 if coverage is not None:
@@ -497,8 +496,6 @@ class Search:
         Returns ((rows, fingerprints, parent rows in the chunk, action ids) or None, transitions taken).
         """
         moves = sum(p[1].size for p in parts)
-        if self.symmetry is not None:
-            parts = self.moved(batch, parts)
         if not parts:
             turns.skip(k)
             return None, moves
@@ -519,21 +516,6 @@ class Search:
         rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
         # under symmetry these are the canonical fingerprints, which expansion does not read
         return (rows, succ_fp[winners], win_parent, win_action), moves
-
-    @staticmethod
-    def moved(batch, parts):
-        """The parts without their self-loops (successors equal to their parent), which no canonical form needs."""
-        out = []
-        for inst_id, rows, cols, h in parts:
-            moved = np.zeros(rows.size, dtype=bool)
-            for c, v in cols.items():
-                moved |= np.take(batch[c], rows) != v
-            if moved.all():
-                out.append((inst_id, rows, cols, h))
-            elif moved.any():
-                out.append((inst_id, rows[moved], {c: v[moved] if isinstance(v, np.ndarray) else v
-                                                   for c, v in cols.items()}, h))
-        return out
 
     @staticmethod
     def patches(parts, sizes):
