@@ -23,11 +23,14 @@ at the busiest level, and per state.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 THROUGHPUT = "hw-truncation:unflushed_loss=1,max_crashes=2"        # ~11.9 million states, 36 levels
@@ -42,29 +45,92 @@ def parse(config):
     return name, bounds
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(path):
+    """(name, parent pid, own CPU seconds, reaped children's CPU seconds) from a /proc stat file."""
+    with open(path) as fh:
+        head, rest = fh.read().rsplit(")", 1)
+    f = rest.split()
+    return head.split("(", 1)[1], int(f[1]), (int(f[11]) + int(f[12])) / _TICK, (int(f[13]) + int(f[14])) / _TICK
+
+
+def _tree(root):
+    """{pid: (name, parent pid, own CPU s, reaped children's CPU s)} of ``root`` and its descendants."""
+    info = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                info[int(entry)] = _proc_stat(f"/proc/{entry}/stat")
+            except (OSError, IndexError):
+                continue
+    mine = {}
+    for pid in info:
+        q = pid
+        while q and q != root:
+            q = info[q][1] if q in info else None
+        if q == root:
+            mine[pid] = info[pid]
+    return mine
+
+
 def tree_cpu_seconds(pid=None):
     """CPU seconds (user + system, own and reaped children) of a process and all its descendants."""
-    pid = pid or os.getpid()
-    tick = os.sysconf("SC_CLK_TCK")
-    parent_of, cpu = {}, {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent_of[int(entry)] = int(fields[1])
-        cpu[int(entry)] = sum(int(x) for x in fields[11:15]) / tick
-    total = 0.0
-    for p in cpu:
-        q = p
-        while q and q != pid:
-            q = parent_of.get(q)
-        if q == pid:
-            total += cpu[p]
-    return total
+    return sum(own + reaped for _, _, own, reaped in _tree(pid or os.getpid()).values())
+
+
+class CpuByRole:
+    """CPU seconds of this process tree by role, sampled from /proc while a Spark run goes on: the driver's
+    Python, the JVM (and its busiest threads by name), the Python daemon and each Python worker it forked.
+    A worker that exits between two samples loses at most one period's CPU."""
+
+    def __init__(self, period=0.2):
+        self.root, self.period = os.getpid(), period
+        self.procs, self.cmdline, self.threads = {}, {}, {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        for pid, stat in _tree(self.root).items():
+            self.procs[pid] = stat
+            if pid not in self.cmdline:
+                try:
+                    with open(f"/proc/{pid}/cmdline") as fh:
+                        self.cmdline[pid] = fh.read().replace("\0", " ")
+                except OSError:
+                    self.cmdline[pid] = ""
+            if stat[0] == "java":
+                for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else ():
+                    try:
+                        self.threads[tid] = _proc_stat(f"/proc/{pid}/task/{tid}/stat")
+                    except (OSError, IndexError):
+                        continue
+
+    def _run(self):
+        while not self.done.wait(self.period):
+            self._sample()
+
+    def finish(self):
+        """{roles: CPU s by role, workers: each Python worker's CPU s, jvm_threads: the JVM's busiest threads}."""
+        self._sample()
+        self.done.set()
+        self.thread.join()
+        java = {p for p, stat in self.procs.items() if stat[0] == "java"}
+        daemons = {p for p, stat in self.procs.items() if stat[1] in java and "daemon" in self.cmdline[p]}
+        roles, workers = collections.Counter(), []
+        for pid, (name, parent, own, _) in self.procs.items():
+            role = ("driver python" if pid == self.root else "jvm" if name == "java" else
+                    "python daemon" if pid in daemons else "python workers" if parent in daemons else name)
+            roles[role] += own
+            if role == "python workers":
+                workers.append(round(own, 1))
+        threads = collections.Counter()
+        for name, _, own, _ in self.threads.values():
+            threads[re.sub(r"[\d-]+$", "", name).strip() or name] += own
+        return dict(roles={k: round(v, 1) for k, v in roles.most_common()}, workers=sorted(workers, reverse=True),
+                    jvm_threads={k: round(v, 1) for k, v in threads.most_common(10)})
 
 
 # --- one engine run (in its own process) ------------------------------------------------------
@@ -72,9 +138,10 @@ def run_one(engine, config, invariants, partitions):
     from isrcheck.specs import SPECS
     name, bounds = parse(config)
     spec = SPECS[name](**bounds)
-    last = [0.0]
+    last, level_end = [0.0], {}
 
     def progress(depth, frontier, distinct, seconds, **_):
+        level_end[depth] = round(seconds, 1)
         if seconds - last[0] >= 10:
             last[0] = seconds
             print(f"  [{engine}] level {depth}: frontier {frontier:,}, {distinct:,} states, {seconds:.0f}s",
@@ -84,11 +151,14 @@ def run_one(engine, config, invariants, partitions):
         from isrcheck.checker.bfs import search
         result = search(spec, invariants, progress=progress)
         cpu = tree_cpu_seconds()
+        by_role = None
     else:
         from isrcheck.checker.spark_engine import spark_context, spark_search
+        sampler = CpuByRole()
         sc, _ = spark_context("local[2]", partitions, SPARK_CONF)
         result = spark_search(spec, invariants, partitions=partitions, progress=progress)
         cpu = tree_cpu_seconds()             # before stopping: the JVM and its Python workers still run
+        by_role = sampler.finish()
         sc.stop()
     moved = {}
     if result.levels:                        # Spark: the bytes each level moved (shuffle, JVM <-> Python)
@@ -103,7 +173,8 @@ def run_one(engine, config, invariants, partitions):
             "cpu_seconds": round(cpu, 1), "states_per_second": round(result.states_per_second),
             "states_per_cpu_second": round(result.distinct_states / cpu) if cpu else None,
             "cpu_seconds_per_million_states": round(cpu / result.distinct_states * 1e6, 2),
-            "peak_memory_mb": round(result.peak_memory_bytes / 2 ** 20), **moved}
+            "peak_memory_mb": round(result.peak_memory_bytes / 2 ** 20), **moved,
+            "cpu_by_role": by_role, "seconds_at_level_end": level_end}
 
 
 def throughput(config, invariants, partitions=2):
