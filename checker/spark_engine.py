@@ -352,13 +352,53 @@ def _frontier(workdir, level, index, part):
                  part.level_start)
 
 
+def _successor_path(workdir, level, owner, index):
+    """The file of the successors that map task ``index`` routes to partition ``owner`` for level ``level``."""
+    return _frontier_path(workdir, level, owner, f"successors-from-{index:05d}")
+
+
+class _SuccessorFiles:
+    """A map task's successors for each owner, appended batch by batch to one file per owner (fingerprints, tags,
+    rows: three .npy arrays per batch), renamed into place at the end (atomic; a retried or speculative task
+    writes the same bytes)."""
+
+    def __init__(self, workdir, level, index):
+        self.workdir, self.level, self.index, self.open = workdir, level, index, {}
+
+    def add(self, owner, *arrays):
+        fh = self.open.get(owner)
+        if fh is None:
+            path = _successor_path(self.workdir, self.level, owner, self.index)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fh = self.open[owner] = open(f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}", "wb")
+        for a in arrays:
+            np.save(fh, a)
+
+    def close(self):
+        """{owner: path} of the files written."""
+        done = {}
+        for owner, fh in sorted(self.open.items()):
+            fh.close()
+            done[owner] = _successor_path(self.workdir, self.level, owner, self.index)
+            os.replace(fh.name, done[owner])
+        return done
+
+
+def _read_successors(path):
+    """The (fingerprints, tags, rows) batches of a successor file."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        while fh.tell() < size:
+            yield np.load(fh), np.load(fh), np.load(fh)
+
+
 def _drop_frontiers(workdir, partitions, below):
-    """Remove the frontier files of levels before ``below`` (no recomputation can read them: they are older than
-    the newest reliable checkpoint of the level RDD)."""
+    """Remove the frontier and successor files of levels before ``below`` (no recomputation can read them: they
+    are older than the newest reliable checkpoint of the level RDD)."""
     for index in range(partitions):
         d = os.path.dirname(_frontier_path(workdir, 0, index, "rows"))
         for name in os.listdir(d) if os.path.isdir(d) else ():
-            m = re.fullmatch(r"level-(\d+)-\w+\.npy", name)
+            m = re.fullmatch(r"level-(\d+)-[\w-]+\.npy", name)
             if m and int(m.group(1)) < below:
                 try:
                     os.remove(os.path.join(d, name))
@@ -448,6 +488,8 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
     P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
     for _, part in records:
         moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
+        files = _SuccessorFiles(job.workdir, job.level + 1, index) if job.successor_files else None
+        filed = 0
         part = _frontier(job.workdir, job.level, index, part)
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
@@ -495,12 +537,19 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 if sel.size:
                     out = _successor_rows(rows, parts, part_start, sel) if succ is None else np.take(succ, sel, axis=0)
                     tag = (part.keys[cs + parent[sel]] << np.uint64(ACTION_BITS)) | action[sel].astype(np.uint64)
-                    record = ("d", fp[sel], tag, out)
-                    moved += _nbytes(*record[1:])
-                    yield q, record
+                    if files is None:
+                        record = ("d", fp[sel], tag, out)
+                        moved += _nbytes(*record[1:])
+                        yield q, record
+                    else:
+                        files.add(q, fp[sel], tag, out)
+                        filed += _nbytes(fp[sel], tag, out)
+        if files is not None:
+            for q, path in files.close().items():
+                yield q, ("f", path)
         _maybe_fail(job, "map", index)
         moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
-        yield index, ("s", counts, fired, moved, _kernels_name(search))
+        yield index, ("s", counts, fired, moved, _kernels_name(search), filed)
         if carry:
             yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
 
@@ -528,17 +577,19 @@ def _reduce_task(job, index, records, to_jvm=True):
     kernels = backends.batch(spec) if search.native is None else search.native
     prev, fps, tags, rows = None, [], [], []
     counts, fired, moved, used = None, np.zeros(len(spec.actions), dtype=bool), 0, _kernels_name(search)
+    filed = 0
     for _, v in records:
         if isinstance(v, _Part):
             prev = v
             moved += _nbytes(v.rows, v.fps, v.keys)
-        elif v[0] == "d":
-            fps.append(v[1])
-            tags.append(v[2])
-            rows.append(v[3])
-            moved += _nbytes(*v[1:])
+        elif v[0] in ("d", "f"):
+            for f, t, r in [v[1:]] if v[0] == "d" else _read_successors(v[1]):
+                fps.append(f)
+                tags.append(t)
+                rows.append(r)
+            moved += _nbytes(*v[1:]) if v[0] == "d" else 0
         else:
-            counts, fired, used = v[1], v[2], v[4]
+            counts, fired, used, filed = v[1], v[2], v[4], v[5]
             moved += v[3] + _nbytes(counts, fired)
     level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
     n_level = sum(k.size for k in level_keys)
@@ -598,7 +649,7 @@ def _reduce_task(job, index, records, to_jvm=True):
         out = _save_frontier(job.workdir, job.level + 1, index, out)
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size), kernels=used, python_jvm_bytes=moved)})
+        visited=int(visited.size), kernels=used, python_jvm_bytes=moved, successor_file_bytes=filed)})
     yield index, out
 
 
@@ -674,7 +725,7 @@ def spark_context(master="local[*]", partitions=None, conf=None):
 def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=False, budget=UNLIMITED,
                  progress=None, workdir=None, on_violation=None, *, chunk=None,
                  checkpoint_every=CHECKPOINT_EVERY, batch_states=BATCH_STATES, conf=None, snapshot=None, resume=False,
-                 snapshot_seconds=60.0, kernels="auto", _fault=None):
+                 snapshot_seconds=60.0, kernels="auto", shuffle="auto", _fault=None):
     """Exhaustive search of the named invariants on Spark; the same Result as checker.bfs.search.
 
     ``budget``: its max_states, max_depth and seconds, as checker.bfs.search reads them.
@@ -701,6 +752,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     from the snapshot there (CheckpointError if none, or another search's).
     ``kernels``: the local engine's policy ("auto", "native", "numpy": :class:`checker.bfs.Search`), applied in
     the executors to each level's size.
+    ``shuffle``: how successors reach their owners: "files" (successor files in the workdir, only a path through
+    Spark's shuffle), "spark" (the records themselves through Spark's shuffle), "auto" (files on a master that is
+    one machine, ``local`` or ``local-cluster``; Spark's shuffle otherwise).
     """
     from pyspark import StorageLevel
     from pyspark.core.rdd import RDD
@@ -718,6 +772,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     level_rdd = None
     try:
         P = int(partitions or sc.defaultParallelism)
+        if shuffle not in ("auto", "files", "spark"):
+            raise ValueError(f"shuffle must be 'auto', 'files' or 'spark', not {shuffle!r}")
+        successor_files = shuffle == "files" or shuffle == "auto" and sc.master.startswith("local")
         state = None if saved is None else spark_snapshot.state(saved, workdir, spec, invariants, symmetry, P, chunk)
         # an earlier run's files would be read as this one's (a resumed run's own are its past)
         for sub in ("checkpoints",) if resume else ("levels", "visited", "checkpoints", "frontier",
@@ -775,7 +832,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                          kernels=kernels, level_size=level_sizes[-1],
                          partitions=P, level=level, pending=tuple(pending), workdir=workdir,
                          init_fp=int(init_key_fp[0]), owner0=owner0,
-                         summaries=summaries, fault=_fault) for level in range(depth, depth + n_levels)]
+                         summaries=summaries, fault=_fault, successor_files=successor_files)
+                    for level in range(depth, depth + n_levels)]
             if n_levels == 1:
                 disc = level_rdd.mapPartitionsWithIndex(_bind(_map_task, jobs[0])).partitionBy(P, _ident)
                 # the level and its successors share the partitioner: their union is partition-aligned,
@@ -818,6 +876,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 used = {s["kernels"] for s in done}
                 moved.append(dict(level=level, new_states=n_new, shuffle_write_bytes=shuffled[level - first],
                                   python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done),
+                                  successor_file_bytes=sum(s["successor_file_bytes"] for s in done),
                                   kernels=used.pop() if len(used) == 1 else "mixed"))
                 new_keys, cut, level_budget = None, n_new, None
                 if n_new and max_states is not None and next_id + n_new >= max_states:
