@@ -637,7 +637,8 @@ def _reduce_task(job, index, records, to_jvm=True):
     # transitions by chunk of parent numbers (the local engine's max_states granularity)
     n_chunks = -(-n_level // job.chunk)
     if counts is not None and counts.size:
-        prev_keys = _frontier(job.workdir, job.level, index, prev).keys
+        prev_keys = prev.keys if prev.keys is not None else np.load(
+            _frontier_path(job.workdir, job.level, index, "keys"))          # not the level's rows
         own = _ranks(level_keys, prev_keys) // job.chunk         # the frontier's numbers, less ls
         transitions = np.bincount(own, weights=counts, minlength=n_chunks).astype(np.int64)
     else:
