@@ -83,9 +83,10 @@ def tree_cpu_seconds(pid=None):
 class CpuByRole:
     """CPU seconds of this process tree by role, sampled from /proc while a Spark run goes on: the driver's
     Python, the JVM (and its busiest threads by name), the Python daemon and each Python worker it forked.
-    A worker that exits between two samples loses at most one period's CPU."""
+    A worker that exits between two samples loses at most one period's CPU; the sampling (a few ms a second)
+    counts as the driver's."""
 
-    def __init__(self, period=0.2):
+    def __init__(self, period=1.0):
         self.root, self.period = os.getpid(), period
         self.procs, self.cmdline, self.threads = {}, {}, {}
         self.done = threading.Event()
