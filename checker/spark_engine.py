@@ -309,6 +309,19 @@ def _visited(job, index, level):
     return visited
 
 
+def _visited_elsewhere(workdir, level, index):
+    """Another partition's visited set as of ``level`` or, while that file is not written yet (chained levels:
+    its task runs alongside), of the level before; None when neither file is there (rebuilding it is that
+    partition's business). Either is a subset of what partition ``index`` has seen by the end of ``level``, so
+    a successor found in it is not new: a map task drops it without routing it."""
+    for lv in (level, level - 1):
+        try:
+            return np.load(_visited_path(workdir, lv, index), mmap_mode="r")
+        except (FileNotFoundError, ValueError):      # not written (or empty: nothing to drop)
+            continue
+    return None
+
+
 def _save_visited(workdir, level, index, visited):
     """Write a level's visited set atomically; drop the one two levels back (no task of this run reads it)."""
     path = _visited_path(workdir, level, index)
@@ -496,7 +509,10 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         fired = np.zeros(n_actions, dtype=bool)
         if n and part.keys[-1] >= MAX_KEY:
             raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
-        visited = _visited(job, index, job.level)
+        # the successors' owners' visited sets: this partition's, complete, and the others' as their files have them
+        seen_by = [_visited(job, index, job.level) if q == index else _visited_elsewhere(job.workdir, job.level, q)
+                   for q in range(P)]
+        seen_by = [(q, v) for q, v in enumerate(seen_by) if v is not None and v.size]
         for cs in range(0, n, chunk):
             rows = part.rows[cs:cs + chunk]
             batch = _transpose(rows)
@@ -519,15 +535,15 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             # one sort: the smallest (parent, action) of each fingerprint, packed with its index
             order, starts, unique = Search.group(fp)
             win = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts) % m
-            if visited.size:                       # the successors this partition owns can be checked here
-                mine = np.flatnonzero(unique % np.uint64(P) == np.uint64(index))
-                at = np.searchsorted(visited, unique[mine])
-                at[at == visited.size] = 0
-                seen = mine[visited[at] == unique[mine]]
-                if seen.size:
-                    keep = np.ones(win.size, dtype=bool)
-                    keep[seen] = False
-                    win = win[keep]
+            if seen_by:                            # drop the successors their owners have visited
+                owner_of = unique % np.uint64(P)
+                keep = np.ones(win.size, dtype=bool)
+                for q, visited in seen_by:
+                    mine = np.flatnonzero(owner_of == np.uint64(q)) if P > 1 else np.arange(unique.size)
+                    at = np.searchsorted(visited, unique[mine])
+                    at[at == visited.size] = 0
+                    keep[mine[visited[at] == unique[mine]]] = False
+                win = win[keep]
             chosen = np.zeros(m, dtype=bool)
             chosen[win] = True
             picks = np.flatnonzero(chosen)          # ascending: parts stay contiguous
