@@ -18,8 +18,14 @@ partition's frontier files, like its visited set (a sorted uint64 array): see
   (``Search.expand``, on the kernels the local engine's policy picks for the
   level's size: ``kernels``); keep the smallest (parent, action)
   per fingerprint (one sort); drop the successors this partition owns and has
-  already visited; materialize the rest by gathering parent rows and patching
-  the written cells; route them by fingerprint (fingerprint, tag, row batches).
+  already visited (on one machine, also those the other partitions' visited
+  files hold); materialize the rest by gathering parent rows and patching
+  the written cells; route them by fingerprint (fingerprint, tag, row batches):
+  on a master that is one machine through successor files beside the tasks
+  (``frontier-files/part-R/level-L-successors-from-M.npy``, atomic and
+  deterministic, kept and dropped with the frontier files), Spark's shuffle
+  carrying only their paths; on a cluster as records through the shuffle
+  (``shuffle``).
 - reduce (level L+1 of partition p): from every map task's successors keep the
   smallest tag per fingerprint, anti-join the visited set and merge the new
   fingerprints into it (``np.insert``), number the new states (below), check
@@ -489,8 +495,9 @@ def _nbytes(*arrays):
 def _map_task(job, index, records, carry=False, from_jvm=True):
     """Expand this partition's share of level ``job.level``; route de-duplicated successors to their owners.
 
-    Per chunk the smallest (parent, action) per fingerprint is kept, successors this
-    partition owns and has visited are dropped, and only the rest are materialized.
+    Per chunk the smallest (parent, action) per fingerprint is kept, successors their
+    owner has visited are dropped (on one machine: any owner; else this partition's), and only the rest are
+    materialized, then written to successor files (``job.successor_files``) or yielded as records.
     A successor is tagged ``K(parent) << 16 | action``: the parent's number is not
     known here, but its key is, in the same order. With ``carry`` the partition's
     keys go through the shuffle to its own next task too. The payload bytes that
@@ -509,9 +516,11 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         fired = np.zeros(n_actions, dtype=bool)
         if n and part.keys[-1] >= MAX_KEY:
             raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
-        # the successors' owners' visited sets: this partition's, complete, and the others' as their files have them
-        seen_by = [_visited(job, index, job.level) if q == index else _visited_elsewhere(job.workdir, job.level, q)
-                   for q in range(P)]
+        # the successors' owners' visited sets: this partition's, complete, and on one machine (successors through
+        # files; the page cache holds every set) the others' as their files have them. On a cluster every map task
+        # would read every partition's set each level: there only the shuffle's bytes would shrink
+        seen_by = [_visited(job, index, job.level) if q == index else
+                   _visited_elsewhere(job.workdir, job.level, q) if job.successor_files else None for q in range(P)]
         seen_by = [(q, v) for q, v in enumerate(seen_by) if v is not None and v.size]
         for cs in range(0, n, chunk):
             rows = part.rows[cs:cs + chunk]
