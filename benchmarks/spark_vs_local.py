@@ -19,7 +19,10 @@ whole process tree (driver, JVM, Python workers), the figure that measures the
 engines on a shared machine. The Spark row adds the bytes its levels moved
 (``Result.levels``): through the shuffle (Spark's shuffle write metrics) and
 between the JVM and the Python workers (the records' numpy payload), in all,
-at the busiest level, and per state.
+at the busiest level, and per state, and ``cpu_by_role``: its CPU seconds by
+process (driver Python, JVM and its busiest threads, Python daemon, each
+Python worker), sampled from /proc once a second. Both rows give the seconds at
+the end of each level (``seconds_at_level_end``).
 """
 from __future__ import annotations
 
