@@ -181,3 +181,9 @@ def test_time_limit(sc):
     assert not result.complete
     assert set(result.verdicts.values()) == {"unknown"}
 
+
+
+def test_shuffle_must_be_named(sc):
+    spec, invariants = _setup(HOLDS)
+    with pytest.raises(ValueError, match="shuffle must be 'auto', 'files' or 'spark'"):
+        spark_search(spec, invariants, partitions=2, shuffle="disk")
