@@ -147,12 +147,14 @@ class Batch:
         """The guard of an action over a batch, as a bool vector.
 
         The first call for a batch evaluates every instance's guard (``guards``); the calls that follow
-        with the same array on the same thread take theirs from that, until the last instance's (a
-        search asks for each in turn): the batch must not change in between.
+        on the same thread with the same array and later instances (a search asks for each in turn) take
+        theirs from that, until the last instance's: the batch must not change in between. A call for the
+        same or an earlier instance starts over.
         """
         last = self._last
-        if getattr(last, "batch", None) is not batch:
+        if getattr(last, "batch", None) is not batch or inst.id <= last.id:
             last.batch, last.guards = batch, self.guards(batch)
+        last.id = inst.id
         found = last.guards[inst.id]
         if inst.id == len(last.guards) - 1:
             last.batch = last.guards = None         # not kept past the batch's last instance
