@@ -11,9 +11,9 @@ the declared ones, so everything a spec carries is built the same way either way
 The digest covers (``digest``):
 
 - the source bytes of every module the spec's code can reach: the modules of the classes of its MRO,
-  then, transitively, every module their globals refer to (a module, or a class or function defined in
-  one) and every module a function of theirs imports in its body; modules of the standard library, and
-  numpy and z3, are covered by the versions instead;
+  then, transitively, every module their globals refer to (a module, a class or function defined in one,
+  an instance of such a class) and every module a function of theirs imports in its body; modules of the
+  standard library, and numpy and z3, are covered by the versions instead;
 - every file of isrcheck's own ``model`` package;
 - where each method of each class of the MRO was defined (module, name, line), so a method patched in
   at run time changes it;
@@ -186,8 +186,8 @@ def _closure(classes):
             if isinstance(value, types.ModuleType):
                 todo.append(value)
                 continue
-            owner = sys.modules.get(getattr(value, "__module__", None) or "") \
-                if isinstance(value, (type, types.FunctionType)) else None
+            kind = value if isinstance(value, (type, types.FunctionType)) else type(value)    # an instance: its class
+            owner = sys.modules.get(getattr(kind, "__module__", None) or "")
             if owner is not None:
                 todo.append(owner)
             if owner is module:         # imports in the bodies of its functions and methods
