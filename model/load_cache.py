@@ -6,7 +6,10 @@ directory (model/native.py ``cache_dir``) under a digest of exactly that; a late
 same spec at the same bounds finds it and skips z3 (not even importing it). The record says only that
 the checks passed and which action instances they kept (by label, with the columns each writes): the
 instances themselves are enumerated again from the declarations, and the invariants and properties are
-the declared ones, so everything a spec carries is built the same way either way.
+the declared ones, so everything a spec carries is built the same way either way. An instance the record
+leaves out must be plainly disabled (its guard folds to false on constants, as ``s.require(l != r)`` with
+l == r does; ``loading.kept_instances``), or the record is not used: what z3 proved beyond that is not
+taken on trust.
 
 The digest covers (``digest``):
 
@@ -26,8 +29,10 @@ What the digest cannot see is a module's global changed at run time, or a spec r
 environment in code that its layout and instances do not reflect.
 
 A record that cannot be read, does not parse, fails its checksum or does not fit the spec (truncated,
-corrupt, hostile, from another version) is ignored: the checks run again and the record is rewritten.
-Records are JSON, never executed. When the directory cannot be written the checks just run each time.
+corrupt, from another version) is ignored: the checks run again and the record is rewritten. Records are
+JSON, never executed. The checksum catches accidents, not a forger: whoever can write the cache directory
+can make a record that says a spec passed (as they could replace the compiled kernels beside it). When
+the directory cannot be written the checks just run each time.
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ import itertools
 
 import numpy as np
 
+from isrcheck.model.compile import Graph, Node
 from isrcheck.model.declare import ActionInstance, Fairness, LeadsTo, doc_parts, is_int_sequence
 from isrcheck.model.expr import DeclarationError, Sym, term, track_arithmetic
 from isrcheck.model.view import View, z3_reader, z3_type_ok, z3_variables
@@ -118,14 +119,27 @@ def action_instances(spec):
 
 def kept_instances(spec, written):
     """The action instances an earlier load kept, without z3: ``written`` maps each one's label to the columns
-    it writes. None when ``written`` names an instance the declarations do not give."""
+    it writes. None when ``written`` names an instance the declarations do not give, or leaves out one whose
+    guard is not plainly false (false on constants alone: a dropped instance is not taken on trust)."""
     instances = []
     for name, fn, params in declared_instances(spec):
         inst = ActionInstance(len(instances), name, params, fn)
         if inst.label in written:
             inst.written = written[inst.label]
             instances.append(inst)
+        elif not _plainly_disabled(spec, fn, params):
+            return None
     return instances if len(instances) == len(written) else None
+
+def _plainly_disabled(spec, fn, params):
+    """Whether an action instance's guard folds to false when traced (e.g. ``s.require(l != r)`` with l == r)."""
+    view = View(spec.layout, Graph().reader(spec.layout))
+    try:
+        fn(spec, view, **params)
+        guard = view.guard
+    except Exception:                   # the checks will say what is wrong
+        return False
+    return not isinstance(guard, Node) and not bool(guard)
 
 def _check_parameters(name, fn, domains):
     """The action's parameters after the state are exactly those its @action gives domains for."""

@@ -32,10 +32,12 @@ class Counter(Spec):
         s.require(s.x[i] < 3)
         s.x[i] = bump(s.x[i])
 
-    @action(i="CELLS")
-    def reset(self, s, i):
-        s.require(s.x[i] > 5)          # enabled in no well-typed state: the load checks drop it
-        s.x[i] = 0
+    @action(i="CELLS", j="CELLS")
+    def move(self, s, i, j):
+        s.require(i != j)              # no instance with i == j: the load checks drop them
+        s.require((s.x[i] > 0) & (s.x[j] < 3))
+        s.x[i] = s.x[i] - 1
+        s.x[j] = s.x[j] + 1
 
     @invariant("bounded")
     def bounded(self, s):
@@ -51,7 +53,21 @@ from isrcheck.model import Field
 spec = resolve("counter.py:Counter")()
 print(json.dumps({"z3": "z3" in sys.modules, "kept": [[a.label, list(a.written)] for a in spec.actions]}))
 """
-KEPT = [["inc(i=0)", [0]], ["inc(i=1)", [1]]]
+KEPT = [["inc(i=0)", [0]], ["inc(i=1)", [1]], ["move(i=0, j=1)", [0, 1]], ["move(i=1, j=0)", [0, 1]]]
+# an instance only z3 can tell is disabled: a record that leaves it out is not taken on trust
+GUARDED = """
+from counter import Counter
+from isrcheck.model import action
+
+
+class Guarded(Counter):
+    name = "guarded"
+
+    @action(i="CELLS")
+    def reset(self, s, i):
+        s.require(s.x[i] > 5)          # enabled in no well-typed state (x is 0..3)
+        s.x[i] = 0
+"""
 
 
 @pytest.fixture
@@ -130,10 +146,10 @@ def build(team, monkeypatch):
     real = z3.Solver
     monkeypatch.setattr(z3, "Solver", lambda *a, **kw: solvers.append(1) or real(*a, **kw))
 
-    def run():
+    def run(ref="counter.py:Counter"):
         spec_module._CHECKED.clear()
         solvers.clear()
-        spec = resolve("counter.py:Counter")()
+        spec = resolve(ref)()
         return [[a.label, list(a.written)] for a in spec.actions], len(solvers)
     (team / "cache").mkdir()
     monkeypatch.setattr(native, "cache_dir", lambda: str(team / "cache"))
@@ -148,6 +164,7 @@ def test_in_process_a_record_is_taken_without_a_solver(build):
 @pytest.mark.parametrize("corrupt", [
     lambda text: text[:len(text) // 2],
     lambda text: _kept(text, lambda kept: kept[:1], sign=False),
+    lambda text: _kept(text, lambda kept: kept[:3], sign=True),
     lambda text: _kept(text, lambda kept: kept + [["ghost(i=0)", [0]]], sign=True),
     lambda text: _kept(text, lambda kept: [[kept[0][0], [9]], kept[1]], sign=True),
     lambda text: _kept(text, lambda kept: [kept[0], kept[0]], sign=True),
@@ -156,7 +173,7 @@ def test_in_process_a_record_is_taken_without_a_solver(build):
     lambda text: "\x00\xff not json",
     lambda text: json.dumps({**json.loads(text), "format": 0}),
     lambda text: json.dumps({**json.loads(text), "key": "0" * 64}),
-], ids=["truncated", "dropped", "unknown-instance", "column-out-of-range", "twice", "not-a-list", "nested", "binary",
+], ids=["truncated", "dropped", "dropped-resigned", "unknown-instance", "column-out-of-range", "twice", "not-a-list", "nested", "binary",
         "format", "other-key"])
 def test_a_record_that_does_not_fit_is_ignored_and_rewritten(team, build, corrupt):
     build()
@@ -177,6 +194,14 @@ def test_a_record_path_that_is_no_file_is_ignored(team, build):
     record.mkdir()
     assert build() == (KEPT, 1)
     assert build() == (KEPT, 1)               # nothing can be written there: checked every time
+
+
+def test_a_record_leaving_out_an_instance_only_z3_drops_is_not_used(team, build):
+    (team / "guarded.py").write_text(GUARDED)
+    assert build("guarded.py:Guarded") == (KEPT, 1)
+    [record] = (team / "cache").glob("load-*.json")
+    assert json.loads(record.read_text())["kept"] == KEPT
+    assert build("guarded.py:Guarded") == (KEPT, 1)         # checked again: reset's dropping is not on trust
 
 
 def test_an_unwritable_cache_checks_every_time(team, build, monkeypatch):
