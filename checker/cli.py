@@ -15,8 +15,6 @@ import threading
 import time
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from isrcheck.checker import __version__, report, settings, show as show_mod, stop
 from isrcheck.checker.budget import Budget
@@ -42,11 +40,13 @@ class UserError(Exception):
 
 def _out():
     """stdout; wide when it is not a terminal, so piped traces and reports do not wrap."""
+    from rich.console import Console        # rich loads only where something is printed with it
     console = Console(highlight=False)
     return console if console.is_terminal else Console(highlight=False, width=200)
 
 
 def _err():
+    from rich.console import Console
     return Console(stderr=True, highlight=False)
 
 
@@ -523,6 +523,7 @@ def list_specs(names, fmt):
                    for k, b in e["bounds"].items() if b["kind"] == "option"]
         if options:
             console.print("[dim]options (--set KEY=VALUE):[/] " + "; ".join(options), soft_wrap=True)
+        from rich.table import Table
         table = Table(box=None, header_style="bold", pad_edge=False)
         table.add_column("invariant")
         table.add_column("expected")

@@ -40,12 +40,9 @@ import json
 import os
 
 import click
-from rich.console import Console
 
 from isrcheck.checker import stop
-from isrcheck.checker.gate_formats import as_json, as_junit, as_markdown, as_sarif, print_table
 from isrcheck.checker.gate_results import EXIT_MET, EXIT_STOPPED, EXIT_UNMET, GateError
-from isrcheck.checker.gate_run import run_gate
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.registry import SpecRefError, plugins, resolve_all
 from isrcheck.specs import SPECS
@@ -84,6 +81,10 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
 
     Exit 0 when every expectation is met, 1 otherwise, 2 on bad input, 3 when stopped (a signal, --max-memory).
     """
+    from rich.console import Console        # the gate's own modules and rich load only when it runs
+
+    from isrcheck.checker.gate_formats import as_json, as_junit, as_markdown, as_sarif, print_table
+    from isrcheck.checker.gate_run import run_gate
     stop.polled()
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
     if registry is None:                 # the built-in specs, installed plugins, and FILE.py[:CLASS] / MODULE:CLASS

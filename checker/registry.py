@@ -21,7 +21,6 @@ import importlib.util
 import os
 import sys
 from functools import lru_cache
-from importlib.metadata import entry_points
 
 from isrcheck.model.spec import Spec
 from isrcheck.specs import SPECS
@@ -84,6 +83,7 @@ def _load_module(name):
 @lru_cache(maxsize=None)
 def plugins():
     """({name: Spec class} of the installed plugins, [one line per plugin that failed to load])."""
+    from importlib.metadata import entry_points     # reading every installed package's metadata: only when asked
     found, errors = {}, []
     for ep in entry_points(group=GROUP):
         where = f"plugin {ep.name} ({ep.value})"
@@ -109,6 +109,8 @@ def known():
 
 def resolve(ref):
     """The Spec class a reference names (see the module doc)."""
+    if ref in SPECS:                # a built-in name: no plugin may take it (``plugins``), so none is read
+        return SPECS[ref]
     registry = known()
     if ref in registry:
         return registry[ref]

@@ -1,9 +1,6 @@
 """Reports of a check: a JSON object for machines, rich text for people."""
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
-
 from isrcheck.checker import __version__
 from isrcheck.checker.registry import show_command
 from isrcheck.checker.show import markup_safe
@@ -67,7 +64,8 @@ def _bytes(n):
         n /= 1024
 
 
-def print_text(console: Console, spec, engine, result, trace_files, observed=(), coverage=False):
+def print_text(console, spec, engine, result, trace_files, observed=(), coverage=False):
+    from rich.table import Table            # rich loads only where a report is printed with it
     bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
     console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{spec.name}[/] · {bounds} · engine {engine}")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
@@ -124,6 +122,7 @@ def print_coverage(console, result):
     if getattr(result, "coverage", None) is None:
         console.print("[yellow]no coverage: only the local exhaustive engine counts it[/]")
         return
+    from rich.table import Table
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, title_justify="left",
                   title="coverage" + ("" if result.complete else " (of the states explored)"))
     for column in ("action", "instances fired", "enabled", "fired", "new states"):
@@ -178,8 +177,9 @@ def liveness_json(spec, results, trace_files):
             } for name, r in results.items()}}
 
 
-def print_liveness(console: Console, spec, results, trace_files):
+def print_liveness(console, spec, results, trace_files):
     """The verdict of each liveness property, with its fairness and lasso."""
+    from rich.table import Table
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("property", "verdict", "expected", "fairness", "lasso"):
         table.add_column(column)

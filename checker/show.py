@@ -11,10 +11,6 @@ from __future__ import annotations
 import io
 import unicodedata
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from isrcheck.checker.trace import is_lasso
 from isrcheck.model.present import step_label
 
@@ -33,6 +29,7 @@ def printable(text, newlines=False):
 
 def markup_safe(text):
     """Text from a file for a rich markup string: printable, and its brackets taken literally."""
+    from rich.markup import escape          # rich loads only where something is printed with it
     return escape(printable(text))
 
 
@@ -41,8 +38,9 @@ def _cell(text, changed):
     return f"[{CHANGED}]{text}[/]" if changed else text
 
 
-def render(console: Console, spec, trace, explanations=None):
+def render(console, spec, trace, explanations=None):
     """Print every step of a trace; ``explanations`` maps step index -> sentences to print under it."""
+    from rich.table import Table
     present = spec.presentation
     shown, others = present.table_fields()
     prev = None
@@ -78,7 +76,7 @@ def render(console: Console, spec, trace, explanations=None):
         prev = state
 
 
-def render_compact(console: Console, spec, trace, explanations=None):
+def render_compact(console, spec, trace, explanations=None):
     """Every step as its action and only the cells it changed (``old → new``, an array element by element), one
     replica a line, so a trace reads in 80 columns; the initial state in full first."""
     present = spec.presentation
@@ -139,13 +137,14 @@ def lasso_summary(spec, trace):
     else:
         repeat = f"from step {loop} on, nothing happens any more: the state stutters forever"
     fairness = ", ".join(f"{f.kind}({f.action})" for f in prop.fairness) or "no fairness"
+    from rich.markup import escape
     return (f"[bold red]{prop.name} violated:[/] {escape(prop.meaning)}\nthe trigger holds at step {trigger}; "
             f"{markup_safe(repeat)}\nthe goal never holds from step {trigger} on, and the loop is fair "
             f"({escape(fairness)}, each per action instance)"
             + (f"\n[dim]{escape(prop.detail)}[/]" if prop.detail else ""))
 
 
-def print_trace(console: Console, spec, trace, compact=False):
+def print_trace(console, spec, trace, compact=False):
     """``isrcheck show``: a header line, every step with its narration, then what broke and what it means.
 
     ``compact``: each step as the cells it changed (:func:`render_compact`) instead of the full table."""
@@ -168,6 +167,7 @@ def print_trace(console: Console, spec, trace, compact=False):
     console.print(f"[bold red]{markup_safe(present.summary(trace))}[/]")
     console.print(f"{trace.invariant}: {inv.meaning}", markup=False)
     loss = present.consequence(trace.invariant)
+    from rich.markup import escape
     if loss:
         console.print(f"[dim]{escape(loss)}[/]")
     for label, text in present.epilogue():
@@ -176,6 +176,7 @@ def print_trace(console: Console, spec, trace, compact=False):
 
 def trace_text(spec, trace, width=200, compact=False):
     """What ``isrcheck show`` prints for a trace, as plain text."""
+    from rich.console import Console
     console = Console(file=io.StringIO(), width=width, no_color=True, highlight=False, record=True)
     print_trace(console, spec, trace, compact)
     return console.export_text()

@@ -15,6 +15,7 @@ creation, only the few names the engines read off a spec: ``RESERVED``).
 """
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -107,15 +108,19 @@ def trace_invariant(spec, inv, graph):
 class Batch:
     """Numpy: a batch is column-major (one row per column of the layout, one entry per state).
 
-    Each action and invariant is traced once into numpy code (model/compile.py) and cached.
+    Each action and invariant is traced once into numpy code (model/compile.py) and cached; the guards of
+    all the action instances are traced into one graph and evaluated by one kernel, so what they share (a
+    replica's role, a log's end) is computed once per batch.
     """
 
     def __init__(self, spec):
         self.spec = spec
         self._actions, self._invariants = {}, {}
+        self._guards = None                 # the guards' kernel, built on first use
+        self._last = threading.local()      # per thread: the batch last asked about, and its guards
 
     def _action_kernels(self, inst):
-        """(guard kernel, written columns, update kernel) of an action.
+        """(written columns, update kernel) of an action.
 
         The update kernel returns the written columns' new values, then their old
         ones (read once, shared with the update where it reads them too).
@@ -127,13 +132,33 @@ class Batch:
             columns = list(view._written)
             old = graph.reader(self.spec.layout)
             found = self._actions[inst.id] = (
-                kernel([view.guard], subset=False), columns,
-                kernel([view._written[c] for c in columns] + [old(c) for c in columns], subset=True))
+                columns, kernel([view._written[c] for c in columns] + [old(c) for c in columns], subset=True))
         return found
 
+    def guards(self, batch):
+        """Every action instance's guard over a batch (bool vectors, by instance id), from one kernel."""
+        if self._guards is None:
+            graph = Graph()
+            self._guards = kernel([trace_action(self.spec, inst, graph).guard for inst in self.spec.actions],
+                                  subset=False)
+        return [_vector(v, batch) for v in self._guards(batch)]
+
     def guard(self, inst, batch):
-        """The guard of an action over a batch, as a bool vector."""
-        return _vector(self._action_kernels(inst)[0](batch)[0], batch)
+        """The guard of an action over a batch, as a bool vector.
+
+        The first call for a batch evaluates every instance's guard (``guards``); the calls that follow
+        on the same thread with the same array and later instances (a search asks for each in turn) take
+        theirs from that, until the last instance's: the batch must not change in between. A call for the
+        same or an earlier instance starts over.
+        """
+        last = self._last
+        if getattr(last, "batch", None) is not batch or inst.id <= last.id:
+            last.batch, last.guards = batch, self.guards(batch)
+        last.id = inst.id
+        found = last.guards[inst.id]
+        if inst.id == len(last.guards) - 1:
+            last.batch = last.guards = None         # not kept past the batch's last instance
+        return found
 
     def update(self, inst, batch, rows):
         """The new values of the written columns for the given rows (guard assumed).
@@ -141,7 +166,7 @@ class Batch:
         Returns an object whose ``_written`` maps column -> values (an array, or a constant),
         and ``old`` maps the same columns to their values before.
         """
-        _, columns, update = self._action_kernels(inst)
+        columns, update = self._action_kernels(inst)
         values = update(batch, rows)
         return SimpleNamespace(_written=dict(zip(columns, values)), old=dict(zip(columns, values[len(columns):])))
 

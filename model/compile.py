@@ -170,14 +170,27 @@ def kernel(outputs, subset):
             return f"where({a[0]}, {b[0]}, {b[1]})"
         return f"{'minimum' if v.op == 'min' else 'maximum'}({a[0]}, {a[1]})"
 
+    dying = {}          # line -> the temporaries last read there
+
     def emit(root):
         for v in _children_first(root, names):
             names[v.id] = f"t{v.id}"
+            for x in v.args:
+                if not _const(x):
+                    dying[x.id] = len(lines)
             lines.append(f"    t{v.id} = {define(v)}")
         return ref(root)
 
     results = [emit(v) for v in outputs]
-    source = "def kernel(B, rows=None):\n" + "\n".join(lines) + f"\n    return [{', '.join(results)}]\n"
+    # each temporary is a vector as long as the batch: dropped after its last read (the guards' kernel has
+    # hundreds), outputs excepted
+    kept = {v.id for v in outputs if not _const(v)}
+    drops = {}
+    for node, line in dying.items():
+        if node not in kept:
+            drops.setdefault(line, []).append(f"t{node}")
+    body = [f"{text}\n    del {', '.join(drops[k])}" if k in drops else text for k, text in enumerate(lines)]
+    source = "def kernel(B, rows=None):\n" + "\n".join(body) + f"\n    return [{', '.join(results)}]\n"
     scope = {"where": np.where, "minimum": np.minimum, "maximum": np.maximum, "bool_": np.bool_, "i8": np.int8}
     exec(compile(source, "<isrcheck kernel>", "exec"), scope)
     return scope["kernel"]

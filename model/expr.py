@@ -20,7 +20,6 @@ from contextlib import contextmanager
 from functools import reduce
 
 import numpy as np
-import z3
 
 
 class DeclarationError(Exception):
@@ -72,6 +71,7 @@ class Sym:
 
     @property
     def is_bool(self):
+        import z3           # z3 loads only where specs are traced symbolically (loading checks, BMC, proofs)
         return z3.is_bool(self.t)
 
     # arithmetic
@@ -92,11 +92,19 @@ class Sym:
     def __ne__(self, o): return Sym(self.t != term(o))
 
     # boolean connectives
-    def __and__(self, o): return Sym(z3.And(self.t, term(o)))
+    def __and__(self, o):
+        import z3
+        return Sym(z3.And(self.t, term(o)))
     __rand__ = __and__
-    def __or__(self, o): return Sym(z3.Or(self.t, term(o)))
+
+    def __or__(self, o):
+        import z3
+        return Sym(z3.Or(self.t, term(o)))
     __ror__ = __or__
-    def __invert__(self): return Sym(z3.Not(self.t))
+
+    def __invert__(self):
+        import z3
+        return Sym(z3.Not(self.t))
 
     def __repr__(self):
         return f"Sym({self.t})"
@@ -106,6 +114,7 @@ def term(v):
     """The z3 term for a Sym or a Python/numpy constant."""
     if isinstance(v, Sym):
         return v.t
+    import z3
     if isinstance(v, z3.ExprRef):
         return v
     if isinstance(v, (bool, np.bool_)):
@@ -123,6 +132,7 @@ def where(cond, then, otherwise):
         if isinstance(v, Traced):
             return type(v).where(cond, then, otherwise)
     if _is_sym(cond, then, otherwise):
+        import z3
         return Sym(z3.If(term(cond), term(then), term(otherwise)))
     if isinstance(cond, np.ndarray) or isinstance(then, np.ndarray) or isinstance(otherwise, np.ndarray):
         return np.where(cond, then, otherwise)

@@ -4,7 +4,10 @@ Python control flow on a state value, a bool/int mix-up, a write that can leave 
 field's bounds, an intermediate value that overflows a state cell, a parameter
 without a domain: each fails here, when the spec is built, with the action or
 invariant named (a :class:`DeclarationError`). ``model.spec.Spec.__init__`` calls
-these once per (class, bounds).
+these once per (class, bounds), and not at all when model/load_cache.py holds the
+verdict of an earlier load of the same sources and bounds: ``kept_instances`` and
+``properties(spec, evaluate=False)`` then give the same instances and properties
+without z3 (which is imported only where the checks run).
 """
 from __future__ import annotations
 
@@ -12,14 +15,15 @@ import inspect
 import itertools
 
 import numpy as np
-import z3
 
+from isrcheck.model.compile import Graph, Node
 from isrcheck.model.declare import ActionInstance, Fairness, LeadsTo, doc_parts, is_int_sequence
 from isrcheck.model.expr import DeclarationError, Sym, term, track_arithmetic
 from isrcheck.model.view import View, z3_reader, z3_type_ok, z3_variables
 
 
 def invariants(spec):
+    import z3
     invs = type(spec).declared_invariants()
     for inv in invs.values():
         fn = inv.fn
@@ -35,8 +39,9 @@ def invariants(spec):
         _check_cell_range(spec, arithmetic, True, f"invariant {inv.name}")
     return invs
 
-def properties(spec):
-    """The declared liveness properties, each checked like an invariant on z3 (P and Q boolean, fairness known)."""
+def properties(spec, evaluate=True):
+    """The declared liveness properties, their fairness and names checked; with ``evaluate``, each also run on z3
+    like an invariant (P and Q boolean, intermediate values within a cell)."""
     props, names = {}, {attr for attr, _ in type(spec)._members("__isrcheck_action__")}
     for _, fn in type(spec)._members("__isrcheck_leads_to__"):
         name, fairness = fn.__isrcheck_leads_to__
@@ -50,57 +55,91 @@ def properties(spec):
                                        f"of {spec.name} (it has: {', '.join(sorted(names))})")
         if name in spec.invariants:
             raise DeclarationError(f"property {name}: an invariant has that name")
-        with track_arithmetic() as arithmetic:
-            try:
-                value = fn(spec, View(spec.layout, z3_reader(z3_variables(spec.layout))))
-            except DeclarationError as e:
-                raise DeclarationError(f"property {name}: {e}") from None
-            except z3.Z3Exception as e:
-                raise DeclarationError(f"property {name}: ill-typed expression ({e})") from None
-        if not (isinstance(value, tuple) and len(value) == 2 and all(
-                (isinstance(v, Sym) and v.is_bool) or isinstance(v, (bool, np.bool_)) for v in value)):
-            raise DeclarationError(f"property {name}: must return a pair (P, Q) of boolean expressions")
-        _check_cell_range(spec, arithmetic, True, f"property {name}")
+        if evaluate:
+            _check_property(spec, name, fn)
         props[name] = LeadsTo(name, fn, fairness, meaning, detail)
     return props
 
-def action_instances(spec):
-    variables = z3_variables(spec.layout)
-    type_ok = z3_type_ok(spec.layout, variables)
-    solver = z3.Solver()
-    solver.add(type_ok)
-    instances = []
+def _check_property(spec, name, fn):
+    import z3
+    with track_arithmetic() as arithmetic:
+        try:
+            value = fn(spec, View(spec.layout, z3_reader(z3_variables(spec.layout))))
+        except DeclarationError as e:
+            raise DeclarationError(f"property {name}: {e}") from None
+        except z3.Z3Exception as e:
+            raise DeclarationError(f"property {name}: ill-typed expression ({e})") from None
+    if not (isinstance(value, tuple) and len(value) == 2 and all(
+            (isinstance(v, Sym) and v.is_bool) or isinstance(v, (bool, np.bool_)) for v in value)):
+        raise DeclarationError(f"property {name}: must return a pair (P, Q) of boolean expressions")
+    _check_cell_range(spec, arithmetic, True, f"property {name}")
+
+def declared_instances(spec):
+    """(name, function, parameters) of every action instance the declarations give, in order (no z3)."""
     for name, fn in type(spec)._members("__isrcheck_action__"):
         domains = fn.__isrcheck_action__
         _check_parameters(name, fn, domains)
         values = [_domain(spec, name, param, d) for param, d in domains.items()]
         for combo in itertools.product(*values):
-            params = dict(zip(domains, combo))
-            inst = ActionInstance(len(instances), name, params, fn)
-            view = View(spec.layout, z3_reader(variables))
-            with track_arithmetic() as arithmetic:
-                try:
-                    if fn(spec, view, **params) is not None:
-                        raise DeclarationError("returns a value: an action assigns state fields "
-                                               "(s.x = ...) after its guard (s.require(...))")
-                    for cond in view._requires:
-                        if not z3.is_bool(term(cond)):
-                            raise DeclarationError("require() needs a boolean condition")
-                    guard = term(view.guard)
-                except (DeclarationError, AttributeError) as e:
-                    raise DeclarationError(f"action {inst.label}: {e}") from None
-                except z3.Z3Exception as e:
-                    raise DeclarationError(f"action {inst.label}: ill-typed expression ({e})") from None
-            if z3.is_false(z3.simplify(guard)) or solver.check(guard) == z3.unsat:
-                continue  # disabled in every well-typed state (e.g. a constant require failed)
-            _check_writes(spec, solver, inst, view, guard)
-            _check_cell_range(spec, arithmetic, guard, f"action {inst.label}", solver)
-            inst.id = len(instances)
-            inst.written = tuple(sorted(view._written))
-            instances.append(inst)
+            yield name, fn, dict(zip(domains, combo))
+
+def action_instances(spec):
+    """The action instances enabled in some well-typed state, each run on z3 and checked."""
+    import z3
+    variables = z3_variables(spec.layout)
+    type_ok = z3_type_ok(spec.layout, variables)
+    solver = z3.Solver()
+    solver.add(type_ok)
+    instances = []
+    for name, fn, params in declared_instances(spec):
+        inst = ActionInstance(len(instances), name, params, fn)
+        view = View(spec.layout, z3_reader(variables))
+        with track_arithmetic() as arithmetic:
+            try:
+                if fn(spec, view, **params) is not None:
+                    raise DeclarationError("returns a value: an action assigns state fields "
+                                           "(s.x = ...) after its guard (s.require(...))")
+                for cond in view._requires:
+                    if not z3.is_bool(term(cond)):
+                        raise DeclarationError("require() needs a boolean condition")
+                guard = term(view.guard)
+            except (DeclarationError, AttributeError) as e:
+                raise DeclarationError(f"action {inst.label}: {e}") from None
+            except z3.Z3Exception as e:
+                raise DeclarationError(f"action {inst.label}: ill-typed expression ({e})") from None
+        if z3.is_false(z3.simplify(guard)) or solver.check(guard) == z3.unsat:
+            continue  # disabled in every well-typed state (e.g. a constant require failed)
+        _check_writes(spec, solver, inst, view, guard)
+        _check_cell_range(spec, arithmetic, guard, f"action {inst.label}", solver)
+        inst.written = tuple(sorted(view._written))
+        instances.append(inst)
     if len(instances) >= 2 ** 16:
         raise DeclarationError("more than 65535 action instances")
     return instances
+
+def kept_instances(spec, written):
+    """The action instances an earlier load kept, without z3: ``written`` maps each one's label to the columns
+    it writes. None when ``written`` names an instance the declarations do not give, or leaves out one whose
+    guard is not plainly false (false on constants alone: a dropped instance is not taken on trust)."""
+    instances = []
+    for name, fn, params in declared_instances(spec):
+        inst = ActionInstance(len(instances), name, params, fn)
+        if inst.label in written:
+            inst.written = written[inst.label]
+            instances.append(inst)
+        elif not _plainly_disabled(spec, fn, params):
+            return None
+    return instances if len(instances) == len(written) else None
+
+def _plainly_disabled(spec, fn, params):
+    """Whether an action instance's guard folds to false when traced (e.g. ``s.require(l != r)`` with l == r)."""
+    view = View(spec.layout, Graph().reader(spec.layout))
+    try:
+        fn(spec, view, **params)
+        guard = view.guard
+    except Exception:                   # the checks will say what is wrong
+        return False
+    return not isinstance(guard, Node) and not bool(guard)
 
 def _check_parameters(name, fn, domains):
     """The action's parameters after the state are exactly those its @action gives domains for."""
@@ -135,6 +174,7 @@ def _check_cell_range(spec, arithmetic, guard, what, solver=None):
     """Intermediate arithmetic must fit a state cell (int8): numpy batches compute in int8."""
     if not arithmetic:
         return
+    import z3
     if solver is None:
         solver = z3.Solver()
         solver.add(z3_type_ok(spec.layout, z3_variables(spec.layout)))
@@ -146,6 +186,7 @@ def _check_cell_range(spec, arithmetic, guard, what, solver=None):
         raise DeclarationError(f"{what}: an intermediate value may leave -128..127 (state cells are int8)")
 
 def _check_writes(spec, solver, inst, view, guard):
+    import z3
     lay = spec.layout
     problems = []
     for c, value in view._written.items():

@@ -25,7 +25,8 @@ method, and removes one by setting the name to ``None``.
 Loading a spec runs every action instance and invariant on the z3 backend
 (model/loading.py): Python control flow on a state value, a bool/int mix-up, or
 a write that can leave a field's bounds in a well-typed state fails there,
-naming the action.
+naming the action. A process building a spec whose sources and bounds passed
+those checks before takes the verdict from model/load_cache.py instead.
 
 A spec only declares: the engines evaluate it through backends (model/backends.py:
 scalar, numpy batch, z3, compiled), so its helpers may have any name but the few
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import inspect
 
-from isrcheck.model import backends, configuration, loading
+from isrcheck.model import backends, configuration, load_cache, loading
 from isrcheck.model.declare import (ActionInstance, Bound, Bounds, Fairness, FuzzTarget, Invariant, LeadsTo, action,
                                     doc_parts, invariant, leads_to, strong, weak)
 from isrcheck.model.expr import DeclarationError
@@ -52,7 +53,8 @@ DECLARED = frozenset({"name", "summary", "references", "declared_bounds", "defau
                       "dropped_invariants", "proofs", "fuzz_targets", "replica_domain", "presentation_class",
                       "configure", "fields", "initial"})
 
-#: spec class and bounds -> (invariants, action instances), each checked once per process
+#: spec class and bounds -> (invariants, action instances, properties), each checked once per process (and once
+#: per source and bounds across processes: model/load_cache.py)
 _CHECKED = {}
 
 
@@ -209,8 +211,17 @@ class Spec:
             loading.check_fuzz_targets(self)
             backends.scalar(self).initial_row()                  # initial() writes in bounds
             self.presentation_class.check(self)
-            self.invariants = loading.invariants(self)
-            checked = _CHECKED[key] = (self.invariants, loading.action_instances(self), loading.properties(self))
+            digest = load_cache.digest(self)
+            written = load_cache.read(digest, self)
+            actions = None if written is None else loading.kept_instances(self, written)
+            if actions is not None:               # these sources passed the checks before: no z3
+                self.invariants = type(self).declared_invariants()
+                checked = (self.invariants, actions, loading.properties(self, evaluate=False))
+            else:
+                self.invariants = loading.invariants(self)
+                checked = (self.invariants, loading.action_instances(self), loading.properties(self))
+                load_cache.write(digest, checked[1])
+            _CHECKED[key] = checked
         self.invariants, self.actions, self.properties = checked
         self.presentation = self.presentation_class(self)
 

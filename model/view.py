@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import z3
 
 from isrcheck.model.expr import DeclarationError, Sym, all_of, where
 
@@ -146,12 +145,14 @@ def scalar_reader(layout, row):
 
 def z3_variables(layout, prefix="s"):
     """One z3 constant per column: Bool for boolean cells, Int otherwise."""
+    import z3           # z3 loads only where specs are traced symbolically (loading checks, BMC, proofs)
     return [z3.Bool(f"{prefix}.{n}") if b else z3.Int(f"{prefix}.{n}")
             for n, b in zip(layout.names, layout.boolean)]
 
 
 def z3_type_ok(layout, variables):
     """Every integer cell of a symbolic state within its declared bounds."""
+    import z3
     return z3.And([z3.And(v >= int(layout.lo[c]), v <= int(layout.hi[c]))
                    for c, v in enumerate(variables) if not layout.boolean[c]])
 
