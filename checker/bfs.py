@@ -151,9 +151,9 @@ class Search:
                 coverage.counts[ENABLED] += enabled
                 coverage.counts[FIRED] += fired
             return parts
-        parts = []
+        parts, guards = [], backends.batch(spec).guards(batch)
         for inst in spec.actions:
-            rows = np.flatnonzero(backends.batch(spec).guard(inst, batch))
+            rows = np.flatnonzero(guards[inst.id])
             if rows.size == 0:
                 continue
             if coverage is not None:

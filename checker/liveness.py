@@ -173,9 +173,9 @@ class Subgraph:
         for cs in range(0, nodes.size, chunk):
             ids = nodes[cs:cs + chunk]
             batch = graph.states.take(ids)
-            fps = fp.full(batch)
+            fps, guards = fp.full(batch), backends.batch(spec).guards(batch)
             for inst in spec.actions:
-                rows = np.flatnonzero(backends.batch(spec).guard(inst, batch))
+                rows = np.flatnonzero(guards[inst.id])
                 if rows.size == 0:
                     continue
                 if inst.id in where_fair:

@@ -15,7 +15,6 @@ creation, only the few names the engines read off a spec: ``RESERVED``).
 """
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -117,7 +116,6 @@ class Batch:
         self.spec = spec
         self._actions, self._invariants = {}, {}
         self._guards = None                 # the guards' kernel, built on first use
-        self._last = threading.local()      # per thread: the batch last asked about, and its guards
 
     def _action_kernels(self, inst):
         """(written columns, update kernel) of an action.
@@ -142,23 +140,6 @@ class Batch:
             self._guards = kernel([trace_action(self.spec, inst, graph).guard for inst in self.spec.actions],
                                   subset=False)
         return [_vector(v, batch) for v in self._guards(batch)]
-
-    def guard(self, inst, batch):
-        """The guard of an action over a batch, as a bool vector.
-
-        The first call for a batch evaluates every instance's guard (``guards``); the calls that follow
-        on the same thread with the same array and later instances (a search asks for each in turn) take
-        theirs from that, until the last instance's: the batch must not change in between. A call for the
-        same or an earlier instance starts over.
-        """
-        last = self._last
-        if getattr(last, "batch", None) is not batch or inst.id <= last.id:
-            last.batch, last.guards = batch, self.guards(batch)
-        last.id = inst.id
-        found = last.guards[inst.id]
-        if inst.id == len(last.guards) - 1:
-            last.batch = last.guards = None         # not kept past the batch's last instance
-        return found
 
     def update(self, inst, batch, rows):
         """The new values of the written columns for the given rows (guard assumed).

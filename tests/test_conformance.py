@@ -116,9 +116,9 @@ def targeted_rows(spec, rows):
     """
     batch = np.stack(rows, axis=1)
     variables = z3_variables(spec.layout)
-    out = []
+    out, guards = [], backends.batch(spec).guards(batch)
     for a in spec.actions:
-        if backends.batch(spec).guard(a, batch).any():
+        if guards[a.id].any():
             continue
         solver = z3.Solver()
         solver.add(backends.symbolic(spec).type_ok(variables), backends.symbolic(spec).action(a, variables)[0])
@@ -172,9 +172,9 @@ def scalar_results(spec, rows):
 def numpy_results(spec, rows):
     batch = np.ascontiguousarray(np.stack(rows, axis=1))
     guards = np.zeros((len(spec.actions), len(rows)), dtype=bool)
-    writes = [dict() for _ in spec.actions]
+    writes, all_guards = [dict() for _ in spec.actions], backends.batch(spec).guards(batch)
     for a in spec.actions:
-        g = np.asarray(backends.batch(spec).guard(a, batch), dtype=bool)
+        g = np.asarray(all_guards[a.id], dtype=bool)
         assert g.shape == (len(rows),), f"{spec.name}: action {a.label}: numpy guard has shape {g.shape}"
         guards[a.id] = g
         enabled = np.flatnonzero(g)
@@ -456,9 +456,9 @@ def test_conformance_int8_overflow_is_rejected_at_load():
 
 def test_conformance_harness_reports_backend_disagreement(monkeypatch):
     """kip-320 on a numpy backend that lies about one guard and one invariant: the harness must notice."""
-    guard, holds = backends.Batch.guard, backends.Batch.holds
-    monkeypatch.setattr(backends.Batch, "guard", lambda self, inst, batch: (
-        ~guard(self, inst, batch) if inst.name == "produce" else guard(self, inst, batch)))
+    guards, holds = backends.Batch.guards, backends.Batch.holds
+    monkeypatch.setattr(backends.Batch, "guards", lambda self, batch: [
+        ~g if inst.name == "produce" else g for inst, g in zip(self.spec.actions, guards(self, batch))])
     monkeypatch.setattr(backends.Batch, "holds", lambda self, inv, batch: (
         ~holds(self, inv, batch) if inv.name == "log-matching" else holds(self, inv, batch)))
     spec = Kip320(max_epochs=2)

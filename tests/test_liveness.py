@@ -196,8 +196,9 @@ def reference_kafka(spec, prop):
     while frontier.shape[1]:
         src_ids = [ids[frontier[:, k].tobytes()] for k in range(frontier.shape[1])]
         new = []
+        guards = backends.batch(spec).guards(frontier)
         for inst in spec.actions:
-            sel = np.flatnonzero(backends.batch(spec).guard(inst, frontier))
+            sel = np.flatnonzero(guards[inst.id])
             if sel.size == 0:
                 continue
             succ = frontier[:, sel].copy()
