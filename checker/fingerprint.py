@@ -122,15 +122,16 @@ class Symmetry:
         n = batch.shape[1]
         return self.canonical_successors(batch, np.arange(n), np.array([n]), np.zeros(2, dtype=np.int64),
                                          np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
-                                         np.empty(0, dtype=np.int8))
+                                         np.empty(0, dtype=np.int8), np.ones(n, dtype=bool))
 
-    def canonical_successors(self, batch, parents, sizes, col_start, val_start, columns, values):
+    def canonical_successors(self, batch, parents, sizes, col_start, val_start, columns, values, wanted):
         """Canonical fingerprints of successors given in parts by their parents' columns in ``batch`` and the cells
         written: part p has ``sizes[p]`` successors, writes ``columns[col_start[p]:col_start[p + 1]]``, and the
-        k-th of those cells of its q-th successor is ``values[val_start[p] + k * sizes[p] + q]``."""
+        k-th of those cells of its q-th successor is ``values[val_start[p] + k * sizes[p] + q]``. Only the
+        ``wanted`` ones (a mask) are computed: the others' entries are left undefined."""
         out = np.empty(parents.size, dtype=np.uint64)
         from isrcheck.checker.kernels import canonical
         canonical(np.ascontiguousarray(batch), parents, sizes, col_start, val_start, columns, values,
                   self.fingerprint.multipliers, self.perms, self.order, self.src, self.dest, self.renames_value,
-                  self.sig_columns, self.sig_kinds, self.sig_mult, self.sig_at, self.sig_replica, self.sig_term, out)
+                  self.sig_columns, self.sig_kinds, self.sig_mult, self.sig_at, self.sig_replica, self.sig_term, wanted, out)
         return out

@@ -47,8 +47,9 @@ def insert(table, fps, new, count, limit, slot_shift):
 
 @numba.njit(nogil=True, cache=True)
 def canonical(states, parents, sizes, col_start, val_start, columns, values, multipliers, perms, order, src, dest,
-              renames_value, sig_columns, sig_kinds, sig_mult, sig_at, sig_replica, sig_term, out):
-    """Canonical fingerprints of successors (``Symmetry.canonical_successors``; ``states`` is width x n).
+              renames_value, sig_columns, sig_kinds, sig_mult, sig_at, sig_replica, sig_term, wanted, out):
+    """Canonical fingerprints of the ``wanted`` successors (``Symmetry.canonical_successors``; ``states`` is
+    width x n).
 
     Signatures and renamed fingerprints are sums over cells, so a parent's are computed once (a renaming's
     fingerprint only when one of its successors needs it) and each successor's follow by the deltas of the few
@@ -88,6 +89,9 @@ def canonical(states, parents, sizes, col_start, val_start, columns, values, mul
             n_part, first_col = sizes[part], col_start[part]
             i = at[part]
             while i < part_first[part + 1] and parents[i] < hi:
+                if not wanted[i]:
+                    i += 1
+                    continue
                 parent = parents[i] - lo
                 q = i - part_first[part]
                 moved = 0                           # the cells this successor changes: (column, new, old)
