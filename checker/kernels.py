@@ -59,7 +59,7 @@ def canonical(states, parents, sizes, col_start, val_start, columns, values, mul
     """
     width, n = states.shape
     replicas, renamings = perms.shape[1], perms.shape[0]
-    window = min(n, WINDOW)
+    window = max(1, min(n, WINDOW))
     rows = np.empty((window, width), dtype=states.dtype)
     parent_keys = np.empty((window, replicas), dtype=np.uint64)
     renamed = np.empty((window, renamings), dtype=np.uint64)    # a parent's fingerprint under each renaming ...
