@@ -161,8 +161,7 @@ class Search:
             update = backends.batch(spec).update(inst, batch, rows)
             new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
                         for c, v in update._written.items()}
-            # drop self-loops: no cell moved, so the fingerprint's delta is 0 (under symmetry ``fps`` are canonical
-            # fingerprints and h is not the successor's, but the delta still tells a move from a self-loop)
+            # drop self-loops: no cell moved, so the fingerprint's delta is 0
             parent_fp = np.take(fps, rows)
             h = parent_fp.copy()
             for c, v in new_cols.items():
@@ -437,7 +436,10 @@ class Search:
             if on_violation is not None:
                 on_violation(v)
         self.snapshot_time = c.get("written")
-        return (levels.Frontier(arrays["frontier"], arrays["frontier_fps"]), visited, parents, actions, level_start,
+        # the frontier's own fingerprints, which expansion adds its deltas to (older snapshots held canonical ones
+        # under symmetry)
+        frontier = levels.Frontier(arrays["frontier"], self.fingerprint.full(arrays["frontier"]))
+        return (frontier, visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
     def _chunk(self, frontier, cs, step, visited, turns, invariants):
@@ -501,11 +503,8 @@ class Search:
             return None, moves
         sizes = np.array([p[1].size for p in parts])
         part_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        if self.symmetry is None:
-            succ_fp = np.concatenate([p[3] for p in parts])
-        else:
-            succ_fp = self.symmetry.canonical_successors(batch, np.concatenate([p[1] for p in parts]),
-                                                         *self.patches(parts, sizes))
+        plain_fp = np.concatenate([p[3] for p in parts])
+        succ_fp = plain_fp if self.symmetry is None else self._canonical(batch, parts, sizes, plain_fp)
         order, starts, unique = self.group(succ_fp)
         # in chunk order: the smallest (parent, action) wins
         fresh = np.flatnonzero(visited.insert(unique, lambda group: turns.turn(k, group)))
@@ -514,8 +513,20 @@ class Search:
         winners, win_parent, win_action = self.pick(parts, order, starts, fresh)
         part_w = np.searchsorted(part_start, winners, side="right") - 1
         rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
-        # under symmetry these are the canonical fingerprints, which expansion does not read
-        return (rows, succ_fp[winners], win_parent, win_action), moves
+        return (rows, plain_fp[winners], win_parent, win_action), moves
+
+    def _canonical(self, batch, parts, sizes, plain_fp):
+        """The canonical fingerprints of a chunk's successors (``parts``, of ``sizes``; their own fingerprints
+        ``plain_fp``), computed once per distinct successor: about half of a chunk's successors
+        are states another one of them reached too."""
+        order, starts, _ = self.group(plain_fp)
+        first = np.take(order, starts)              # each distinct successor's first occurrence
+        wanted = np.zeros(plain_fp.size, dtype=bool)
+        wanted[first] = True
+        canon = self.symmetry.canonical_successors(batch, np.concatenate([p[1] for p in parts]),
+                                                   *self.patches(parts, sizes), wanted)
+        canon[order] = np.repeat(canon[first], np.diff(np.append(starts, plain_fp.size)))
+        return canon
 
     @staticmethod
     def patches(parts, sizes):

@@ -57,7 +57,9 @@ class Symmetry:
     fingerprint among them is the state's canonical one. That set of renamed
     states is the same for every state of an orbit, so the count of canonical
     fingerprints is exactly the count of orbits (ties, hash ties included, only
-    try more renamings), at a cost near one fingerprint per state.
+    try more renamings). Signatures and renamed fingerprints are sums over cells, so a successor's follow from
+    its parent's by the deltas of the cells it writes: per parent, its signatures and the renamed fingerprints
+    its successors need (about one); per successor, a few multiply-adds (``checker.kernels.canonical``).
     """
 
     def __init__(self, layout, fingerprint):
@@ -108,21 +110,28 @@ class Symmetry:
         self.sig_columns = np.array(columns, dtype=np.int64).reshape(len(columns), replicas).T.copy()
         self.sig_kinds = np.array(kinds, dtype=np.int64)
         self.sig_mult = np.array([mult[names.index(t)] for t in terms], dtype=np.uint64)
+        self.dest = np.argsort(self.src, axis=1)        # where renaming k puts each column
+        # per column, the (replica, term) signature entries that read it: sig_at[c]..sig_at[c + 1]
+        entries = sorted((c, r, t) for (r, t), c in np.ndenumerate(self.sig_columns))
+        self.sig_at = np.searchsorted(np.array([c for c, _, _ in entries], dtype=np.int64), np.arange(layout.width + 1))
+        self.sig_replica = np.array([r for _, r, _ in entries], dtype=np.int64)
+        self.sig_term = np.array([t for _, _, t in entries], dtype=np.int64)
 
     def canonical(self, batch):
         """The smallest fingerprint over the signature-sorting replica renamings of each state (columns of batch)."""
         n = batch.shape[1]
         return self.canonical_successors(batch, np.arange(n), np.array([n]), np.zeros(2, dtype=np.int64),
                                          np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
-                                         np.empty(0, dtype=np.int8))
+                                         np.empty(0, dtype=np.int8), np.ones(n, dtype=bool))
 
-    def canonical_successors(self, batch, parents, sizes, col_start, val_start, columns, values):
+    def canonical_successors(self, batch, parents, sizes, col_start, val_start, columns, values, wanted):
         """Canonical fingerprints of successors given in parts by their parents' columns in ``batch`` and the cells
         written: part p has ``sizes[p]`` successors, writes ``columns[col_start[p]:col_start[p + 1]]``, and the
-        k-th of those cells of its q-th successor is ``values[val_start[p] + k * sizes[p] + q]``."""
+        k-th of those cells of its q-th successor is ``values[val_start[p] + k * sizes[p] + q]``. Only the
+        ``wanted`` ones (a mask) are computed: the others' entries are left undefined."""
         out = np.empty(parents.size, dtype=np.uint64)
         from isrcheck.checker.kernels import canonical
-        canonical(np.ascontiguousarray(batch.T), parents, sizes, col_start, val_start, columns, values,
-                   self.fingerprint.multipliers, self.perms, self.order, self.src, self.renames_value,
-                   self.sig_columns, self.sig_kinds, self.sig_mult, out)
+        canonical(np.ascontiguousarray(batch), parents, sizes, col_start, val_start, columns, values,
+                  self.fingerprint.multipliers, self.perms, self.order, self.src, self.dest, self.renames_value,
+                  self.sig_columns, self.sig_kinds, self.sig_mult, self.sig_at, self.sig_replica, self.sig_term, wanted, out)
         return out

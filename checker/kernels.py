@@ -14,7 +14,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numba  # noqa: E402  (after the setting above)
 import numpy as np
-from numba.typed import List as shard_list  # noqa: E402  (the visited table's shards, as insert_batch takes them)
+
+WINDOW = 4096      # parents whose rows and sums ``canonical`` keeps at hand at once (a few hundred KB)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -45,63 +46,103 @@ def insert(table, fps, new, count, limit, slot_shift):
 
 
 @numba.njit(nogil=True, cache=True)
-def insert_batch(shards, counts, fps, bounds, new, slot_shift, first, last):
-    """``insert`` each shard's part ``fps[bounds[s]:bounds[s + 1]]`` (shards first..last - 1), all of which it
-    has room for."""
-    for s in range(first, last):
-        lo, hi = bounds[s], bounds[s + 1]
-        if lo < hi:
-            table = shards[s]
-            _, counts[s] = insert(table, fps[lo:hi], new[lo:hi], counts[s], table.size, slot_shift)
+def canonical(states, parents, sizes, col_start, val_start, columns, values, multipliers, perms, order, src, dest,
+              renames_value, sig_columns, sig_kinds, sig_mult, sig_at, sig_replica, sig_term, wanted, out):
+    """Canonical fingerprints of the ``wanted`` successors (``Symmetry.canonical_successors``; ``states`` is
+    width x n).
 
-
-@numba.njit(nogil=True, cache=True)
-def canonical(states, parents, sizes, col_start, val_start, columns, values, multipliers, perms, order, src,
-               renames_value, sig_columns, sig_kinds, sig_mult, out):
-    width = states.shape[1]
-    keys = np.empty(perms.shape[1], dtype=np.uint64)
-    state = np.empty(width, dtype=states.dtype)
-    i = 0
+    Signatures and renamed fingerprints are sums over cells, so a parent's are computed once (a renaming's
+    fingerprint only when one of its successors needs it) and each successor's follow by the deltas of the few
+    cells it writes: the same values modulo 2**64 as computing them from the successor's row. Parents go in
+    windows of WINDOW, their successors part by part (each part's parents ascend), so every array is read in
+    order and the window's rows and sums stay in cache.
+    """
+    width, n = states.shape
+    replicas, renamings = perms.shape[1], perms.shape[0]
+    window = max(1, min(n, WINDOW))
+    rows = np.empty((window, width), dtype=states.dtype)
+    parent_keys = np.empty((window, replicas), dtype=np.uint64)
+    renamed = np.empty((window, renamings), dtype=np.uint64)    # a parent's fingerprint under each renaming ...
+    known = np.zeros((window, renamings), dtype=np.bool_)       # ... once computed
+    keys = np.empty(replicas, dtype=np.uint64)
+    cells = np.empty((width, 3), dtype=np.int64)
+    at = np.zeros(sizes.size + 1, dtype=np.int64)               # each part's next successor, then its end
     for part in range(sizes.size):
-        n = sizes[part]
-        for q in range(n):
-            parent = parents[i]
-            for c in range(width):
-                state[c] = states[parent, c]
-            for k in range(col_start[part + 1] - col_start[part]):
-                state[columns[col_start[part] + k]] = values[val_start[part] + k * n + q]
-            out[i] = _smallest(state, keys, multipliers, perms, order, src, renames_value, sig_columns, sig_kinds,
-                               sig_mult)
-            i += 1
-
-
-@numba.njit(nogil=True, cache=True)
-def _smallest(state, keys, multipliers, perms, order, src, renames_value, sig_columns, sig_kinds, sig_mult):
-    """One state's smallest fingerprint over the renamings that sort its replicas' signatures."""
-    replicas = perms.shape[1]
-    for r in range(replicas):
-        key = np.uint64(0)
-        for t in range(sig_kinds.size):
-            v = np.int64(state[sig_columns[r, t]])
-            if sig_kinds[t] == 1:                 # a replica id: this one, another one, or none
-                v = 1 if v == r else (2 if 0 <= v < replicas else 16 + v)
-            key += sig_mult[t] * np.uint64(v)
-        keys[r] = key
-    best = np.uint64(0xFFFFFFFFFFFFFFFF)
-    for k in range(perms.shape[0]):
-        ok = True
-        for p in range(1, replicas):
-            if keys[order[k, p - 1]] > keys[order[k, p]]:
-                ok = False
-                break
-        if not ok:
-            continue
-        h = np.uint64(0)
-        for c in range(state.size):
-            v = np.int64(state[src[k, c]])
-            if renames_value[c] and 0 <= v < replicas:
-                v = perms[k, v]
-            h += multipliers[c] * np.uint64(v)
-        if h < best:
-            best = h
-    return best
+        at[part + 1] = at[part] + sizes[part]
+    part_first = at.copy()
+    for lo in range(0, n, window):
+        hi = min(lo + window, n)
+        for c in range(width):
+            for r in range(lo, hi):
+                rows[r - lo, c] = states[c, r]
+        for r in range(hi - lo):
+            for x in range(replicas):
+                key = np.uint64(0)
+                for t in range(sig_kinds.size):
+                    v = np.int64(rows[r, sig_columns[x, t]])
+                    if sig_kinds[t] == 1:             # a replica id: this one, another one, or none
+                        v = 1 if v == x else (2 if 0 <= v < replicas else 16 + v)
+                    key += sig_mult[t] * np.uint64(v)
+                parent_keys[r, x] = key
+        known[:] = False
+        for part in range(sizes.size):
+            n_part, first_col = sizes[part], col_start[part]
+            i = at[part]
+            while i < part_first[part + 1] and parents[i] < hi:
+                if not wanted[i]:
+                    i += 1
+                    continue
+                parent = parents[i] - lo
+                q = i - part_first[part]
+                moved = 0                           # the cells this successor changes: (column, new, old)
+                for w in range(col_start[part + 1] - first_col):
+                    c = columns[first_col + w]
+                    new = np.int64(values[val_start[part] + w * n_part + q])
+                    old = np.int64(rows[parent, c])
+                    if new != old:
+                        cells[moved, 0], cells[moved, 1], cells[moved, 2] = c, new, old
+                        moved += 1
+                for x in range(replicas):
+                    keys[x] = parent_keys[parent, x]
+                for j in range(moved):
+                    c, new, old = cells[j, 0], cells[j, 1], cells[j, 2]
+                    for e in range(sig_at[c], sig_at[c + 1]):
+                        x, t = sig_replica[e], sig_term[e]
+                        a, b = new, old
+                        if sig_kinds[t] == 1:
+                            a = 1 if a == x else (2 if 0 <= a < replicas else 16 + a)
+                            b = 1 if b == x else (2 if 0 <= b < replicas else 16 + b)
+                        keys[x] += sig_mult[t] * (np.uint64(a) - np.uint64(b))
+                best = np.uint64(0xFFFFFFFFFFFFFFFF)
+                for k in range(renamings):
+                    ok = True
+                    for p in range(1, replicas):
+                        if keys[order[k, p - 1]] > keys[order[k, p]]:
+                            ok = False
+                            break
+                    if not ok:
+                        continue
+                    if not known[parent, k]:
+                        h = np.uint64(0)
+                        for c in range(width):
+                            v = np.int64(rows[parent, src[k, c]])
+                            if renames_value[c] and 0 <= v < replicas:
+                                v = perms[k, v]
+                            h += multipliers[c] * np.uint64(v)
+                        renamed[parent, k] = h
+                        known[parent, k] = True
+                    h = renamed[parent, k]
+                    for j in range(moved):
+                        c, a, b = cells[j, 0], cells[j, 1], cells[j, 2]
+                        d = dest[k, c]
+                        if renames_value[d]:
+                            if 0 <= a < replicas:
+                                a = perms[k, a]
+                            if 0 <= b < replicas:
+                                b = perms[k, b]
+                        h += multipliers[d] * (np.uint64(a) - np.uint64(b))
+                    if h < best:
+                        best = h
+                out[i] = best
+                i += 1
+            at[part] = i

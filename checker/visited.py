@@ -6,10 +6,12 @@ marks an empty slot, so fingerprint 0 is kept as a flag). A shard grows on its
 own before a batch that could take it past 3/4 full, by half again (or to 3/4
 full with the whole batch, when that is more), so it is about 1/2 to 3/4 full:
 10.7 to 16 bytes per fingerprint, and a growth copies 1/256 of the set, never
-the whole of it. Inserting a batch is one compiled loop per shard that
-returns which fingerprints were new; the kernels release the GIL and a shard is
-touched by one call only, so threads that own disjoint shards can insert
-without locks.
+the whole of it. Inserting a batch is one call of a compiled loop per shard it
+has fingerprints for, which marks those that were new; the kernel releases the
+GIL and a shard is touched by one call only, so threads that own disjoint shards
+can insert without locks. The shards are a Python list of arrays (a numba typed
+list would compile its methods in every process: 1.7 s of CPU, at the switch
+from the sorted array, while every other thread waits).
 
 Until it holds ``TABLE_FROM`` fingerprints the set is one sorted array instead
 (membership by binary search, a merge per batch): a small search then never
@@ -94,8 +96,7 @@ class VisitedSet:
                 if self.sorted.size + fps.size < table_from or not stop.room_for(COMPILE_MEMORY):
                     return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
                 kept, self.sorted = self.sorted, None
-                from isrcheck.checker.kernels import shard_list
-                self.shards = shard_list([np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)])
+                self.shards = [np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)]
                 self._insert_groups(kept, self._split(kept), np.zeros(kept.size, dtype=bool), range(GROUPS))
                 self._insert_groups(fps, bounds, new, range(GROUPS))
                 return new
@@ -121,10 +122,15 @@ class VisitedSet:
                 self.has_zero = True
                 bounds = bounds.copy()
                 bounds[0] = 1
-            need = self.counts[first:last] + np.diff(bounds[first:last + 1])
+            given = np.diff(bounds[first:last + 1])
+            need = self.counts[first:last] + given
             for s in first + np.flatnonzero(need > self.sizes[first:last] * MAX_LOAD):
                 self._grow(s, int(need[s - first]))
-            kernels.insert_batch(self.shards, self.counts, fps, bounds, new, SLOT_SHIFT, first, last)   # one call
+            for s in first + np.flatnonzero(given):
+                lo, hi = int(bounds[s]), int(bounds[s + 1])
+                table = self.shards[s]
+                _, self.counts[s] = kernels.insert(table, fps[lo:hi], new[lo:hi], int(self.counts[s]), table.size,
+                                                   SLOT_SHIFT)
 
     def _grow(self, s, need):
         """Make shard ``s`` room for ``need`` fingerprints before a batch goes in: a sorted batch inserted into a

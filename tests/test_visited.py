@@ -37,13 +37,13 @@ def test_a_shard_has_room_for_its_whole_batch_before_it_goes_in(monkeypatch):
     must have room for all it is given."""
     from isrcheck.checker import kernels
     calls = []
-    real = kernels.insert_batch
+    real = kernels.insert
 
-    def insert_batch(shards, counts, fps, bounds, new, slot_shift, first, last):
-        calls.extend((shards[s].size, bounds[s + 1] - bounds[s], counts[s]) for s in range(first, last))
-        return real(shards, counts, fps, bounds, new, slot_shift, first, last)
+    def insert(table, fps, new, count, limit, slot_shift):
+        calls.append((table.size, fps.size, count))
+        return real(table, fps, new, count, limit, slot_shift)
 
-    monkeypatch.setattr(kernels, "insert_batch", insert_batch)
+    monkeypatch.setattr(kernels, "insert", insert)
     rng = np.random.default_rng(5)
     visited = VisitedSet(table_from=1000)
     for size in (900, 200_000, 30_000):
