@@ -32,7 +32,8 @@ def as_json(spec, engine, result, trace_files, observed=()):
     engine does not know is null (BMC: ``distinct_states``, ``transitions``, ``states_per_second``,
     ``bytes_per_state``, ``collision_probability``, ``never_fired``; the fuzzer: ``never_fired``). ``levels``
     (Spark only): per level expanded, its new states, ``shuffle_write_bytes`` (Spark's shuffle write metrics)
-    and ``python_jvm_bytes`` (the numpy payload of the records between the JVM and the Python workers).
+    ``python_jvm_bytes`` (the numpy payload of the records between the JVM and the Python workers) and
+    ``successor_file_bytes`` (the successors written to files in the workdir instead: on one machine).
     """
     first = next((f for inv, f in trace_files.items() if inv not in observed), None)
     configuration, expected, _, as_expected = expectations(spec, result)
