@@ -22,8 +22,8 @@ partition's frontier files, like its visited set (a sorted uint64 array): see
   files hold); materialize the rest by gathering parent rows and patching
   the written cells; route them by fingerprint (fingerprint, tag, row batches):
   on a master that is one machine through successor files beside the tasks
-  (``frontier-files/part-R/level-L-successors-from-M.npy``, atomic and
-  deterministic, kept and dropped with the frontier files), Spark's shuffle
+  (``frontier-files/part-R/level-L-successors-from-M.npy``, atomic, kept and
+  dropped with the frontier files), Spark's shuffle
   carrying only their paths; on a cluster as records through the shuffle
   (``shuffle``).
 - reduce (level L+1 of partition p): from every map task's successors keep the
@@ -378,8 +378,9 @@ def _successor_path(workdir, level, owner, index):
 
 class _SuccessorFiles:
     """A map task's successors for each owner, appended batch by batch to one file per owner (fingerprints, tags,
-    rows: three .npy arrays per batch), renamed into place at the end (atomic; a retried or speculative task
-    writes the same bytes)."""
+    rows: three .npy arrays per batch), renamed into place at the end (atomic). A retried or speculative task
+    may write fewer of the already-visited successors (the other partitions' visited files it finds depend on
+    timing), never other new ones: the reduce drops visited successors anyway, so its answer is the same."""
 
     def __init__(self, workdir, level, index):
         self.workdir, self.level, self.index, self.open = workdir, level, index, {}
