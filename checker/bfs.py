@@ -394,7 +394,8 @@ class Search:
                 distinct_states=sum(a.size for a in parents), transitions=transitions, depth=depth,
                 seconds=elapsed + time.perf_counter() - start, peak_memory_bytes=peak_memory(),
                 retained_bytes=retained, complete=complete, budget_hit=budget_hit,
-                never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits, coverage=coverage)
+                never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits,
+                renamings=self.symmetry.renamings if self.symmetry else 1, coverage=coverage)
         finally:
             if self.pool is not None:       # the workers of this search end with it
                 with self.pool:

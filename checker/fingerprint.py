@@ -117,6 +117,11 @@ class Symmetry:
         self.sig_replica = np.array([r for _, r, _ in entries], dtype=np.int64)
         self.sig_term = np.array([t for _, _, t in entries], dtype=np.int64)
 
+    @property
+    def renamings(self):
+        """How many replica renamings a canonical state may stand for (replicas!)."""
+        return self.perms.shape[0]
+
     def canonical(self, batch):
         """The smallest fingerprint over the signature-sorting replica renamings of each state (columns of batch)."""
         n = batch.shape[1]

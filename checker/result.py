@@ -80,6 +80,7 @@ class Result(Measured):
     budget_hit: str | None
     never_fired: list | None
     fingerprint_bits: int = 64       # a pair of distinct states collides with probability <= 2**-bits
+    renamings: int = 1               # symmetry: the replica renamings each canonical state stands for
     engine: str = "local"
     runs: int | None = None                                   # fuzz: runs executed
     seed: int | None = None                                   # fuzz: the seed that reproduces the campaign
@@ -98,10 +99,17 @@ class Result(Measured):
 
     @property
     def collision_probability(self):
-        """Upper bound on the chance that a fingerprint collision hid a state: each lookup meets at most n others."""
+        """Upper bound on the chance that a fingerprint collision hid a state.
+
+        The search is exact unless two distinct reachable states share a fingerprint, and each pair does with
+        probability at most 2**-bits: the birthday bound over the pairs. Under symmetry a state's canonical
+        fingerprint is one of its renamings' fingerprints, so the pairs are those of the up to n x renamings
+        states the n canonical ones stand for (a symmetric search never claims better odds than the plain one).
+        """
         if self.distinct_states is None:
             return None
-        return min(1.0, self.distinct_states * self.transitions / 2.0 ** self.fingerprint_bits)
+        hashed = self.distinct_states * self.renamings
+        return min(1.0, hashed * (hashed - 1) / 2 / 2.0 ** self.fingerprint_bits)
 
     @property
     def timed_out(self):

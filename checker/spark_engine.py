@@ -990,7 +990,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         peak_memory_bytes=stopping.peak_bytes(),
         retained_bytes=8 * visited_states + 10 * distinct,
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
-        fingerprint_bits=search.fingerprint.bits, engine="spark", levels=moved)
+        fingerprint_bits=search.fingerprint.bits,
+        renamings=sym.renamings if sym else 1, engine="spark", levels=moved)
 
 
 def _batch_size(level_sizes, batch_states, depth_left):
