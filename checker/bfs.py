@@ -36,6 +36,17 @@ LEVEL_SPLIT = 8         # a level is cut into about this many chunks (for the wo
 MIN_CHUNK = 1 << 16     # ... chunks smaller than this (each chunk costs a call per action instance)
 
 
+def chunk_step(size, most):
+    """The chunk size for a level of ``size`` states, chunks at most ``most``: LEVEL_SPLIT chunks of at least
+    MIN_CHUNK states where the level has room, an even number of equal ones (two workers finish a level together).
+    It depends on the level alone, never on the number of workers: the chunks decide where a --max-states search
+    stops."""
+    n = min(LEVEL_SPLIT, size // MIN_CHUNK)
+    n = max(n - n % 2, -(-size // most), 1)
+    n += n % 2 if n > 1 else 0
+    return -(-size // n)
+
+
 def sorted_unique(values):
     """np.unique for fingerprints, by sort and mask (numpy's hash-based unique is far slower on uint64)."""
     s = np.sort(values)
@@ -305,7 +316,7 @@ class Search:
                 level = levels.LevelWriter(spec.layout.width)
                 self._choose_kernels(frontier.size)
                 # the same chunks for any number of workers: they decide where a --max-states search stops
-                step = min(self.chunk, max(MIN_CHUNK, -(-frontier.size // LEVEL_SPLIT)))
+                step = chunk_step(frontier.size, self.chunk)
                 chunks = self._chunks(frontier, step, visited, list(pending))
                 spill_failed = None
                 for cs in range(0, frontier.size, step):
