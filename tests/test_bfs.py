@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from isrcheck.checker import bfs
 from isrcheck.checker.bfs import search
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.trace import from_steps, replay
@@ -60,6 +61,24 @@ def test_trace_independent_of_chunk_size():
             got = r.violations[inv]
             assert got.state_id == v.state_id
             assert [a.label if a else None for a, _ in got.steps] == [a.label if a else None for a, _ in v.steps]
+
+
+@pytest.mark.parametrize("size", [1, 5, bfs.MIN_CHUNK - 1, 2 * bfs.MIN_CHUNK - 1, 2 * bfs.MIN_CHUNK, 85_404,
+                                  3 * bfs.MIN_CHUNK + 7, 1_055_667, 3_000_001, 10_000_000])
+@pytest.mark.parametrize("most", [4096, 1 << 18])
+def test_a_level_is_cut_into_an_even_number_of_equal_chunks(size, most):
+    """The chunks of a level depend on its size and the chunk limit alone: no more than ``most`` states each, at
+    least MIN_CHUNK where there are several and the limit allows, an even number of them (two workers finish
+    together) and equal but for the last."""
+    step = bfs.chunk_step(size, most)
+    count = -(-size // step)
+    assert 1 <= step <= most
+    assert (count - 1) * step < size <= count * step
+    assert count == 1 or count % 2 == 0
+    assert count == 1 or step >= min(bfs.MIN_CHUNK, most // 2)
+    if size < 2 * bfs.MIN_CHUNK and size <= most:
+        assert count == 1                       # a small level is one chunk: numpy on two threads costs more
+    assert count <= max(bfs.LEVEL_SPLIT, -(-size // most) + 1)
 
 
 def test_violation_trace_replays_and_is_shortest():
