@@ -194,15 +194,12 @@ class Search:
         return parts
 
     @staticmethod
-    def materialize(batch, parts, picks):
-        """Rows of chosen successors: ``picks`` are (part index, position in part) pairs, in output order."""
+    def materialize(batch, parts, picks, parents):
+        """Rows of chosen successors: ``picks`` are (part index, position in part) pairs, in output order, and
+        ``parents`` their parents' rows in the batch."""
         part_of, pos = picks
         by_part = np.argsort(part_of.astype(np.int16), kind="stable")     # a radix sort
         bounds = np.searchsorted(part_of[by_part], np.arange(len(parts) + 1))
-        parents = np.empty(part_of.size, dtype=np.int64)
-        for p, (_, rows, _, _) in enumerate(parts):
-            dest = by_part[bounds[p]:bounds[p + 1]]
-            parents[dest] = rows[pos[dest]]
         out = np.take(batch, parents, axis=1)       # far faster than batch[:, parents] on int8
         for p, (_, _, cols, _) in enumerate(parts):
             dest = by_part[bounds[p]:bounds[p + 1]]
@@ -529,7 +526,7 @@ class Search:
             return None, moves
         winners, win_parent, win_action = self.pick(parts, order, starts, fresh)
         part_w = np.searchsorted(part_start, winners, side="right") - 1
-        rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
+        rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]), win_parent)
         return (rows, plain_fp[winners], win_parent, win_action), moves
 
     def _canonical(self, batch, parts, sizes, plain_fp):
