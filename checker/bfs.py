@@ -75,10 +75,11 @@ def all_cores():
 # states: 1.4 s of CPU on numpy, 1.8 s native from the cache, 27 s native compiling): small runs never pay it.
 # From a level of 256K when compiled (tla-kip320 3/2/2/3, 10M states, widest level 1.06M: whole process 9.9 s
 # with the switch at 1M, 7.3-7.5 s on native kernels from the start, idle; stop 28, under a load of 9, best and
-# median of 3: 7.74 / 7.78 s with the switch at 512K, 7.34 / 7.38 s at 256K, and kip-320:max_epochs=5,max_crashes=2
-# 9.20 / 9.52 s against 8.72 / 8.81 s; the default configurations' widest levels are 91K to 111K). Importing numba and loading a spec's
-# kernels takes ~320 MB of address space: under an address-space limit (ulimit -v) without that room "auto"
-# stays on numpy (stop.room_for), where numba's import would fail or its scipy's OpenBLAS could spin.
+# median of 3: 7.74 / 7.78 s with the switch at 512K, 7.34 / 7.38 s at 256K, and
+# kip-320:max_epochs=5,max_crashes=2 9.20 / 9.52 s against 8.72 / 8.81 s; the default configurations' widest
+# levels are 91K to 111K). Importing numba and loading a spec's kernels takes ~320 MB of address space: under an
+# address-space limit (ulimit -v) without that room "auto" stays on numpy (stop.room_for), where numba's import
+# would fail or its scipy's OpenBLAS could spin.
 NATIVE_FROM = 1 << 22
 NATIVE_CACHED_FROM = 1 << 18
 NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto" keeps numpy if the limit has no room
