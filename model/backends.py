@@ -125,7 +125,7 @@ class Batch:
         """The kernels, from the cache or traced and compiled (then cached)."""
         spec = self.spec
         key = kernel_cache.key(spec)
-        found = kernel_cache.read(key, len(spec.actions), spec.invariants)
+        found = kernel_cache.read(key, spec)
         if found is None:
             found = self._compile()
             kernel_cache.write(key, *found)

@@ -38,13 +38,13 @@ def key(spec):
     return hashlib.sha256(repr((FORMAT, base, actions, sorted(spec.invariants))).encode()).hexdigest()
 
 
-def read(key, actions, invariants):
-    """(guards code, [(written columns, update code)] per action instance, {invariant: code}) kept under ``key``
-    for ``actions`` instances and the ``invariants`` named, or None."""
+def read(key, spec):
+    """(guards code, [(written columns, update code)] per action instance, {invariant: code}) of ``spec`` kept
+    under ``key``, or None."""
     if key is None:
         return None
-    path = _path(key)
     try:
+        path = _path(key)
         if not os.path.isfile(path) or os.path.getsize(path) > MAX_FILE:     # not a FIFO someone planted there
             return None
         with open(path, "rb") as fh:
@@ -56,8 +56,10 @@ def read(key, actions, invariants):
         return None
     try:
         guards, updates, kept = marshal.loads(payload)
-        if not (_code(guards) and len(updates) == actions and sorted(kept) == sorted(invariants)
-                and all(_code(code) and all(type(c) is int for c in columns) for columns, code in updates)
+        width = len(spec.layout.names)
+        if not (_code(guards) and len(updates) == len(spec.actions) and sorted(kept) == sorted(spec.invariants)
+                and all(_code(code) and all(type(c) is int and 0 <= c < width for c in columns)
+                        for columns, code in updates)
                 and all(_code(code) for code in kept.values())):
             return None
         return guards, [(list(columns), code) for columns, code in updates], kept

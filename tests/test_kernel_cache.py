@@ -90,10 +90,11 @@ def test_kernels_from_the_cache_compute_what_traced_ones_do(cache):
     lambda data, key: _sign(key, _changed(data, lambda g, u, k: (g, u[:-1], k))),
     lambda data, key: _sign(key, _changed(data, lambda g, u, k: (g, u, {}))),
     lambda data, key: _sign(key, _changed(data, lambda g, u, k: (g, [(("0",), c) for _, c in u], k))),
+    lambda data, key: _sign(key, _changed(data, lambda g, u, k: (g, [((999,), c) for _, c in u], k))),
     lambda data, key: _sign(key, b"\xff not marshal"),
     lambda data, key: _sign("0" * 64, data[kernel_cache.CHECK:]),
-], ids=["truncated", "flipped", "zeros", "empty", "not-kernels", "dropped", "no-invariants", "columns", "garbage",
-        "other-key"])
+], ids=["truncated", "flipped", "zeros", "empty", "not-kernels", "dropped", "no-invariants", "columns",
+        "column-out-of-range", "garbage", "other-key"])
 def test_a_file_that_does_not_fit_is_ignored_and_rewritten(cache, tmp_path, corrupt):
     make, traced = cache
     make()
