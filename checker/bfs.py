@@ -41,10 +41,13 @@ MIN_CHUNK = 1 << 17
 
 
 def chunk_step(size, most):
-    """The chunk size for a level of ``size`` states, chunks at most ``most``: LEVEL_SPLIT chunks of at least
-    MIN_CHUNK states where the level has room, an even number of equal ones (two workers finish a level together).
-    It depends on the level alone, never on the number of workers: the chunks decide where a --max-states search
-    stops."""
+    """The chunk size for a level of ``size`` states, chunks at most ``most``. Where that limit binds (a level of
+    more than LEVEL_SPLIT of them, or a limit under MIN_CHUNK) the chunks are ``most`` states, as the Spark
+    engine's max_states cut assumes; otherwise up to LEVEL_SPLIT chunks of at least MIN_CHUNK states, an even
+    number of equal ones (two workers finish the level together). It depends on the level alone, never on the
+    number of workers: the chunks decide where a --max-states search stops."""
+    if most < MIN_CHUNK or -(-size // LEVEL_SPLIT) >= most:
+        return most
     n = min(LEVEL_SPLIT, size // MIN_CHUNK)
     n = max(n - n % 2, -(-size // most), 1)
     n += n % 2 if n > 1 else 0
