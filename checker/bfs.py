@@ -33,7 +33,25 @@ NO_PARENT = np.uint32(0xFFFFFFFF)
 NO_ACTION = np.uint16(0xFFFF)
 CHUNK_SHARE = 8         # under a memory limit a chunk's transient arrays stay near 1/CHUNK_SHARE of it
 LEVEL_SPLIT = 8         # a level is cut into about this many chunks (for the workers), but for ...
-MIN_CHUNK = 1 << 16     # ... chunks smaller than this (each chunk costs a call per action instance)
+# ... chunks smaller than this. Each chunk costs a call per action instance, and numpy chunks on two threads hold
+# the GIL in turn: tla-kip320 3/2/2/2 (widest level 85,404) with 2 workers took 0.51 s of CPU (and of wall) in one
+# chunk per level, 0.78 s (0.64 s wall) in chunks from 32K, 1.14 s (0.81 s) from 16K; tla-kip320 3/2/2/3 and
+# kip-320:max_epochs=5,max_crashes=2 took about 5% less wall and 8% less CPU from 128K than from 64K.
+MIN_CHUNK = 1 << 17
+
+
+def chunk_step(size, most):
+    """The chunk size for a level of ``size`` states, chunks at most ``most``. Where that limit binds (a level of
+    more than LEVEL_SPLIT of them, or a limit under MIN_CHUNK) the chunks are ``most`` states, as the Spark
+    engine's max_states cut assumes; otherwise up to LEVEL_SPLIT chunks of at least MIN_CHUNK states, an even
+    number of equal ones (two workers finish the level together). It depends on the level alone, never on the
+    number of workers: the chunks decide where a --max-states search stops."""
+    if most < MIN_CHUNK or -(-size // LEVEL_SPLIT) >= most:
+        return most
+    n = min(LEVEL_SPLIT, size // MIN_CHUNK)
+    n = max(n - n % 2, -(-size // most), 1)
+    n += n % 2 if n > 1 else 0
+    return -(-size // n)
 
 
 def sorted_unique(values):
@@ -58,12 +76,15 @@ def all_cores():
 # (1.37M vs 1.0M states per CPU second), compiling a spec's costs ~20 s of CPU once per machine (less when
 # other specs share its actions), and loading them from the cache ~0.6 s per process (kip-101 defaults, 0.9M
 # states: 1.4 s of CPU on numpy, 1.8 s native from the cache, 27 s native compiling): small runs never pay it.
-# From a level of 512K when compiled (tla-kip320 3/2/2/3, 10M states, widest level 1.06M: whole process 9.9 s
-# with the switch at 1M, 7.3-7.5 s on native kernels from the start, idle). Importing numba and loading a spec's
-# kernels takes ~320 MB of address space: under an address-space limit (ulimit -v) without that room "auto"
-# stays on numpy (stop.room_for), where numba's import would fail or its scipy's OpenBLAS could spin.
+# From a level of 256K when compiled (tla-kip320 3/2/2/3, 10M states, widest level 1.06M: whole process 9.9 s
+# with the switch at 1M, 7.3-7.5 s on native kernels from the start, idle; stop 28, under a load of 9, best and
+# median of 3: 7.74 / 7.78 s with the switch at 512K, 7.34 / 7.38 s at 256K, and
+# kip-320:max_epochs=5,max_crashes=2 9.20 / 9.52 s against 8.72 / 8.81 s; the default configurations' widest
+# levels are 91K to 111K). Importing numba and loading a spec's kernels takes ~320 MB of address space: under an
+# address-space limit (ulimit -v) without that room "auto" stays on numpy (stop.room_for), where numba's import
+# would fail or its scipy's OpenBLAS could spin.
 NATIVE_FROM = 1 << 22
-NATIVE_CACHED_FROM = 1 << 19
+NATIVE_CACHED_FROM = 1 << 18
 NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto" keeps numpy if the limit has no room
 
 
@@ -177,15 +198,12 @@ class Search:
         return parts
 
     @staticmethod
-    def materialize(batch, parts, picks):
-        """Rows of chosen successors: ``picks`` are (part index, position in part) pairs, in output order."""
+    def materialize(batch, parts, picks, parents):
+        """Rows of chosen successors: ``picks`` are (part index, position in part) pairs, in output order, and
+        ``parents`` their parents' rows in the batch."""
         part_of, pos = picks
         by_part = np.argsort(part_of.astype(np.int16), kind="stable")     # a radix sort
         bounds = np.searchsorted(part_of[by_part], np.arange(len(parts) + 1))
-        parents = np.empty(part_of.size, dtype=np.int64)
-        for p, (_, rows, _, _) in enumerate(parts):
-            dest = by_part[bounds[p]:bounds[p + 1]]
-            parents[dest] = rows[pos[dest]]
         out = np.take(batch, parents, axis=1)       # far faster than batch[:, parents] on int8
         for p, (_, _, cols, _) in enumerate(parts):
             dest = by_part[bounds[p]:bounds[p + 1]]
@@ -305,7 +323,7 @@ class Search:
                 level = levels.LevelWriter(spec.layout.width)
                 self._choose_kernels(frontier.size)
                 # the same chunks for any number of workers: they decide where a --max-states search stops
-                step = min(self.chunk, max(MIN_CHUNK, -(-frontier.size // LEVEL_SPLIT)))
+                step = chunk_step(frontier.size, self.chunk)
                 chunks = self._chunks(frontier, step, visited, list(pending))
                 spill_failed = None
                 for cs in range(0, frontier.size, step):
@@ -513,7 +531,7 @@ class Search:
             return None, moves
         winners, win_parent, win_action = self.pick(parts, order, starts, fresh)
         part_w = np.searchsorted(part_start, winners, side="right") - 1
-        rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]))
+        rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]), win_parent)
         return (rows, plain_fp[winners], win_parent, win_action), moves
 
     def _canonical(self, batch, parts, sizes, plain_fp):

@@ -106,9 +106,9 @@ class Progress:
 
     def __init__(self, enabled):
         self.enabled = enabled
-        self.console = _err()
+        self.console = _err() if enabled else None      # rich loads only where progress is shown
         self.last = float("-inf")             # the first line at once: the user sees the work has started
-        self.live = self.console.is_terminal
+        self.live = enabled and self.console.is_terminal
         self.ticker = None
 
     #: the counters an engine may report (checker/result.py's progress interface), in the order shown

@@ -19,7 +19,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from isrcheck.model.compile import Graph, kernel, tuple_kernel
+from isrcheck.model import kernel_cache
+from isrcheck.model.compile import Graph, kernel, kernel_code, tuple_kernel
 from isrcheck.model.expr import DeclarationError, term
 from isrcheck.model.view import GuardDone, View, scalar_reader, z3_reader, z3_type_ok
 
@@ -107,38 +108,54 @@ def trace_invariant(spec, inv, graph):
 class Batch:
     """Numpy: a batch is column-major (one row per column of the layout, one entry per state).
 
-    Each action and invariant is traced once into numpy code (model/compile.py) and cached; the guards of
-    all the action instances are traced into one graph and evaluated by one kernel, so what they share (a
-    replica's role, a log's end) is computed once per batch.
+    Each action and invariant is traced once into numpy code (model/compile.py); the guards of all the
+    action instances are one graph evaluated by one kernel, so what they share (a replica's role, a log's
+    end) is computed once per batch, and the actions' updates are traced on that graph too. The compiled
+    kernels of a spec's actions and invariants are built on first use and kept across processes
+    (model/kernel_cache.py).
     """
 
     def __init__(self, spec):
         self.spec = spec
-        self._actions, self._invariants = {}, {}
-        self._guards = None                 # the guards' kernel, built on first use
+        self._guards = None         # the guards' kernel, then per action instance (written columns, update kernel)
+        self._updates = self._invariants = None
+        self._others = {}           # name -> kernel of what holds() is given besides the spec's invariants
 
-    def _action_kernels(self, inst):
-        """(written columns, update kernel) of an action.
-
-        The update kernel returns the written columns' new values, then their old
-        ones (read once, shared with the update where it reads them too).
-        """
-        found = self._actions.get(inst.id)
+    def _build(self):
+        """The kernels, from the cache or traced and compiled (then cached)."""
+        spec = self.spec
+        key = kernel_cache.key(spec)
+        found = kernel_cache.read(key, spec)
         if found is None:
-            graph = Graph()
-            view = trace_action(self.spec, inst, graph)
+            found = self._compile()
+            kernel_cache.write(key, *found)
+        guards, updates, invariants = found
+        self._updates = [(columns, kernel(code)) for columns, code in updates]
+        self._invariants = {name: kernel(code) for name, code in invariants.items()}
+        self._guards = kernel(guards)
+
+    def _compile(self):
+        """(guards' code, per action instance (written columns, update code), {invariant: code}).
+
+        An update kernel returns the written columns' new values, then their old ones (read once, shared with
+        the update where it reads them too).
+        """
+        graph = Graph()
+        old = graph.reader(self.spec.layout)
+        views = [trace_action(self.spec, inst, graph) for inst in self.spec.actions]
+        updates = []
+        for view in views:
             columns = list(view._written)
-            old = graph.reader(self.spec.layout)
-            found = self._actions[inst.id] = (
-                columns, kernel([view._written[c] for c in columns] + [old(c) for c in columns], subset=True))
-        return found
+            updates.append((columns, kernel_code([view._written[c] for c in columns] + [old(c) for c in columns],
+                                                 subset=True)))
+        invariants = {name: kernel_code([trace_invariant(self.spec, inv, Graph())], subset=False)
+                      for name, inv in self.spec.invariants.items()}
+        return kernel_code([v.guard for v in views], subset=False), updates, invariants
 
     def guards(self, batch):
         """Every action instance's guard over a batch (bool vectors, by instance id), from one kernel."""
         if self._guards is None:
-            graph = Graph()
-            self._guards = kernel([trace_action(self.spec, inst, graph).guard for inst in self.spec.actions],
-                                  subset=False)
+            self._build()
         return [_vector(v, batch) for v in self._guards(batch)]
 
     def update(self, inst, batch, rows):
@@ -147,15 +164,23 @@ class Batch:
         Returns an object whose ``_written`` maps column -> values (an array, or a constant),
         and ``old`` maps the same columns to their values before.
         """
-        columns, update = self._action_kernels(inst)
+        if self._updates is None:
+            self._build()
+        columns, update = self._updates[inst.id]
         values = update(batch, rows)
         return SimpleNamespace(_written=dict(zip(columns, values)), old=dict(zip(columns, values[len(columns):])))
 
     def holds(self, inv, batch):
         """The invariant (or a property's trigger or goal) over a batch, as a bool vector."""
-        found = self._invariants.get(inv.name)
-        if found is None:
-            found = self._invariants[inv.name] = kernel([trace_invariant(self.spec, inv, Graph())], subset=False)
+        if self._invariants is None:
+            self._build()
+        if self.spec.invariants.get(inv.name) is inv:
+            found = self._invariants[inv.name]
+        else:                   # a property's trigger or goal, a candidate lemma: traced on first use
+            found = self._others.get(inv.name)
+            if found is None:
+                found = self._others[inv.name] = kernel(kernel_code([trace_invariant(self.spec, inv, Graph())],
+                                                                    subset=False))
         return _vector(found(batch)[0], batch)
 
 

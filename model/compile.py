@@ -143,8 +143,9 @@ def _children_first(root, done):
             stack.extend((x, False) for x in v.args if isinstance(x, Node))
 
 
-def kernel(outputs, subset):
-    """A function ``f(batch[, rows]) -> [value per output]`` evaluating traced outputs with numpy.
+def kernel_code(outputs, subset):
+    """The compiled code of ``f(batch[, rows]) -> [value per output]``, evaluating traced outputs with numpy
+    (``kernel`` makes it a function; model/kernel_cache.py keeps it across processes).
 
     Columns are read from the column-major batch (gathered at ``rows`` when
     ``subset``); an output that folded to a constant is returned as that constant.
@@ -191,8 +192,13 @@ def kernel(outputs, subset):
             drops.setdefault(line, []).append(f"t{node}")
     body = [f"{text}\n    del {', '.join(drops[k])}" if k in drops else text for k, text in enumerate(lines)]
     source = "def kernel(B, rows=None):\n" + "\n".join(body) + f"\n    return [{', '.join(results)}]\n"
+    return compile(source, "<isrcheck kernel>", "exec")
+
+
+def kernel(code):
+    """The numpy function a ``kernel_code`` defines."""
     scope = {"where": np.where, "minimum": np.minimum, "maximum": np.maximum, "bool_": np.bool_, "i8": np.int8}
-    exec(compile(source, "<isrcheck kernel>", "exec"), scope)
+    exec(code, scope)
     return scope["kernel"]
 
 

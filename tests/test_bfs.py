@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from isrcheck.checker import bfs
 from isrcheck.checker.bfs import search
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.trace import from_steps, replay
@@ -60,6 +61,25 @@ def test_trace_independent_of_chunk_size():
             got = r.violations[inv]
             assert got.state_id == v.state_id
             assert [a.label if a else None for a, _ in got.steps] == [a.label if a else None for a, _ in v.steps]
+
+
+@pytest.mark.parametrize("size", [1, 5, 100, bfs.MIN_CHUNK - 1, 2 * bfs.MIN_CHUNK - 1, 2 * bfs.MIN_CHUNK, 85_404,
+                                  3 * bfs.MIN_CHUNK + 7, 1_055_667, 2_000_000, 3_000_001, 10_000_000])
+@pytest.mark.parametrize("most", [64, 4096, bfs.MIN_CHUNK, 1 << 18])
+def test_a_level_is_cut_by_its_size_alone(size, most):
+    """The chunks of a level depend on its size and the chunk limit alone. Where the limit binds they are ``most``
+    states each (the Spark engine reproduces that cut); otherwise an even number of equal chunks of at least
+    MIN_CHUNK (two workers finish together), and a level under two of them is one chunk."""
+    step = bfs.chunk_step(size, most)
+    count = -(-size // step)
+    assert 1 <= step <= most
+    assert (count - 1) * step < size <= count * step
+    if most < bfs.MIN_CHUNK or -(-size // bfs.LEVEL_SPLIT) >= most:
+        assert step == most
+    else:
+        assert count == 1 or (count % 2 == 0 and step >= bfs.MIN_CHUNK // 2 and count <= bfs.LEVEL_SPLIT)
+        if size < 2 * bfs.MIN_CHUNK and size <= most:
+            assert count == 1               # a small level is one chunk: numpy on two threads costs more
 
 
 def test_violation_trace_replays_and_is_shortest():

@@ -64,3 +64,16 @@ def test_the_gate_shows_spec_k_of_n_within_80_columns(tmp_path):
     assert any(re.match(r"gate: \[\d+/\d+\] hw-truncation/kafka-1211: searching \d+ invariants at .*max_epochs=2", line) for line in lines), lines
     assert any(re.match(r"gate: \[\d+/\d+\] kafka-3\.9: as expected · [\d,]+ states · depth \d+ · ", line)
                for line in lines), lines
+
+
+def test_no_progress_shows_nothing_and_loads_no_console():
+    """``--no-progress --format json`` (what scripts and the TLC comparison run): no progress line, and rich,
+    which only prints, is never imported (30 ms of a 0.8 s check)."""
+    r = subprocess.run([sys.executable, "-X", "importtime", SCRIPT, "check", "--spec", "tla-kip101", "--replicas",
+                        "2", "--invariant", "type-ok", "--no-progress", "--format", "json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    imported = [line.rpartition("|")[2].strip() for line in r.stderr.splitlines() if line.startswith("import time")]
+    assert "numpy" in imported and not any(m.partition(".")[0] == "rich" for m in imported)
+    assert not [line for line in r.stderr.splitlines() if not line.startswith("import time")]
+    assert '"type-ok": "holds"' in r.stdout
