@@ -488,6 +488,22 @@ def _kernels_name(search):
     return "numpy" if search.native is None else "native"
 
 
+class _Stages:
+    """CPU seconds of a task's sections, lap by lap (``time.process_time``: a Python worker runs one task at a
+    time, its kernels on its own thread): ``lap(name)`` charges the time since the previous lap to ``name``.
+    Reported per level (``stage_cpu_seconds``) so that the workers' per-state work can be set beside the local
+    engine's."""
+
+    def __init__(self, seconds=None):
+        self.seconds = dict(seconds or {})
+        self.t = time.process_time()
+
+    def lap(self, name):
+        now = time.process_time()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self.t
+        self.t = now
+
+
 def _nbytes(*arrays):
     """The payload bytes of a record's arrays (what crosses between the JVM and a Python worker, less pickling)."""
     return sum(a.nbytes for a in arrays if a is not None)
@@ -505,13 +521,20 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
     cross the JVM boundary (the input record ``from_jvm``, every record out) go to
     the reduce task with the statistics.
     """
+    stages = _Stages()
     spec, search, sym = _worker_search(job)
+    stages.lap("worker setup")
     P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
     for _, part in records:
+        if from_jvm:
+            stages.lap("map: read record")
+        else:                                   # the reduce task that made it ran here: its time is its own
+            stages.t = time.process_time()
         moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
         files = _SuccessorFiles(job.workdir, job.level + 1, index) if job.successor_files else None
         filed = 0
         part = _frontier(job.workdir, job.level, index, part)
+        stages.lap("map: frontier files")
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
         fired = np.zeros(n_actions, dtype=bool)
@@ -523,10 +546,13 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         seen_by = [_visited(job, index, job.level) if q == index else
                    _visited_elsewhere(job.workdir, job.level, q) if job.successor_files else None for q in range(P)]
         seen_by = [(q, v) for q, v in enumerate(seen_by) if v is not None and v.size]
+        stages.lap("map: visited files")
         for cs in range(0, n, chunk):
             rows = part.rows[cs:cs + chunk]
             batch = _transpose(rows)
+            stages.lap("map: transpose")
             parts = search.expand(batch, part.fps[cs:cs + chunk])
+            stages.lap("map: expand")
             if not parts:
                 continue
             sizes = np.array([p[1].size for p in parts])
@@ -542,9 +568,11 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             else:
                 succ = _successor_rows(rows, parts, part_start, np.arange(m))
                 fp = sym.canonical(succ.T)
+            stages.lap("map: expand bookkeeping")
             # one sort: the smallest (parent, action) of each fingerprint, packed with its index
             order, starts, unique = Search.group(fp)
             win = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts) % m
+            stages.lap("map: group")
             if seen_by:                            # drop the successors their owners have visited
                 owner_of = unique % np.uint64(P)
                 keep = np.ones(win.size, dtype=bool)
@@ -554,6 +582,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                     at[at == visited.size] = 0
                     keep[mine[visited[at] == unique[mine]]] = False
                 win = win[keep]
+            stages.lap("map: visited filter")
             chosen = np.zeros(m, dtype=bool)
             chosen[win] = True
             picks = np.flatnonzero(chosen)          # ascending: parts stay contiguous
@@ -563,19 +592,23 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 if sel.size:
                     out = _successor_rows(rows, parts, part_start, sel) if succ is None else np.take(succ, sel, axis=0)
                     tag = (part.keys[cs + parent[sel]] << np.uint64(ACTION_BITS)) | action[sel].astype(np.uint64)
+                    stages.lap("map: successor rows")
                     if files is None:
                         record = ("d", fp[sel], tag, out)
                         moved += _nbytes(*record[1:])
                         yield q, record
+                        stages.lap("map: to JVM")
                     else:
                         files.add(q, fp[sel], tag, out)
                         filed += _nbytes(fp[sel], tag, out)
+                        stages.lap("map: successor files")
         if files is not None:
             for q, path in files.close().items():
                 yield q, ("f", path)
         _maybe_fail(job, "map", index)
         moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
-        yield index, ("s", counts, fired, moved, _kernels_name(search), filed)
+        stages.lap("map: successor files")
+        yield index, ("s", counts, fired, moved, _kernels_name(search), filed, stages.seconds)
         if carry:
             yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
 
@@ -599,12 +632,15 @@ def _reduce_task(job, index, records, to_jvm=True):
     Its summary counts the level's payload bytes between the JVM and Python: its
     map task's, the records read here, and the new record ``to_jvm``.
     """
+    stages = _Stages()
     spec, search, sym = _worker_search(job)
     kernels = backends.batch(spec) if search.native is None else search.native
+    stages.lap("worker setup")
     prev, fps, tags, rows = None, [], [], []
     counts, fired, moved, used = None, np.zeros(len(spec.actions), dtype=bool), 0, _kernels_name(search)
-    filed = 0
+    filed, map_stages = 0, {}
     for _, v in records:
+        stages.lap("reduce: read records")
         if isinstance(v, _Part):
             prev = v
             moved += _nbytes(v.rows, v.fps, v.keys)
@@ -614,17 +650,22 @@ def _reduce_task(job, index, records, to_jvm=True):
                 tags.append(t)
                 rows.append(r)
             moved += _nbytes(*v[1:]) if v[0] == "d" else 0
+            stages.lap("reduce: successor files")
         else:
-            counts, fired, used, filed = v[1], v[2], v[4], v[5]
+            counts, fired, used, filed, map_stages = v[1], v[2], v[4], v[5], v[6]
             moved += v[3] + _nbytes(counts, fired)
+    stages.lap("reduce: read records")
     level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
     n_level = sum(k.size for k in level_keys)
     ls = prev.level_start
+    stages.lap("reduce: level keys")
     visited = _visited(job, index, job.level)
+    stages.lap("reduce: visited file")
     fp = np.concatenate(fps) if fps else np.zeros(0, dtype=np.uint64)
     if fp.size:
         tag = np.concatenate(tags)
         allrows = np.concatenate(rows)
+        stages.lap("reduce: concatenate")
         # one sort by fingerprint; the smallest tag of each group wins (tags are unique). An argsort: at a whole
         # level's size fingerprints sharing their high bits are the rule, so Search.group would sort twice
         order = np.argsort(fp)
@@ -637,22 +678,28 @@ def _reduce_task(job, index, records, to_jvm=True):
             best = np.minimum.reduceat(sorted_tag, starts)
             win = order[sorted_tag == np.repeat(best, np.diff(np.append(starts, fp.size)))]
         unique = sorted_fp[starts]
+        stages.lap("reduce: sort and dedup")
         at = np.searchsorted(visited, unique)
         if visited.size:
             fresh = visited[np.minimum(at, visited.size - 1)] != unique
             win, unique, at = win[fresh], unique[fresh], at[fresh]
+        stages.lap("reduce: anti-join")
         visited = np.insert(visited, at, unique)
+        stages.lap("reduce: visited merge")
         win = win[np.argsort(tag[win])]
         tag = tag[win]
         parent = ls + _ranks(level_keys, tag >> np.uint64(ACTION_BITS))
         new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
+        stages.lap("reduce: numbering")
         new_rows = np.take(allrows, win, axis=0)
         new_key_fps = fp[win]
         new_fps = new_key_fps if sym is None else search.fingerprint.full(_transpose(new_rows))
+        stages.lap("reduce: row gather")
     else:
         new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
     _save_visited(job.workdir, job.level + 1, index, visited)
+    stages.lap("reduce: visited write")
     violations = {}
     if new_keys.size:
         batch = _transpose(new_rows)
@@ -660,6 +707,7 @@ def _reduce_task(job, index, records, to_jvm=True):
             bad = np.flatnonzero(~kernels.holds(spec.invariants[name], batch))
             if bad.size:
                 violations[name] = int(new_keys[bad[0]])
+    stages.lap("reduce: invariants")
     # transitions by chunk of parent numbers (the local engine's max_states granularity)
     n_chunks = -(-n_level // job.chunk)
     if counts is not None and counts.size:
@@ -669,14 +717,20 @@ def _reduce_task(job, index, records, to_jvm=True):
         transitions = np.bincount(own, weights=counts, minlength=n_chunks).astype(np.int64)
     else:
         transitions = np.zeros(n_chunks, dtype=np.int64)
+    stages.lap("reduce: numbering")
     _write_level(job.workdir, job.level + 1, index, new_key_fps, new_keys)
+    stages.lap("reduce: parquet write")
     _maybe_fail(job, "reduce", index)
     out = _Part(new_rows, new_fps, new_keys, ls + n_level)
     if to_jvm:                                  # the level is cached: its arrays go to files, not to the JVM
         out = _save_frontier(job.workdir, job.level + 1, index, out)
+    stages.lap("reduce: frontier write")
+    for name, seconds in map_stages.items():
+        stages.seconds[name] = stages.seconds.get(name, 0.0) + seconds
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size), kernels=used, python_jvm_bytes=moved, successor_file_bytes=filed)})
+        visited=int(visited.size), kernels=used, python_jvm_bytes=moved, successor_file_bytes=filed,
+        stage_cpu_seconds=stages.seconds)})
     yield index, out
 
 
@@ -904,6 +958,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 moved.append(dict(level=level, new_states=n_new, shuffle_write_bytes=shuffled[level - first],
                                   python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done),
                                   successor_file_bytes=sum(s["successor_file_bytes"] for s in done),
+                                  stage_cpu_seconds=_sum_stages(s["stage_cpu_seconds"] for s in done),
                                   kernels=used.pop() if len(used) == 1 else "mixed"))
                 new_keys, cut, level_budget = None, n_new, None
                 if n_new and max_states is not None and next_id + n_new >= max_states:
@@ -991,6 +1046,15 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         retained_bytes=8 * visited_states + 10 * distinct,
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
         fingerprint_bits=search.fingerprint.bits, engine="spark", levels=moved)
+
+
+def _sum_stages(dicts):
+    """Stage CPU seconds of several tasks, added up by stage (rounded to the millisecond)."""
+    total = {}
+    for d in dicts:
+        for name, seconds in d.items():
+            total[name] = total.get(name, 0.0) + seconds
+    return {name: round(seconds, 3) for name, seconds in sorted(total.items())}
 
 
 def _batch_size(level_sizes, batch_states, depth_left):
