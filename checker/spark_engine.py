@@ -653,10 +653,13 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             for q, path in files.close().items():
                 yield q, ("f", path)
         _maybe_fail(job, "map", index)
-        moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
-        # transitions by chunk of parent numbers (the local engine's max_states granularity), once they are known
+        # transitions by chunk of parent numbers (the local engine's max_states granularity), once they are known:
+        # then the reduce task needs no per-state counts
         numbered = None if own is None else (n_level, np.bincount(
             own // chunk, weights=counts, minlength=n_chunks).astype(np.int64))
+        if numbered is not None:
+            counts = None
+        moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
         stages.lap("map: successor files")
         yield index, ("s", counts, fired, moved, _kernels_name(search), filed, stages.seconds, numbered)
         if carry:
