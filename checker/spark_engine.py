@@ -67,7 +67,9 @@ every level: about 4.7 GB for 12M states, the first design.)
 The driver learns each level's outcome from task summaries sent through an
 accumulator keyed by (level, partition), so a recomputed task changes nothing;
 the job's action is a JVM-side count, so no extra Python pass runs over the
-cached records. Nothing lives in executor-side globals but the spec,
+cached records. A summary carries the CPU seconds of the task's sections
+(``stage_cpu_seconds``: expand, group, visited filter, successor rows and files,
+sort and dedup, ...), reported per level. Nothing lives in executor-side globals but the spec,
 re-instantiated from its class and bounds once per Python worker: a retried
 task reads its inputs from the cache, the shuffle, the visited files and the
 Parquet files of the previous level again and produces the same record. Every ``checkpoint_every``
@@ -87,13 +89,19 @@ A partition holds an arbitrary (fingerprint-chosen) subset of a level, so a
 rank is global; but the ranks of level L are needed only one stage later, so
 they come from the Parquet files of level L, complete once the stage that
 wrote them is over (the shuffle is the barrier), and the driver never handles
-per-state data. The map task expanding level L does not know its states'
-numbers, only their keys, and since keys and numbers are in the same order it
-tags each successor with ``K(parent) << 16 | action``, which orders successors
-exactly as (parent number, action) does. The reduce task then picks the
-smallest tag per fingerprint, reads the level-L keys from the files and turns
-each winner's ``K(parent)`` into the parent's number (``level start + sum over
-files of searchsorted``), giving the winner's own key and the Parquet row.
+per-state data. The map task of a job's first level knows its states' numbers:
+the level's files are complete (the previous job wrote them), so it ranks its
+keys among the other partitions' (their frontier key files, else their Parquet
+files) and tags each successor with ``parent number << 16 | action``, which is
+the successor's own key if it wins; it also counts the transitions per chunk of
+parent numbers itself. A chained level's map task knows only its states' keys
+(the other partitions write theirs alongside), and since keys and numbers are in
+the same order it tags each successor with ``K(parent) << 16 | action``, which
+orders successors exactly as (parent number, action) does. Either way the
+reduce task picks the smallest tag per fingerprint; for parent keys it reads the
+level-L keys from the files and turns each winner's ``K(parent)`` into the
+parent's number (``level start + sum over files of searchsorted``), giving the
+winner's own key and the Parquet row.
 Packing needs parent numbers below 2**32 (the local engine stores them as
 uint32 as well). The first violating state of an invariant is the smallest key
 violating it in the first level where any partition reports one; the driver
@@ -439,20 +447,21 @@ def _drop_frontiers(workdir, partitions, below):
                     pass
 
 
+def _parquet_keys(path):
+    """The keys (parent << 16 | action) of one partition's Parquet file of a level, in key order."""
+    import pyarrow.parquet as pq
+    t = pq.ParquetFile(path).read(columns=["parent", "action"], use_threads=False)
+    parent = t.column("parent").to_numpy().astype(np.uint64)
+    return (parent << np.uint64(ACTION_BITS)) | t.column("action").to_numpy().astype(np.uint64)
+
+
 def _read_level_keys(workdir, level, merged=True):
     """Every key of a level from its Parquet files: one sorted array, or one per partition file."""
     if level == 1:
         keys = [np.zeros(1, dtype=np.uint64)]                # the initial state: number 0, key 0
     else:
-        import pyarrow.parquet as pq
         d = _level_path(workdir, level)
-        keys = []
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".parquet"):
-                t = pq.ParquetFile(os.path.join(d, name)).read(columns=["parent", "action"], use_threads=False)
-                parent = t.column("parent").to_numpy().astype(np.uint64)
-                action = t.column("action").to_numpy().astype(np.uint64)
-                keys.append((parent << np.uint64(ACTION_BITS)) | action)
+        keys = [_parquet_keys(os.path.join(d, name)) for name in sorted(os.listdir(d)) if name.endswith(".parquet")]
     if not merged:
         return keys
     return np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
@@ -472,11 +481,7 @@ def _level_ranks(job, index, keys):
         try:
             other = np.load(_frontier_path(job.workdir, job.level, q, "keys"), mmap_mode="r")
         except (FileNotFoundError, ValueError):          # not there (or empty: cannot be mapped)
-            import pyarrow.parquet as pq
-            t = pq.ParquetFile(_level_path(job.workdir, job.level, q)).read(columns=["parent", "action"],
-                                                                         use_threads=False)
-            other = ((t.column("parent").to_numpy().astype(np.uint64) << np.uint64(ACTION_BITS))
-                     | t.column("action").to_numpy().astype(np.uint64))
+            other = _parquet_keys(_level_path(job.workdir, job.level, q))
         if other.size:
             ranks += np.searchsorted(other, keys)
         n_level += other.size
