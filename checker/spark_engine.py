@@ -349,18 +349,32 @@ def _visited_elsewhere(workdir, level, index):
     return None
 
 
-def _save_visited(workdir, level, index, visited):
-    """Write a level's visited set atomically; drop the one two levels back (no task of this run reads it)."""
+def _save_visited(workdir, level, index, visited, at=None, new=None):
+    """Write a level's visited set atomically: ``visited``, with the sorted fingerprints ``new`` inserted before
+    positions ``at`` (``np.insert``'s arguments) merged straight into the mapped file, not into a new array
+    first; drop the set two levels back (no task of this run reads it). Returns the set's size."""
     path = _visited_path(workdir, level, index)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    with open(tmp, "wb") as fh:
-        np.save(fh, visited)
+    size = visited.size + (0 if new is None else new.size)
+    if new is None or not new.size:
+        with open(tmp, "wb") as fh:
+            np.save(fh, visited)
+    else:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(size,))
+        placed = at + np.arange(new.size)
+        out[placed] = new
+        old = np.ones(size, dtype=bool)
+        old[placed] = False
+        out[old] = visited
+        out.flush()
+        del out
     os.replace(tmp, path)
     try:
         os.remove(_visited_path(workdir, level - 2, index))
     except FileNotFoundError:
         pass
+    return size
 
 
 _FRONTIER_ARRAYS = ("rows", "fps", "keys")
@@ -724,6 +738,7 @@ def _reduce_task(job, index, records, to_jvm=True):
     stages.lap("reduce: level keys")
     visited = _visited(job, index, job.level)
     stages.lap("reduce: visited file")
+    at = unique = None                          # where the new fingerprints go into the visited set
     fp = np.concatenate(fps) if fps else np.zeros(0, dtype=np.uint64)
     if fp.size:
         tag = np.concatenate(tags)
@@ -744,8 +759,6 @@ def _reduce_task(job, index, records, to_jvm=True):
             fresh = visited[np.minimum(at, visited.size - 1)] != unique
             win, unique, at = win[fresh], unique[fresh], at[fresh]
         stages.lap("reduce: anti-join")
-        visited = np.insert(visited, at, unique)
-        stages.lap("reduce: visited merge")
         win = win[_key_order(tag[win])]
         tag = tag[win]
         if level_keys is None:                  # tagged with parent numbers: the tag is the key
@@ -761,8 +774,8 @@ def _reduce_task(job, index, records, to_jvm=True):
     else:
         new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
-    _save_visited(job.workdir, job.level + 1, index, visited)
-    stages.lap("reduce: visited write")
+    n_visited = _save_visited(job.workdir, job.level + 1, index, visited, at, unique)
+    stages.lap("reduce: visited merge and write")
     violations = {}
     if new_keys.size:
         batch = _transpose(new_rows)
@@ -794,7 +807,7 @@ def _reduce_task(job, index, records, to_jvm=True):
         stages.seconds[name] = stages.seconds.get(name, 0.0) + seconds
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size), kernels=used, python_jvm_bytes=moved, successor_file_bytes=filed,
+        visited=n_visited, kernels=used, python_jvm_bytes=moved, successor_file_bytes=filed,
         stage_cpu_seconds=stages.seconds)})
     yield index, out
 
