@@ -367,8 +367,7 @@ def _save_visited(workdir, level, index, visited, at=None, new=None):
         old = np.ones(size, dtype=bool)
         old[placed] = False
         out[old] = visited
-        out.flush()
-        del out
+        del out                             # a shared mapping: other processes read the pages it wrote
     os.replace(tmp, path)
     try:
         os.remove(_visited_path(workdir, level - 2, index))
