@@ -522,13 +522,13 @@ def _transpose(rows):
     return out
 
 
-def _successor_rows(rows, parts, part_start, picks):
-    """Successor states as rows (k x width) from their parents' rows; ``picks`` ascend (into the parts).
+def _successor_rows(rows, parts, part_start, picks, parent):
+    """Successor states as rows (k x width) from their parents' rows; ``picks`` ascend (into the parts, whose
+    parent rows, concatenated, are ``parent``).
 
     Gathering whole parent rows and patching the written cells is several times
     faster than gathering columns of the column-major batch.
     """
-    parent = np.concatenate([p[1] for p in parts])
     out = np.take(rows, parent[picks], axis=0)
     bounds = np.searchsorted(picks, np.append(part_start, parent.size))
     for i, (_, _, cols, _) in enumerate(parts):
@@ -631,7 +631,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 fp = np.concatenate([p[3] for p in parts])
                 succ = None
             else:
-                succ = _successor_rows(rows, parts, part_start, np.arange(m))
+                succ = _successor_rows(rows, parts, part_start, np.arange(m), parent)
                 fp = sym.canonical(succ.T)
             stages.lap("map: expand bookkeeping")
             # one sort: the smallest (parent, action) of each fingerprint, packed with its index
@@ -655,7 +655,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             for q in range(P):
                 sel = picks if P == 1 else picks[owner == np.uint64(q)]     # each owner's rows gathered once
                 if sel.size:
-                    out = _successor_rows(rows, parts, part_start, sel) if succ is None else np.take(succ, sel, axis=0)
+                    out = _successor_rows(rows, parts, part_start, sel, parent) if succ is None else np.take(succ, sel, axis=0)
                     tag = (prefix[cs + parent[sel]] << np.uint64(ACTION_BITS)) | action[sel].astype(np.uint64)
                     stages.lap("map: successor rows")
                     if files is None:
