@@ -3,7 +3,8 @@
     python benchmarks/spark_vs_local.py overhead                # per-level overhead on local[2]
     python benchmarks/spark_vs_local.py throughput              # the >= 10M-state comparison (minutes)
     python benchmarks/spark_vs_local.py throughput kip-101:unflushed_loss=1,max_crashes=2 --invariants log-matching
-    python benchmarks/spark_vs_local.py                         # both
+    python benchmarks/spark_vs_local.py stages                  # CPU s per stage per million states, both engines
+    python benchmarks/spark_vs_local.py                         # overhead and throughput
 
 overhead: a spec of ~100 states and 10 levels, so that a level's work is
 nothing and its time is Spark's: one job per level and several levels chained
@@ -21,8 +22,16 @@ engines on a shared machine. The Spark row adds the bytes its levels moved
 between the JVM and the Python workers (the records' numpy payload), in all,
 at the busiest level, and per state, and ``cpu_by_role``: its CPU seconds by
 process (driver Python, JVM and its busiest threads, Python daemon, each
-Python worker), sampled from /proc once a second. Both rows give the seconds at
-the end of each level (``seconds_at_level_end``).
+Python worker), sampled from /proc once a second, and ``stage_cpu_seconds``: the
+Python workers' CPU seconds by section of the map and reduce tasks (the engine's
+own per-level report, summed over levels). Both rows give the seconds at the end
+of each level (``seconds_at_level_end``).
+
+stages: the throughput comparison plus a third run of the local engine on one
+worker thread with its pieces timed (expand, group, visited insert, pick,
+materialize, invariants, level write; wrappers around its public methods,
+``time.process_time``), and a table of both engines' CPU seconds per stage per
+million states.
 """
 from __future__ import annotations
 
@@ -137,6 +146,39 @@ class CpuByRole:
                     jvm_threads={k: round(v, 1) for k, v in threads.most_common(10)})
 
 
+# --- the local engine's own stages (one worker thread, its methods timed) -------------------------
+LOCAL_STAGES = (("checker.bfs", "Search", "expand", "expand"),
+                ("checker.bfs", "Search", "group", "group"),
+                ("checker.visited", "VisitedSet", "insert", "visited insert"),
+                ("checker.bfs", "Search", "pick", "pick"),
+                ("checker.bfs", "Search", "materialize", "materialize"),
+                ("checker.bfs", "Search", "_violations", "invariants"),
+                ("checker.levels", "Frontier", "block", "frontier block"),
+                ("checker.levels", "LevelWriter", "append", "level write"),
+                ("checker.levels", "LevelWriter", "finish", "level write"))
+
+
+def time_local_stages():
+    """Wrap the local engine's pieces with CPU timers; returns the {stage: CPU s} they fill. One worker thread
+    only (process_time is the whole process's): the caller runs the search with workers=1."""
+    import importlib
+    seconds = collections.Counter()
+    for module, cls, name, stage in LOCAL_STAGES:
+        owner = getattr(importlib.import_module("isrcheck." + module), cls)
+        raw = owner.__dict__[name]
+        static = isinstance(raw, staticmethod)
+        fn = raw.__func__ if static else raw
+
+        def timed(*args, _fn=fn, _stage=stage, **kw):
+            t = time.process_time()
+            try:
+                return _fn(*args, **kw)
+            finally:
+                seconds[_stage] += time.process_time() - t
+        setattr(owner, name, staticmethod(timed) if static else timed)
+    return seconds
+
+
 # --- one engine run (in its own process) ------------------------------------------------------
 def run_one(engine, config, invariants, partitions):
     from isrcheck.specs import SPECS
@@ -151,10 +193,16 @@ def run_one(engine, config, invariants, partitions):
             print(f"  [{engine}] level {depth}: frontier {frontier:,}, {distinct:,} states, {seconds:.0f}s",
                   file=sys.stderr, flush=True)
 
-    if engine == "local":
+    stages = None
+    if engine in ("local", "local-stages"):
         from isrcheck.checker.bfs import search
-        result = search(spec, invariants, progress=progress)
+        if engine == "local-stages":
+            stages = time_local_stages()
+        t0 = tree_cpu_seconds()
+        result = search(spec, invariants, progress=progress, workers=1 if stages is not None else None)
         cpu = tree_cpu_seconds()
+        if stages is not None:
+            stages["other (search loop, kernel choice, imports)"] = cpu - t0 - sum(stages.values())
         by_role = None
     else:
         from isrcheck.checker.spark_engine import spark_context, spark_search
@@ -171,6 +219,9 @@ def run_one(engine, config, invariants, partitions):
             moved[key] = sum(per_level)
             moved["peak_level_" + key] = max(per_level)
             moved[key + "_per_state"] = round(sum(per_level) / result.distinct_states, 1)
+        stages = collections.Counter()
+        for m in result.levels:
+            stages.update(m.get("stage_cpu_seconds") or {})
     return {"engine": engine, "config": config, "invariants": invariants, "partitions": partitions,
             "distinct_states": result.distinct_states, "transitions": result.transitions,
             "depth": result.depth, "verdicts": result.verdicts, "seconds": round(result.seconds, 1),
@@ -178,18 +229,19 @@ def run_one(engine, config, invariants, partitions):
             "states_per_cpu_second": round(result.distinct_states / cpu) if cpu else None,
             "cpu_seconds_per_million_states": round(cpu / result.distinct_states * 1e6, 2),
             "peak_memory_mb": round(result.peak_memory_bytes / 2 ** 20), **moved,
-            "cpu_by_role": by_role, "seconds_at_level_end": level_end}
+            "cpu_by_role": by_role, "seconds_at_level_end": level_end,
+            "stage_cpu_seconds": None if stages is None else {k: round(v, 2) for k, v in stages.most_common()}}
 
 
-def throughput(config, invariants, partitions=2):
+def throughput(config, invariants, partitions=2, engines=("local", "spark")):
     rows = []
-    for engine in ("local", "spark"):
+    for engine in engines:
         cmd = [sys.executable, __file__, "--one", engine, config, ",".join(invariants), str(partitions)]
         print(f"running {engine} on {config} ...", flush=True)
         out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
-    local, spark = rows
+    local, spark = rows[:2]
     same = all(local[k] == spark[k] for k in ("distinct_states", "transitions", "depth", "verdicts"))
     print(f"\n{config} [{', '.join(invariants)}]: same answers: {same}")
     print(f"{'engine':8} {'states':>12} {'seconds':>9} {'states/s':>10} {'cpu s':>9} "
@@ -197,6 +249,26 @@ def throughput(config, invariants, partitions=2):
     for r in rows:
         print(f"{r['engine']:8} {r['distinct_states']:>12,} {r['seconds']:>9} {r['states_per_second']:>10,} "
               f"{r['cpu_seconds']:>9} {r['states_per_cpu_second']:>12,} {r['peak_memory_mb']:>8}")
+    return rows
+
+
+def stages(config, invariants, partitions=2):
+    """Throughput, plus the local engine's stages on one worker; then CPU s per stage per million states."""
+    rows = throughput(config, invariants, partitions, engines=("local", "spark", "local-stages"))
+    spark, timed = rows[1], rows[2]
+    million = spark["distinct_states"] / 1e6
+    workers = (spark["cpu_by_role"] or {}).get("roles", {}).get("python workers", 0.0)
+    in_tasks = sum(spark["stage_cpu_seconds"].values())
+    print(f"\nCPU s per million states ({spark['distinct_states']:,} states)")
+    print(f"spark: Python workers {workers / million:.2f} (in the tasks' sections {in_tasks / million:.2f}, "
+          f"outside them: worker start and Spark's task protocol {(workers - in_tasks) / million:.2f}), "
+          f"whole process tree {spark['cpu_seconds'] / million:.2f}")
+    for name, s in sorted(spark["stage_cpu_seconds"].items(), key=lambda kv: -kv[1]):
+        print(f"  {name:40} {s / million:6.3f}")
+    print(f"local engine, one worker thread: whole process {timed['cpu_seconds'] / million:.2f} "
+          f"(the default run on every core: {rows[0]['cpu_seconds'] / million:.2f})")
+    for name, s in sorted(timed["stage_cpu_seconds"].items(), key=lambda kv: -kv[1]):
+        print(f"  {name:40} {s / million:6.3f}")
     return rows
 
 
@@ -246,7 +318,7 @@ def main(argv):
         engine, config, invariants, partitions = argv[1], argv[2], argv[3].split(","), int(argv[4])
         print(json.dumps(run_one(engine, config, invariants, partitions)))
         return
-    what = argv[0] if argv and argv[0] in ("overhead", "throughput") else None
+    what = argv[0] if argv and argv[0] in ("overhead", "throughput", "stages") else None
     rest = argv[1:] if what else argv
     invariants = THROUGHPUT_INVARIANTS
     if "--invariants" in rest:
@@ -257,6 +329,8 @@ def main(argv):
         overhead()
     if what in (None, "throughput"):
         throughput(rest[0] if rest else THROUGHPUT, invariants.split(","))
+    if what == "stages":
+        stages(rest[0] if rest else THROUGHPUT, invariants.split(","))
 
 
 if __name__ == "__main__":

@@ -67,7 +67,9 @@ every level: about 4.7 GB for 12M states, the first design.)
 The driver learns each level's outcome from task summaries sent through an
 accumulator keyed by (level, partition), so a recomputed task changes nothing;
 the job's action is a JVM-side count, so no extra Python pass runs over the
-cached records. Nothing lives in executor-side globals but the spec,
+cached records. A summary carries the CPU seconds of the task's sections
+(``stage_cpu_seconds``: expand, group, visited filter, successor rows and files,
+sort and dedup, ...), reported per level. Nothing lives in executor-side globals but the spec,
 re-instantiated from its class and bounds once per Python worker: a retried
 task reads its inputs from the cache, the shuffle, the visited files and the
 Parquet files of the previous level again and produces the same record. Every ``checkpoint_every``
@@ -87,13 +89,19 @@ A partition holds an arbitrary (fingerprint-chosen) subset of a level, so a
 rank is global; but the ranks of level L are needed only one stage later, so
 they come from the Parquet files of level L, complete once the stage that
 wrote them is over (the shuffle is the barrier), and the driver never handles
-per-state data. The map task expanding level L does not know its states'
-numbers, only their keys, and since keys and numbers are in the same order it
-tags each successor with ``K(parent) << 16 | action``, which orders successors
-exactly as (parent number, action) does. The reduce task then picks the
-smallest tag per fingerprint, reads the level-L keys from the files and turns
-each winner's ``K(parent)`` into the parent's number (``level start + sum over
-files of searchsorted``), giving the winner's own key and the Parquet row.
+per-state data. The map task of a job's first level knows its states' numbers:
+the level's files are complete (the previous job wrote them), so it ranks its
+keys among the other partitions' (their frontier key files, else their Parquet
+files) and tags each successor with ``parent number << 16 | action``, which is
+the successor's own key if it wins; it also counts the transitions per chunk of
+parent numbers itself. A chained level's map task knows only its states' keys
+(the other partitions write theirs alongside), and since keys and numbers are in
+the same order it tags each successor with ``K(parent) << 16 | action``, which
+orders successors exactly as (parent number, action) does. Either way the
+reduce task picks the smallest tag per fingerprint; for parent keys it reads the
+level-L keys from the files and turns each winner's ``K(parent)`` into the
+parent's number (``level start + sum over files of searchsorted``), giving the
+winner's own key and the Parquet row.
 Packing needs parent numbers below 2**32 (the local engine stores them as
 uint32 as well). The first violating state of an invariant is the smallest key
 violating it in the first level where any partition reports one; the driver
@@ -258,6 +266,19 @@ def _first_per_fingerprint(fp):
     return np.minimum.reduceat(order, np.flatnonzero(starts))
 
 
+def _key_order(keys):
+    """``np.argsort`` of distinct uint64 keys: one sort of the keys with their indices packed below them when both
+    fit in 64 bits (numpy sorts values several times faster than it argsorts them), else an argsort."""
+    n = keys.size
+    bits = max(1, (n - 1).bit_length())
+    if n == 0 or int(keys.max()) >> (64 - bits):
+        return np.argsort(keys)
+    packed = keys << np.uint64(bits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    return (packed & np.uint64((1 << bits) - 1)).view(np.int64)
+
+
 def _ranks(key_lists, keys):
     """Rank of each key among the union of sorted key arrays (keys are distinct across arrays)."""
     r = np.zeros(keys.size, dtype=np.int64)
@@ -328,18 +349,31 @@ def _visited_elsewhere(workdir, level, index):
     return None
 
 
-def _save_visited(workdir, level, index, visited):
-    """Write a level's visited set atomically; drop the one two levels back (no task of this run reads it)."""
+def _save_visited(workdir, level, index, visited, at=None, new=None):
+    """Write a level's visited set atomically: ``visited``, with the sorted fingerprints ``new`` inserted before
+    positions ``at`` (``np.insert``'s arguments) merged straight into the mapped file, not into a new array
+    first; drop the set two levels back (no task of this run reads it). Returns the set's size."""
     path = _visited_path(workdir, level, index)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    with open(tmp, "wb") as fh:
-        np.save(fh, visited)
+    size = visited.size + (0 if new is None else new.size)
+    if new is None or not new.size:
+        with open(tmp, "wb") as fh:
+            np.save(fh, visited)
+    else:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(size,))
+        placed = at + np.arange(new.size)
+        out[placed] = new
+        old = np.ones(size, dtype=bool)
+        old[placed] = False
+        out[old] = visited
+        del out                             # a shared mapping: other processes read the pages it wrote
     os.replace(tmp, path)
     try:
         os.remove(_visited_path(workdir, level - 2, index))
     except FileNotFoundError:
         pass
+    return size
 
 
 _FRONTIER_ARRAYS = ("rows", "fps", "keys")
@@ -426,23 +460,45 @@ def _drop_frontiers(workdir, partitions, below):
                     pass
 
 
+def _parquet_keys(path):
+    """The keys (parent << 16 | action) of one partition's Parquet file of a level, in key order."""
+    import pyarrow.parquet as pq
+    t = pq.ParquetFile(path).read(columns=["parent", "action"], use_threads=False)
+    parent = t.column("parent").to_numpy().astype(np.uint64)
+    return (parent << np.uint64(ACTION_BITS)) | t.column("action").to_numpy().astype(np.uint64)
+
+
 def _read_level_keys(workdir, level, merged=True):
     """Every key of a level from its Parquet files: one sorted array, or one per partition file."""
     if level == 1:
         keys = [np.zeros(1, dtype=np.uint64)]                # the initial state: number 0, key 0
     else:
-        import pyarrow.parquet as pq
         d = _level_path(workdir, level)
-        keys = []
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".parquet"):
-                t = pq.ParquetFile(os.path.join(d, name)).read(columns=["parent", "action"], use_threads=False)
-                parent = t.column("parent").to_numpy().astype(np.uint64)
-                action = t.column("action").to_numpy().astype(np.uint64)
-                keys.append((parent << np.uint64(ACTION_BITS)) | action)
+        keys = [_parquet_keys(os.path.join(d, name)) for name in sorted(os.listdir(d)) if name.endswith(".parquet")]
     if not merged:
         return keys
     return np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
+
+
+def _level_ranks(job, index, keys):
+    """Ranks of partition ``index``'s keys of level ``job.level`` (sorted) among the whole level's, and the level's
+    size, once every partition's share of it is written: the others' keys from their frontier files (mapped), or
+    from their Parquet files (the reliable copy) when a file is not there."""
+    if job.level == 1:
+        level_keys = _read_level_keys(job.workdir, 1, merged=False)
+        return _ranks(level_keys, keys), sum(k.size for k in level_keys)
+    ranks, n_level = np.arange(keys.size, dtype=np.int64), keys.size
+    for q in range(job.partitions):
+        if q == index:
+            continue
+        try:
+            other = np.load(_frontier_path(job.workdir, job.level, q, "keys"), mmap_mode="r")
+        except (FileNotFoundError, ValueError):          # not there (or empty: cannot be mapped)
+            other = _parquet_keys(_level_path(job.workdir, job.level, q))
+        if other.size:
+            ranks += np.searchsorted(other, keys)
+        n_level += other.size
+    return ranks, n_level
 
 
 def _maybe_fail(job, stage, index):
@@ -458,20 +514,21 @@ def _maybe_fail(job, stage, index):
 # the two halves of a level
 # ---------------------------------------------------------------------------------------------
 def _transpose(rows):
-    """A state-per-row batch (n x width) as the numpy backend's column-major batch (width x n), blockwise."""
+    """A state-per-row batch (n x width) as the numpy backend's column-major batch (width x n), blockwise (blocks
+    of 256 rows: a third faster than 4096 on int8 rows of 66 cells)."""
     out = np.empty(rows.shape[::-1], dtype=rows.dtype)
-    for s in range(0, rows.shape[0], 4096):
-        out[:, s:s + 4096] = rows[s:s + 4096].T
+    for s in range(0, rows.shape[0], 256):
+        out[:, s:s + 256] = rows[s:s + 256].T
     return out
 
 
-def _successor_rows(rows, parts, part_start, picks):
-    """Successor states as rows (k x width) from their parents' rows; ``picks`` ascend (into the parts).
+def _successor_rows(rows, parts, part_start, picks, parent):
+    """Successor states as rows (k x width) from their parents' rows; ``picks`` ascend (into the parts, whose
+    parent rows, concatenated, are ``parent``).
 
     Gathering whole parent rows and patching the written cells is several times
     faster than gathering columns of the column-major batch.
     """
-    parent = np.concatenate([p[1] for p in parts])
     out = np.take(rows, parent[picks], axis=0)
     bounds = np.searchsorted(picks, np.append(part_start, parent.size))
     for i, (_, _, cols, _) in enumerate(parts):
@@ -486,6 +543,22 @@ def _successor_rows(rows, parts, part_start, picks):
 def _kernels_name(search):
     """The kernels a worker's Search expands with now: "native" or "numpy"."""
     return "numpy" if search.native is None else "native"
+
+
+class _Stages:
+    """CPU seconds of a task's sections, lap by lap (``time.process_time``: a Python worker runs one task at a
+    time, its kernels on its own thread): ``lap(name)`` charges the time since the previous lap to ``name``.
+    Reported per level (``stage_cpu_seconds``) so that the workers' per-state work can be set beside the local
+    engine's."""
+
+    def __init__(self, seconds=None):
+        self.seconds = dict(seconds or {})
+        self.t = time.process_time()
+
+    def lap(self, name):
+        now = time.process_time()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self.t
+        self.t = now
 
 
 def _nbytes(*arrays):
@@ -505,28 +578,46 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
     cross the JVM boundary (the input record ``from_jvm``, every record out) go to
     the reduce task with the statistics.
     """
+    stages = _Stages()
     spec, search, sym = _worker_search(job)
+    stages.lap("worker setup")
     P, chunk, n_actions = job.partitions, job.chunk, len(spec.actions)
     for _, part in records:
+        if from_jvm:
+            stages.lap("map: read record")
+        else:                                   # the reduce task that made it ran here: its time is its own
+            stages.t = time.process_time()
         moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
         files = _SuccessorFiles(job.workdir, job.level + 1, index) if job.successor_files else None
         filed = 0
         part = _frontier(job.workdir, job.level, index, part)
+        stages.lap("map: frontier files")
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
         fired = np.zeros(n_actions, dtype=bool)
         if n and part.keys[-1] >= MAX_KEY:
             raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
+        # successors are tagged with their parent's key, or, when the level's Parquet files are complete (the
+        # first level of a job), with its number: then the tag is the successor's own key
+        prefix, own = part.keys, None
+        if job.numbered:
+            own, n_level = _level_ranks(job, index, part.keys)   # the frontier's numbers, less the level's start
+            n_chunks = -(-n_level // chunk)
+            prefix = (own + part.level_start).astype(np.uint64)
+            stages.lap("map: numbering")
         # the successors' owners' visited sets: this partition's, complete, and on one machine (successors through
         # files; the page cache holds every set) the others' as their files have them. On a cluster every map task
         # would read every partition's set each level: there only the shuffle's bytes would shrink
         seen_by = [_visited(job, index, job.level) if q == index else
                    _visited_elsewhere(job.workdir, job.level, q) if job.successor_files else None for q in range(P)]
         seen_by = [(q, v) for q, v in enumerate(seen_by) if v is not None and v.size]
+        stages.lap("map: visited files")
         for cs in range(0, n, chunk):
             rows = part.rows[cs:cs + chunk]
             batch = _transpose(rows)
+            stages.lap("map: transpose")
             parts = search.expand(batch, part.fps[cs:cs + chunk])
+            stages.lap("map: expand")
             if not parts:
                 continue
             sizes = np.array([p[1].size for p in parts])
@@ -540,11 +631,13 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 fp = np.concatenate([p[3] for p in parts])
                 succ = None
             else:
-                succ = _successor_rows(rows, parts, part_start, np.arange(m))
+                succ = _successor_rows(rows, parts, part_start, np.arange(m), parent)
                 fp = sym.canonical(succ.T)
+            stages.lap("map: expand bookkeeping")
             # one sort: the smallest (parent, action) of each fingerprint, packed with its index
             order, starts, unique = Search.group(fp)
             win = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts) % m
+            stages.lap("map: group")
             if seen_by:                            # drop the successors their owners have visited
                 owner_of = unique % np.uint64(P)
                 keep = np.ones(win.size, dtype=bool)
@@ -554,6 +647,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                     at[at == visited.size] = 0
                     keep[mine[visited[at] == unique[mine]]] = False
                 win = win[keep]
+            stages.lap("map: visited filter")
             chosen = np.zeros(m, dtype=bool)
             chosen[win] = True
             picks = np.flatnonzero(chosen)          # ascending: parts stay contiguous
@@ -561,21 +655,31 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             for q in range(P):
                 sel = picks if P == 1 else picks[owner == np.uint64(q)]     # each owner's rows gathered once
                 if sel.size:
-                    out = _successor_rows(rows, parts, part_start, sel) if succ is None else np.take(succ, sel, axis=0)
-                    tag = (part.keys[cs + parent[sel]] << np.uint64(ACTION_BITS)) | action[sel].astype(np.uint64)
+                    out = _successor_rows(rows, parts, part_start, sel, parent) if succ is None else np.take(succ, sel, axis=0)
+                    tag = (prefix[cs + parent[sel]] << np.uint64(ACTION_BITS)) | action[sel].astype(np.uint64)
+                    stages.lap("map: successor rows")
                     if files is None:
                         record = ("d", fp[sel], tag, out)
                         moved += _nbytes(*record[1:])
                         yield q, record
+                        stages.lap("map: to JVM")
                     else:
                         files.add(q, fp[sel], tag, out)
                         filed += _nbytes(fp[sel], tag, out)
+                        stages.lap("map: successor files")
         if files is not None:
             for q, path in files.close().items():
                 yield q, ("f", path)
         _maybe_fail(job, "map", index)
+        # transitions by chunk of parent numbers (the local engine's max_states granularity), once they are known:
+        # then the reduce task needs no per-state counts
+        numbered = None if own is None else (n_level, np.bincount(
+            own // chunk, weights=counts, minlength=n_chunks).astype(np.int64))
+        if numbered is not None:
+            counts = None
         moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
-        yield index, ("s", counts, fired, moved, _kernels_name(search), filed)
+        stages.lap("map: successor files")
+        yield index, ("s", counts, fired, moved, _kernels_name(search), filed, stages.seconds, numbered)
         if carry:
             yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
 
@@ -599,12 +703,15 @@ def _reduce_task(job, index, records, to_jvm=True):
     Its summary counts the level's payload bytes between the JVM and Python: its
     map task's, the records read here, and the new record ``to_jvm``.
     """
+    stages = _Stages()
     spec, search, sym = _worker_search(job)
     kernels = backends.batch(spec) if search.native is None else search.native
+    stages.lap("worker setup")
     prev, fps, tags, rows = None, [], [], []
     counts, fired, moved, used = None, np.zeros(len(spec.actions), dtype=bool), 0, _kernels_name(search)
-    filed = 0
+    filed, map_stages, numbered = 0, {}, None
     for _, v in records:
+        stages.lap("reduce: read records")
         if isinstance(v, _Part):
             prev = v
             moved += _nbytes(v.rows, v.fps, v.keys)
@@ -614,45 +721,60 @@ def _reduce_task(job, index, records, to_jvm=True):
                 tags.append(t)
                 rows.append(r)
             moved += _nbytes(*v[1:]) if v[0] == "d" else 0
+            stages.lap("reduce: successor files")
         else:
-            counts, fired, used, filed = v[1], v[2], v[4], v[5]
+            counts, fired, used, filed, map_stages, numbered = v[1], v[2], v[4], v[5], v[6], v[7]
             moved += v[3] + _nbytes(counts, fired)
-    level_keys = _read_level_keys(job.workdir, job.level, merged=False)      # complete: the previous stage
-    n_level = sum(k.size for k in level_keys)
+    stages.lap("reduce: read records")
+    # tagged with parent keys (a chained level): their numbers come from the level's Parquet files, complete now
+    level_keys, transitions = None, None
+    if numbered is None:
+        level_keys = _read_level_keys(job.workdir, job.level, merged=False)
+        n_level = sum(k.size for k in level_keys)
+    else:                                       # the map task had them: the level's size and its transitions
+        n_level, transitions = numbered
     ls = prev.level_start
+    stages.lap("reduce: level keys")
     visited = _visited(job, index, job.level)
+    stages.lap("reduce: visited file")
+    at = unique = None                          # where the new fingerprints go into the visited set
     fp = np.concatenate(fps) if fps else np.zeros(0, dtype=np.uint64)
     if fp.size:
         tag = np.concatenate(tags)
         allrows = np.concatenate(rows)
-        # one sort by fingerprint; the smallest tag of each group wins (tags are unique). An argsort: at a whole
-        # level's size fingerprints sharing their high bits are the rule, so Search.group would sort twice
-        order = np.argsort(fp)
-        sorted_fp = fp[order]
-        starts = np.flatnonzero(np.concatenate([[True], sorted_fp[1:] != sorted_fp[:-1]]))
+        stages.lap("reduce: concatenate")
+        # one sort by fingerprint (Search.group: a second one in the rare case two fingerprints share their
+        # high bits and interleave); the smallest tag of each group wins (tags are unique)
+        order, starts, unique = Search.group(fp)
         if starts.size == fp.size:
             win = order
         else:
             sorted_tag = tag[order]
             best = np.minimum.reduceat(sorted_tag, starts)
             win = order[sorted_tag == np.repeat(best, np.diff(np.append(starts, fp.size)))]
-        unique = sorted_fp[starts]
+        stages.lap("reduce: sort and dedup")
         at = np.searchsorted(visited, unique)
         if visited.size:
             fresh = visited[np.minimum(at, visited.size - 1)] != unique
             win, unique, at = win[fresh], unique[fresh], at[fresh]
-        visited = np.insert(visited, at, unique)
-        win = win[np.argsort(tag[win])]
+        stages.lap("reduce: anti-join")
+        win = win[_key_order(tag[win])]
         tag = tag[win]
-        parent = ls + _ranks(level_keys, tag >> np.uint64(ACTION_BITS))
-        new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
+        if level_keys is None:                  # tagged with parent numbers: the tag is the key
+            new_keys = tag
+        else:
+            parent = ls + _ranks(level_keys, tag >> np.uint64(ACTION_BITS))
+            new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
+        stages.lap("reduce: numbering")
         new_rows = np.take(allrows, win, axis=0)
         new_key_fps = fp[win]
         new_fps = new_key_fps if sym is None else search.fingerprint.full(_transpose(new_rows))
+        stages.lap("reduce: row gather")
     else:
         new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
-    _save_visited(job.workdir, job.level + 1, index, visited)
+    n_visited = _save_visited(job.workdir, job.level + 1, index, visited, at, unique)
+    stages.lap("reduce: visited merge and write")
     violations = {}
     if new_keys.size:
         batch = _transpose(new_rows)
@@ -660,23 +782,32 @@ def _reduce_task(job, index, records, to_jvm=True):
             bad = np.flatnonzero(~kernels.holds(spec.invariants[name], batch))
             if bad.size:
                 violations[name] = int(new_keys[bad[0]])
-    # transitions by chunk of parent numbers (the local engine's max_states granularity)
-    n_chunks = -(-n_level // job.chunk)
-    if counts is not None and counts.size:
-        prev_keys = prev.keys if prev.keys is not None else np.load(
-            _frontier_path(job.workdir, job.level, index, "keys"))          # not the level's rows
-        own = _ranks(level_keys, prev_keys) // job.chunk         # the frontier's numbers, less ls
-        transitions = np.bincount(own, weights=counts, minlength=n_chunks).astype(np.int64)
-    else:
-        transitions = np.zeros(n_chunks, dtype=np.int64)
+    stages.lap("reduce: invariants")
+    # transitions by chunk of parent numbers (the local engine's max_states granularity), unless the map task
+    # counted them
+    if transitions is None:
+        n_chunks = -(-n_level // job.chunk)
+        if counts is not None and counts.size:
+            prev_keys = prev.keys if prev.keys is not None else np.load(
+                _frontier_path(job.workdir, job.level, index, "keys"))          # not the level's rows
+            own = _ranks(level_keys, prev_keys) // job.chunk         # the frontier's numbers, less ls
+            transitions = np.bincount(own, weights=counts, minlength=n_chunks).astype(np.int64)
+        else:
+            transitions = np.zeros(n_chunks, dtype=np.int64)
+    stages.lap("reduce: numbering")
     _write_level(job.workdir, job.level + 1, index, new_key_fps, new_keys)
+    stages.lap("reduce: parquet write")
     _maybe_fail(job, "reduce", index)
     out = _Part(new_rows, new_fps, new_keys, ls + n_level)
     if to_jvm:                                  # the level is cached: its arrays go to files, not to the JVM
         out = _save_frontier(job.workdir, job.level + 1, index, out)
+    stages.lap("reduce: frontier write")
+    for name, seconds in map_stages.items():
+        stages.seconds[name] = stages.seconds.get(name, 0.0) + seconds
     job.summaries.add({(job.level, index): dict(
         count=int(new_keys.size), violations=violations, transitions=transitions, fired=fired,
-        visited=int(visited.size), kernels=used, python_jvm_bytes=moved, successor_file_bytes=filed)})
+        visited=n_visited, kernels=used, python_jvm_bytes=moved, successor_file_bytes=filed,
+        stage_cpu_seconds=stages.seconds)})
     yield index, out
 
 
@@ -859,7 +990,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                          kernels=kernels, level_size=level_sizes[-1],
                          partitions=P, level=level, pending=tuple(pending), workdir=workdir,
                          init_fp=int(init_key_fp[0]), owner0=owner0,
-                         summaries=summaries, fault=_fault, successor_files=successor_files)
+                         summaries=summaries, fault=_fault, successor_files=successor_files,
+                         numbered=level == depth)         # the job's first level: its Parquet files are complete
                     for level in range(depth, depth + n_levels)]
             if n_levels == 1:
                 disc = level_rdd.mapPartitionsWithIndex(_bind(_map_task, jobs[0])).partitionBy(P, _ident)
@@ -904,6 +1036,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 moved.append(dict(level=level, new_states=n_new, shuffle_write_bytes=shuffled[level - first],
                                   python_jvm_bytes=sum(s["python_jvm_bytes"] for s in done),
                                   successor_file_bytes=sum(s["successor_file_bytes"] for s in done),
+                                  stage_cpu_seconds=_sum_stages(s["stage_cpu_seconds"] for s in done),
                                   kernels=used.pop() if len(used) == 1 else "mixed"))
                 new_keys, cut, level_budget = None, n_new, None
                 if n_new and max_states is not None and next_id + n_new >= max_states:
@@ -992,6 +1125,15 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         complete=complete, budget_hit=budget_hit, never_fired=never if complete else [],
         fingerprint_bits=search.fingerprint.bits,
         renamings=sym.renamings if sym else 1, engine="spark", levels=moved)
+
+
+def _sum_stages(dicts):
+    """Stage CPU seconds of several tasks, added up by stage (rounded to the millisecond)."""
+    total = {}
+    for d in dicts:
+        for name, seconds in d.items():
+            total[name] = total.get(name, 0.0) + seconds
+    return {name: round(seconds, 3) for name, seconds in sorted(total.items())}
 
 
 def _batch_size(level_sizes, batch_states, depth_left):

@@ -42,10 +42,16 @@ def _setup(case):
 
 
 def assert_levels_measured(result):
-    """One entry per level expanded, its new states adding up, and both byte counts measured."""
+    """One entry per level expanded, its new states adding up, both byte counts measured, and the Python workers'
+    CPU seconds by section of the tasks: every level expanded and wrote its Parquet file, and the sections add
+    up to no more than the two task threads could spend in the run (a task's time counted twice would)."""
     assert [m["level"] for m in result.levels] == list(range(1, len(result.levels) + 1))
     assert sum(m["new_states"] for m in result.levels) == result.distinct_states - 1
     assert all(m["shuffle_write_bytes"] > 0 and m["python_jvm_bytes"] > 0 for m in result.levels)
+    for m in result.levels:
+        stages = m["stage_cpu_seconds"]
+        assert {"map: expand", "reduce: parquet write"} <= stages.keys() and min(stages.values()) >= 0
+    assert 0 < sum(sum(m["stage_cpu_seconds"].values()) for m in result.levels) <= 2 * result.seconds
 
 
 def assert_same(local, spark):
