@@ -106,8 +106,9 @@ Packing needs parent numbers below 2**32 (the local engine stores them as
 uint32 as well). The first violating state of an invariant is the smallest key
 violating it in the first level where any partition reports one; the driver
 ranks it against that level's files. ``max_states`` cuts the level where the
-local engine's chunked loop stops (its chunk of parents, ``chunk``): the
-reduce tasks report transitions per chunk of parent numbers.
+local engine's chunked loop stops (its chunks of parents,
+``checker.bfs.chunk_step`` of the level's size and ``chunk``): the reduce tasks
+report transitions per chunk of parent numbers.
 
 Traces: from the violating state, the driver reads each earlier level's keys
 from its Parquet files, indexes them by rank for the parent and the action, and
@@ -145,7 +146,7 @@ import uuid
 import numpy as np
 
 from isrcheck.checker import spark_snapshot, stop as stopping
-from isrcheck.checker.bfs import Search, search as bfs_search
+from isrcheck.checker.bfs import Search, chunk_step, search as bfs_search
 from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.fingerprint import Symmetry
@@ -602,7 +603,8 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         prefix, own = part.keys, None
         if job.numbered:
             own, n_level = _level_ranks(job, index, part.keys)   # the frontier's numbers, less the level's start
-            n_chunks = -(-n_level // chunk)
+            step = chunk_step(n_level, chunk)                     # the local engine's chunks of this level
+            n_chunks = -(-n_level // step)
             prefix = (own + part.level_start).astype(np.uint64)
             stages.lap("map: numbering")
         # the successors' owners' visited sets: this partition's, complete, and on one machine (successors through
@@ -674,7 +676,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         # transitions by chunk of parent numbers (the local engine's max_states granularity), once they are known:
         # then the reduce task needs no per-state counts
         numbered = None if own is None else (n_level, np.bincount(
-            own // chunk, weights=counts, minlength=n_chunks).astype(np.int64))
+            own // step, weights=counts, minlength=n_chunks).astype(np.int64))
         if numbered is not None:
             counts = None
         moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
@@ -786,11 +788,12 @@ def _reduce_task(job, index, records, to_jvm=True):
     # transitions by chunk of parent numbers (the local engine's max_states granularity), unless the map task
     # counted them
     if transitions is None:
-        n_chunks = -(-n_level // job.chunk)
+        step = chunk_step(n_level, job.chunk)                     # the local engine's chunks of this level
+        n_chunks = -(-n_level // step)
         if counts is not None and counts.size:
             prev_keys = prev.keys if prev.keys is not None else np.load(
                 _frontier_path(job.workdir, job.level, index, "keys"))          # not the level's rows
-            own = _ranks(level_keys, prev_keys) // job.chunk         # the frontier's numbers, less ls
+            own = _ranks(level_keys, prev_keys) // step              # the frontier's numbers, less ls
             transitions = np.bincount(own, weights=counts, minlength=n_chunks).astype(np.int64)
         else:
             transitions = np.zeros(n_chunks, dtype=np.int64)
@@ -1043,7 +1046,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                     # the local engine stops after the first chunk of parents that reaches max_states
                     new_keys = _read_level_keys(workdir, level + 1, merged=False)
                     parents = (np.concatenate(new_keys) >> np.uint64(ACTION_BITS)).astype(np.int64)
-                    cum = np.cumsum(np.bincount((parents - ls) // chunk, minlength=len(level_transitions)))
+                    cum = np.cumsum(np.bincount((parents - ls) // chunk_step(n_frontier, chunk),
+                                                minlength=len(level_transitions)))
                     c = int(np.searchsorted(cum, max(max_states - next_id, 1)))
                     cut = int(cum[c])
                     level_transitions = level_transitions[:c + 1]

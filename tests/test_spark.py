@@ -174,6 +174,18 @@ def test_budgets_same_as_local(sc):
         assert_same(local, spark_search(spec, invariants, partitions=2, chunk=64, budget=budget))
 
 
+@pytest.mark.long
+def test_max_states_cut_in_a_level_of_default_chunks(sc):
+    """With the default chunk, the level expanded at depth 12 (305,475 states) is two chunks of 152,738
+    (checker.bfs.chunk_step), not one of 256K: the Spark engine stops after the chunk the local engine stops
+    after (before, the two stopped at 1,020,722 and 1,115,325 states)."""
+    spec = SPECS["tla-kip320"](replicas=3, log_size=2, max_records=2, max_epochs=3)
+    budget = Budget(max_states=1_000_000)
+    local = search(spec, list(spec.invariants), budget=budget)
+    assert local.budget_hit == "max states 1000000" and local.depth == 13
+    assert_same(local, spark_search(spec, list(spec.invariants), partitions=2, budget=budget))
+
+
 def test_symmetry_same_as_local(sc):
     spec, invariants = _setup(VIOLATED)
     assert_same(search(spec, invariants, symmetry=True),
