@@ -8,7 +8,10 @@ trace reads a handful of entries, so they cost disk, not RAM (a level under
 fingerprints of the level being built stay in memory unless a memory limit is
 set (``--max-memory``) and the process has reached ``SPILL_AT`` of it: from then
 on that level's rows go to such a file too, one state after another (``width``
-bytes each), with its fingerprints, and are read back a chunk at a time.
+bytes each), with its fingerprints, and are read back a chunk at a time. The
+memory its rows took goes back to the system at once (``malloc_trim``): on the
+3-epoch production run a 6.6 GB level built in memory, then dropped, stayed
+resident as free arena memory (4 to 5 GB) through the next levels.
 """
 from __future__ import annotations
 
@@ -122,6 +125,8 @@ class LevelWriter:
         parts, self.parts = self.parts, []
         for rows, fps in parts:
             self._write(rows, fps)
+        del parts
+        stop.release_free_memory()      # the rows just written stay resident in malloc's arenas otherwise
 
     def _write(self, rows, fps):
         rows_file, fps_file = self.files
