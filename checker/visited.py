@@ -61,7 +61,7 @@ def _zeros(size):
     resident there as free memory (7.3 GB of them when the 3-epoch production run's table grew to 10.9 GB);
     a map is returned to the system as soon as the shard is dropped."""
     try:
-        return np.frombuffer(mmap.mmap(-1, size * 8), dtype=np.uint64)
+        return np.frombuffer(mmap.mmap(-1, size * 8, flags=mmap.MAP_PRIVATE), dtype=np.uint64)   # not shmem
     except OSError as e:            # ENOMEM: an address-space limit, like numpy's MemoryError
         raise MemoryError(f"no memory for a visited-set shard of {size * 8} bytes") from e
 
