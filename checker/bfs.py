@@ -386,6 +386,8 @@ class Search:
                     break
                 frontier.discard()
                 frontier = following
+                if frontier.files is not None or limit is not None and stop.resident_bytes() >= levels.SPILL_AT * limit:
+                    stop.release_free_memory()  # near the limit: the dropped level stays in malloc's arenas otherwise
                 level_start.append(next_id)
                 parents.append(level_parents)
                 actions.append(level_actions)

@@ -6,7 +6,11 @@ marks an empty slot, so fingerprint 0 is kept as a flag). A shard grows on its
 own before a batch that could take it past 3/4 full, by half again (or to 3/4
 full with the whole batch, when that is more), so it is about 1/2 to 3/4 full:
 10.7 to 16 bytes per fingerprint, and a growth copies 1/256 of the set, never
-the whole of it. Inserting a batch is one call of a compiled loop per shard it
+the whole of it. Near the memory limit, where every shard growing by half
+would not fit, shards fill up to 9/10 instead (down to 8.9 bytes per
+fingerprint) and then grow only to 3/4 full (``VisitedSet._make_room``). Each
+shard is its own anonymous memory map, returned to the system when a growth
+replaces it. Inserting a batch is one call of a compiled loop per shard it
 has fingerprints for, which marks those that were new; the kernel releases the
 GIL and a shard is touched by one call only, so threads that own disjoint shards
 can insert without locks. The shards are a Python list of arrays (a numba typed
@@ -25,6 +29,7 @@ a fingerprint, slower merges, but nothing to load).
 from __future__ import annotations
 
 import contextlib
+import mmap
 import sys
 
 import numpy as np
@@ -36,6 +41,8 @@ SHARDS = 1 << SHARD_BITS
 SLOT_SHIFT = np.uint64(64 - SHARD_BITS - 32)     # the 32 bits below the shard bits pick the first slot
 MAX_LOAD = 0.75
 GROWTH = 1.5
+DENSE_LOAD = 0.9                # how full a shard may get when the memory limit has no room for the growth
+RESERVE_SHARE = 8               # a growth leaves 1/8 of the memory limit to the rest of the search
 FIRST_CAPACITY = 64
 TABLE_FROM = 1 << 23            # fingerprints: below, a sorted array (8 bytes each)
 TABLE_LOADED_FROM = 1 << 20     # the same once numba is imported
@@ -48,9 +55,28 @@ def _any_time(group):
     return contextlib.nullcontext()
 
 
+def _zeros(size):
+    """A shard of ``size`` empty slots in its own anonymous memory map, not from malloc: a shard of up to 32 MB
+    would come from glibc's arenas (under its dynamic mmap threshold), and the shards a growth frees stayed
+    resident there as free memory (7.3 GB of them when the 3-epoch production run's table grew to 10.9 GB);
+    a map is returned to the system as soon as the shard is dropped."""
+    try:
+        return np.frombuffer(mmap.mmap(-1, size * 8, flags=mmap.MAP_PRIVATE), dtype=np.uint64)   # not shmem
+    except OSError as e:            # ENOMEM: an address-space limit, like numpy's MemoryError
+        raise MemoryError(f"no memory for a visited-set shard of {size * 8} bytes") from e
+
+
+def _room(nbytes):
+    """Whether the table may take ``nbytes`` more: they and 1/RESERVE_SHARE of the memory limit fit under it (and
+    under the address-space limit)."""
+    limit = stop.memory_limit()
+    return stop.room_for(nbytes + (0 if limit is None else limit // RESERVE_SHARE))
+
+
 class VisitedSet:
-    def __init__(self, table_from=None):
+    def __init__(self, table_from=None, room=_room):
         self.table_from = table_from        # None: TABLE_FROM, or TABLE_LOADED_FROM once numba is imported
+        self.room = room                    # room(nbytes): whether the table may grow by that much
         self.sorted = np.empty(0, dtype=np.uint64)      # the set while small; None once it is the table
         self.shards = None
         self.counts = np.zeros(SHARDS, dtype=np.int64)
@@ -96,7 +122,7 @@ class VisitedSet:
                 if self.sorted.size + fps.size < table_from or not stop.room_for(COMPILE_MEMORY):
                     return self._insert_sorted(fps)     # small, or no room for numba under the memory limit
                 kept, self.sorted = self.sorted, None
-                self.shards = [np.zeros(FIRST_CAPACITY, dtype=np.uint64) for _ in range(SHARDS)]
+                self.shards = [_zeros(FIRST_CAPACITY) for _ in range(SHARDS)]
                 self._insert_groups(kept, self._split(kept), np.zeros(kept.size, dtype=bool), range(GROUPS))
                 self._insert_groups(fps, bounds, new, range(GROUPS))
                 return new
@@ -125,22 +151,44 @@ class VisitedSet:
             given = np.diff(bounds[first:last + 1])
             need = self.counts[first:last] + given
             for s in first + np.flatnonzero(need > self.sizes[first:last] * MAX_LOAD):
-                self._grow(s, int(need[s - first]))
+                self._make_room(s, int(need[s - first]))
             for s in first + np.flatnonzero(given):
                 lo, hi = int(bounds[s]), int(bounds[s + 1])
                 table = self.shards[s]
                 _, self.counts[s] = kernels.insert(table, fps[lo:hi], new[lo:hi], int(self.counts[s]), table.size,
                                                    SLOT_SHIFT)
 
-    def _grow(self, s, need):
+    def _make_room(self, s, need):
         """Make shard ``s`` room for ``need`` fingerprints before a batch goes in: a sorted batch inserted into a
         table too small for it piles its first fingerprints into the lowest slots (each probe then walks the
-        whole pile: quadratic), so a shard never grows in the middle of a batch."""
+        whole pile: quadratic), so a shard never grows in the middle of a batch.
+
+        It grows by ``GROWTH`` when there is room for every shard of its size to do the same (fingerprints are
+        uniform: they all grow within a few batches, before the memory limit is polled again); otherwise it
+        fills up to ``DENSE_LOAD`` (linear probing stays fast there, see the README), then grows just enough
+        to be ``MAX_LOAD`` full. With no room even for that the search must stop: MemoryError, whose reason is
+        the memory limit when that is what has no room.
+        """
+        size = int(self.sizes[s])
+        alike = int(np.count_nonzero(self.sizes <= size))
+        usual, least = max(int(size * GROWTH), int(need / MAX_LOAD)) + 1, int(need / MAX_LOAD) + 1
+        if self.room((usual - size) * 8 * alike):
+            return self._grow(s, usual)
+        if need <= size * DENSE_LOAD:
+            return None
+        if self.room((least - size) * 8 * alike):
+            return self._grow(s, least)
+        limit = stop.memory_limit()
+        if limit is not None and stop.resident_bytes() + (least - size) * 8 * alike + limit // RESERVE_SHARE >= limit:
+            raise MemoryError(stop.memory_limit_reached())
+        raise MemoryError("no address space left to grow the visited set")
+
+    def _grow(self, s, size):
+        """Move shard ``s`` into a table of ``size`` slots."""
         from isrcheck.checker.kernels import insert
         old = self.shards[s]
         kept = old[old != 0]
-        size = max(int(old.size * GROWTH), int(need / MAX_LOAD)) + 1
-        table = self.shards[s] = np.zeros(size, dtype=np.uint64)
+        table = self.shards[s] = _zeros(size)
         self.sizes[s] = size
         insert(table, kept, np.zeros(kept.size, dtype=bool), 0, table.size, SLOT_SHIFT)
 

@@ -51,6 +51,57 @@ def test_a_shard_has_room_for_its_whole_batch_before_it_goes_in(monkeypatch):
     assert len(calls) > 256 and all(count + n <= 0.75 * table for table, n, count in calls)
 
 
+def test_near_the_memory_limit_shards_fill_denser_then_grow_less_then_stop(monkeypatch):
+    """Where growing every shard by half has no room, shards fill up to DENSE_LOAD and then grow just to MAX_LOAD
+    full, within the room there is; with none left the insert stops the search (MemoryError) naming the memory
+    limit, before a shard passes DENSE_LOAD."""
+    from isrcheck.checker import kernels, visited as visited_mod
+    loads = []
+    real = kernels.insert
+
+    def insert(table, fps, new, count, limit, slot_shift):
+        loads.append((count + fps.size) / table.size)
+        return real(table, fps, new, count, limit, slot_shift)
+
+    monkeypatch.setattr(kernels, "insert", insert)
+    rng = np.random.default_rng(7)
+    room_bytes = [0]
+    visited = VisitedSet(table_from=0, room=lambda n: visited.nbytes + n <= room_bytes[0])
+    inserted = 0
+
+    def batch(size):
+        nonlocal inserted
+        fps = np.unique(rng.integers(1, 2 ** 64, size, dtype=np.uint64, endpoint=False))
+        assert visited.insert(fps).all()
+        inserted += fps.size
+
+    room_bytes[0] = 1 << 30                     # room: the usual growth, at most 3/4 full
+    for _ in range(4):
+        batch(20_000)
+    assert max(loads) <= visited_mod.MAX_LOAD and len(visited) == inserted
+    grown = visited.nbytes
+    room_bytes[0] = grown                       # no room at all: shards fill denser, up to 9/10, none grows
+    while max(loads) <= 0.85:
+        batch(2_000)
+    assert visited.nbytes == grown and max(loads) <= visited_mod.DENSE_LOAD
+    room_bytes[0] = int(grown * 1.3)            # room for 1.3x, not 1.5x: the shards that must grow go to 3/4 full
+    loads.clear()
+    batch(int(len(visited) * 0.1))
+    assert grown < visited.nbytes <= room_bytes[0] and max(loads) <= visited_mod.DENSE_LOAD
+    assert visited.values().size == inserted == len(visited)
+    room_bytes[0] = visited.nbytes              # no room again: fills to 9/10, then stops
+    limit = stop.resident_bytes() + (4 << 20)   # a limit the reserve for the rest of the search is past
+    stop.set_max_memory(limit)
+    try:
+        with pytest.raises(MemoryError):
+            for _ in range(100):
+                batch(5_000)
+        assert stop.out_of_memory() == stop.reason() == f"memory limit {stop.format_size(limit)}"
+    finally:
+        stop.set_max_memory(None)
+    assert max(loads) <= visited_mod.DENSE_LOAD
+
+
 def test_small_searches_never_import_numba():
     """A search that stays small keeps the sorted array, so the process never pays numba's import."""
     code = ("import sys; from isrcheck.checker.bfs import search; from isrcheck.specs import SPECS; "
