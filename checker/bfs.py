@@ -46,7 +46,7 @@ def chunk_step(size, most):
     engine's max_states cut assumes; otherwise up to LEVEL_SPLIT chunks of at least MIN_CHUNK states, an even
     number of equal ones (two workers finish the level together). It depends on the level alone, never on the
     number of workers: the chunks decide where a --max-states search stops."""
-    if most < MIN_CHUNK or -(-size // LEVEL_SPLIT) >= most:
+    if not size or most < MIN_CHUNK or -(-size // LEVEL_SPLIT) >= most:
         return most
     n = min(LEVEL_SPLIT, size // MIN_CHUNK)
     n = max(n - n % 2, -(-size // most), 1)

@@ -82,6 +82,12 @@ def test_a_level_is_cut_by_its_size_alone(size, most):
             assert count == 1               # a small level is one chunk: numpy on two threads costs more
 
 
+@pytest.mark.parametrize("most", [64, bfs.MIN_CHUNK, 1 << 18])
+def test_an_empty_level_has_a_chunk_size(most):
+    """A Spark partition can hold none of a level's states: its chunk count divides by the step."""
+    assert bfs.chunk_step(0, most) == most
+
+
 def test_violation_trace_replays_and_is_shortest():
     spec = SPECS["hw-truncation"]()
     result = search(spec, ["no-committed-loss"])
