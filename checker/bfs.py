@@ -233,8 +233,14 @@ class Search:
         np.not_equal(fps[1:], fps[:-1], out=start[1:])
         unique = fps[start]
         if unique.size > 1 and not (unique[1:] > unique[:-1]).all():
-            # two fingerprints agreed on their high bits and interleaved (rare): sort whole fingerprints
-            order = np.argsort(succ_fp, kind="stable")
+            # fingerprints that agree on their high bits interleave (a few per million-successor batch): sort
+            # just the runs of equal high bits that are out of order, by whole fingerprint. The runs ascend by those bits, so one sort
+            # of their members puts each back in its own positions
+            high = packed & ~low
+            run = np.zeros(n, dtype=np.int64)
+            np.cumsum(high[1:] != high[:-1], out=run[1:])
+            at = np.flatnonzero(np.isin(run, run[1:][fps[1:] < fps[:-1]]))     # the runs out of order
+            order[at] = order[at[np.lexsort((order[at], fps[at]))]]
             fps = np.take(succ_fp, order)
             np.not_equal(fps[1:], fps[:-1], out=start[1:])
             unique = fps[start]

@@ -1,4 +1,5 @@
-"""The checker's compiled loops (numba): the visited table's insert and symmetry's canonical fingerprints.
+"""The checker's compiled loops (numba): the visited table's insert, the Spark engine's level-stamped visited
+tables (``checker.spark_visited``) and symmetry's canonical fingerprints.
 
 Kept apart so that a run that needs neither (a small search: the visited set
 is a sorted array until it is large, no --symmetry) never imports numba, whose
@@ -146,3 +147,80 @@ def canonical(states, parents, sizes, col_start, val_start, columns, values, mul
                 out[i] = best
                 i += 1
             at[part] = i
+
+
+@numba.njit(nogil=True, cache=True)
+def stamped_insert(slots, stamps, zero, fps, stamp, new):
+    """Insert ``fps`` (repeats allowed) into a level-stamped table (``checker.spark_visited``) with room for all of
+    them, stamping the ones it lacks with ``stamp`` and marking them in ``new`` (a repeat is not new). ``zero``
+    is the stamp of fingerprint 0 (which marks an empty slot), as a 1-element array. Returns how many it
+    added."""
+    cap = np.uint64(slots.size)
+    added = 0
+    for i in range(fps.size):
+        fp = fps[i]
+        if fp == 0:
+            if zero[0] == 0:
+                zero[0] = stamp
+                new[i] = True
+                added += 1
+            continue
+        slot = (fp >> np.uint64(32)) * cap >> np.uint64(32)
+        while True:
+            here = slots[slot]
+            if here == fp:
+                break
+            if here == 0:
+                stamps[slot] = stamp       # before the fingerprint: a reader that finds it finds its stamp
+                slots[slot] = fp
+                new[i] = True
+                added += 1
+                break
+            slot += np.uint64(1)
+            if slot == cap:
+                slot = np.uint64(0)
+    return added
+
+
+@numba.njit(nogil=True, cache=True)
+def stamped_lookup(slots, stamps, zero, fps, through, seen):
+    """Mark in ``seen`` the ``fps`` a level-stamped table holds with a stamp from 1 to ``through``."""
+    cap = np.uint64(slots.size)
+    for i in range(fps.size):
+        fp = fps[i]
+        if fp == 0:
+            seen[i] = 1 <= zero[0] <= through
+            continue
+        slot = (fp >> np.uint64(32)) * cap >> np.uint64(32)
+        while True:
+            here = slots[slot]
+            if here == fp:
+                s = stamps[slot]
+                seen[i] = 1 <= s <= through
+                break
+            if here == 0:
+                break
+            slot += np.uint64(1)
+            if slot == cap:
+                slot = np.uint64(0)
+
+
+@numba.njit(nogil=True, cache=True)
+def stamped_copy(slots, stamps, through, to_slots, to_stamps):
+    """Copy the entries stamped 1 to ``through`` of one level-stamped table into another (empty, larger or equal);
+    returns how many."""
+    cap = np.uint64(to_slots.size)
+    count = 0
+    for j in range(slots.size):
+        fp, s = slots[j], stamps[j]
+        if fp == 0 or s < 1 or s > through:
+            continue
+        slot = (fp >> np.uint64(32)) * cap >> np.uint64(32)
+        while to_slots[slot] != 0:
+            slot += np.uint64(1)
+            if slot == cap:
+                slot = np.uint64(0)
+        to_stamps[slot] = s
+        to_slots[slot] = fp
+        count += 1
+    return count

@@ -11,7 +11,7 @@ Partition ``p`` owns the states whose (canonical) fingerprint is ``p`` modulo
 the partition count. After level L the search is one persisted RDD, ``R_L``,
 with a single record per partition (a :class:`_Part`) standing for its share of
 level L (rows, one state per row, fingerprints and sort keys), which is in the
-partition's frontier files, like its visited set (a sorted uint64 array): see
+partition's frontier files, beside its visited set (a level-stamped table): see
 "Visited sets and frontiers beside the tasks" below. A level is two halves:
 
 - map (level L -> L+1): expand the partition's share of level L chunk by chunk
@@ -19,7 +19,7 @@ partition's frontier files, like its visited set (a sorted uint64 array): see
   level's size: ``kernels``); keep the smallest (parent, action)
   per fingerprint (one sort); drop the successors this partition owns and has
   already visited (on one machine, also those the other partitions' visited
-  files hold); materialize the rest by gathering parent rows and patching
+  tables hold); materialize the rest by gathering parent rows and patching
   the written cells; route them by fingerprint (fingerprint, tag, row batches):
   on a master that is one machine through successor files beside the tasks
   (``frontier-files/part-R/level-L-successors-from-M.npy``, atomic, kept and
@@ -27,8 +27,10 @@ partition's frontier files, like its visited set (a sorted uint64 array): see
   carrying only their paths; on a cluster as records through the shuffle
   (``shuffle``).
 - reduce (level L+1 of partition p): from every map task's successors keep the
-  smallest tag per fingerprint, anti-join the visited set and merge the new
-  fingerprints into it (``np.insert``), number the new states (below), check
+  smallest tag per fingerprint (one sort by fingerprint), add those fingerprints
+  to the partition's visited table in that order (the ones it lacked are the
+  new states; their rows are gathered from the successor batches, never
+  concatenated), number the new states (below), check
   the pending invariants on them, and write the level's (fingerprint, parent,
   action) to ``levels/level-LLLLL/part-PPPPP.parquet`` under a temporary name
   renamed into place, so a retried or speculative task rewrites the same file.
@@ -51,16 +53,18 @@ deterministic) and returns a record without arrays, so the cache holds no
 states and the next map task reads them from the files; files older than the
 newest reliable checkpoint of the level RDD are deleted by the driver (a
 recomputation after a lost executor starts there at the earliest). Each
-partition's visited set lives in a file, ``visited/part-PPPPP/level-LLLLL.npy``
-under the workdir: the reduce task of level L+1 reads level L's (memory-mapped),
-anti-joins and merges, and writes level L+1's atomically; the map task of level
-L+1 maps it to drop successors it owns and has seen. Only the two newest levels'
-files are kept. The files are a cache, not the record of truth: the reliable
-copy is the per-level Parquet files, whose fingerprint columns are exactly each
-partition's new states, so a task that finds no file (an older level
-recomputed after a lost executor, another machine's task) rebuilds it from them
-and saves it; every file is a deterministic function of the Parquet files, so a
-retried or speculative task writes the same bytes. (Keeping the sets in cached
+partition's visited set is a level-stamped table in a file,
+``visited/part-PPPPP.table`` under the workdir (:mod:`checker.spark_visited`):
+the reduce task of level L+1 adds the level's new fingerprints in place, so a
+level writes the table's bytes for its new states only, and the map task of
+level L+1 maps it to drop successors it owns and has seen (stamps 1..L). The
+tables are a cache, not the record of truth: the reliable copy is the per-level
+Parquet files, whose fingerprint columns are exactly each partition's new
+states, so a reduce task that finds no table, or one short of its level (another
+machine's, dropped when a run resumes), adds the missing levels from them, and
+one holding later stamps (a retried or recomputed level) is first cut back to
+its level: the set a task sees is a deterministic function of the Parquet
+files. (Keeping the sets in cached
 co-partitioned RDD records instead costs their whole size JVM -> Python -> JVM
 every level: about 4.7 GB for 12M states, the first design.)
 
@@ -71,7 +75,7 @@ cached records. A summary carries the CPU seconds of the task's sections
 (``stage_cpu_seconds``: expand, group, visited filter, successor rows and files,
 sort and dedup, ...), reported per level. Nothing lives in executor-side globals but the spec,
 re-instantiated from its class and bounds once per Python worker: a retried
-task reads its inputs from the cache, the shuffle, the visited files and the
+task reads its inputs from the cache, the shuffle, the visited tables and the
 Parquet files of the previous level again and produces the same record. Every ``checkpoint_every``
 levels the level RDD is checkpointed (``workdir/checkpoints``) to bound
 lineage and recomputation after a lost executor.
@@ -145,7 +149,7 @@ import uuid
 
 import numpy as np
 
-from isrcheck.checker import spark_snapshot, stop as stopping
+from isrcheck.checker import spark_snapshot, spark_visited, stop as stopping
 from isrcheck.checker.bfs import Search, chunk_step, search as bfs_search
 from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.result import Result, Violation
@@ -308,73 +312,16 @@ def _write_level(workdir, level, index, fps, keys):
     os.replace(tmp, path)
 
 
-def _visited_path(workdir, level, index):
-    return os.path.join(workdir, "visited", f"part-{index:05d}", f"level-{level:05d}.npy")
-
-
-def _visited(job, index, level):
-    """Partition ``index``'s visited (canonical) fingerprints after ``level``, sorted: its file, else rebuilt.
-
-    The file is a cache beside the tasks; the reliable copy is the levels' Parquet
-    files (their fingerprint columns are exactly the partition's new states of
-    each level), so a missing file (an older level, another machine) is rebuilt
-    from them and saved. Read-only (memory-mapped when not empty).
-    """
-    path = _visited_path(job.workdir, level, index)
-    try:
-        return np.load(path, mmap_mode="r")
-    except FileNotFoundError:
-        pass
-    except ValueError:                     # an empty array cannot be mapped
-        return np.load(path)
-    import pyarrow.parquet as pq
-    parts = [np.array([job.init_fp], dtype=np.uint64)] if index == job.owner0 else []
-    for lv in range(2, level + 1):
+def _level_fps(job, index):
+    """``lv -> partition index's new (canonical) fingerprints of level lv``, from the levels' Parquet files (the
+    reliable copy its visited table is rebuilt from: ``checker.spark_visited``)."""
+    def level_fps(lv):
+        import pyarrow.parquet as pq
+        if lv == 1:
+            return np.array([job.init_fp] if index == job.owner0 else [], dtype=np.uint64)
         t = pq.ParquetFile(_level_path(job.workdir, lv, index)).read(columns=["fingerprint"], use_threads=False)
-        parts.append(t.column("fingerprint").to_numpy().astype(np.uint64))
-    visited = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.uint64)
-    _save_visited(job.workdir, level, index, visited)
-    return visited
-
-
-def _visited_elsewhere(workdir, level, index):
-    """Another partition's visited set as of ``level`` or, while that file is not written yet (chained levels:
-    its task runs alongside), of the level before; None when neither file is there (rebuilding it is that
-    partition's business). Either is a subset of what partition ``index`` has seen by the end of ``level``, so
-    a successor found in it is not new: a map task drops it without routing it."""
-    for lv in (level, level - 1):
-        try:
-            return np.load(_visited_path(workdir, lv, index), mmap_mode="r")
-        except (FileNotFoundError, ValueError):      # not written (or empty: nothing to drop)
-            continue
-    return None
-
-
-def _save_visited(workdir, level, index, visited, at=None, new=None):
-    """Write a level's visited set atomically: ``visited``, with the sorted fingerprints ``new`` inserted before
-    positions ``at`` (``np.insert``'s arguments) merged straight into the mapped file, not into a new array
-    first; drop the set two levels back (no task of this run reads it). Returns the set's size."""
-    path = _visited_path(workdir, level, index)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    size = visited.size + (0 if new is None else new.size)
-    if new is None or not new.size:
-        with open(tmp, "wb") as fh:
-            np.save(fh, visited)
-    else:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(size,))
-        placed = at + np.arange(new.size)
-        out[placed] = new
-        old = np.ones(size, dtype=bool)
-        old[placed] = False
-        out[old] = visited
-        del out                             # a shared mapping: other processes read the pages it wrote
-    os.replace(tmp, path)
-    try:
-        os.remove(_visited_path(workdir, level - 2, index))
-    except FileNotFoundError:
-        pass
-    return size
+        return t.column("fingerprint").to_numpy().astype(np.uint64)
+    return level_fps
 
 
 _FRONTIER_ARRAYS = ("rows", "fps", "keys")
@@ -414,7 +361,7 @@ def _successor_path(workdir, level, owner, index):
 class _SuccessorFiles:
     """A map task's successors for each owner, appended batch by batch to one file per owner (fingerprints, tags,
     rows: three .npy arrays per batch), renamed into place at the end (atomic). A retried or speculative task
-    may write fewer of the already-visited successors (the other partitions' visited files it finds depend on
+    may write fewer of the already-visited successors (what the other partitions' visited tables hold depends on
     timing), never other new ones: the reduce drops visited successors anyway, so its answer is the same."""
 
     def __init__(self, workdir, level, index):
@@ -607,13 +554,13 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             n_chunks = -(-n_level // step)
             prefix = (own + part.level_start).astype(np.uint64)
             stages.lap("map: numbering")
-        # the successors' owners' visited sets: this partition's, complete, and on one machine (successors through
-        # files; the page cache holds every set) the others' as their files have them. On a cluster every map task
-        # would read every partition's set each level: there only the shuffle's bytes would shrink
-        seen_by = [_visited(job, index, job.level) if q == index else
-                   _visited_elsewhere(job.workdir, job.level, q) if job.successor_files else None for q in range(P)]
-        seen_by = [(q, v) for q, v in enumerate(seen_by) if v is not None and v.size]
-        stages.lap("map: visited files")
+        # the successors' owners' visited tables (checker.spark_visited): this partition's and, on one machine
+        # (successors through files: the page cache holds every table), the others', as far as they are written.
+        # On a cluster a map task would read every partition's table each level: there only the shuffle's bytes
+        # would shrink
+        tables = [(q, spark_visited.open_table(job.workdir, q)) for q in range(P) if q == index or job.successor_files]
+        tables = [(q, t) for q, t in tables if t is not None]
+        stages.lap("map: visited tables")
         for cs in range(0, n, chunk):
             rows = part.rows[cs:cs + chunk]
             batch = _transpose(rows)
@@ -640,14 +587,12 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             order, starts, unique = Search.group(fp)
             win = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts) % m
             stages.lap("map: group")
-            if seen_by:                            # drop the successors their owners have visited
+            if tables:                             # drop the successors their owners have visited
                 owner_of = unique % np.uint64(P)
                 keep = np.ones(win.size, dtype=bool)
-                for q, visited in seen_by:
+                for q, table in tables:
                     mine = np.flatnonzero(owner_of == np.uint64(q)) if P > 1 else np.arange(unique.size)
-                    at = np.searchsorted(visited, unique[mine])
-                    at[at == visited.size] = 0
-                    keep[mine[visited[at] == unique[mine]]] = False
+                    keep[mine[spark_visited.lookup(table, unique[mine], job.level)]] = False    # sorted: in order
                 win = win[keep]
             stages.lap("map: visited filter")
             chosen = np.zeros(m, dtype=bool)
@@ -697,6 +642,37 @@ def _carry_map_task(job, index, records):
     return _map_task(job, index, records, carry=True)
 
 
+def _smallest_per_group(tag, order, starts):
+    """Per group of equal fingerprints (``Search.group``'s ``order`` and ``starts``), the index of the member with
+    the smallest tag; most groups have one member, so tags are compared only where there are more."""
+    first = np.take(order, starts)
+    size = np.diff(np.append(starts, order.size))
+    shared = np.flatnonzero(size > 1)
+    if shared.size:
+        counts = size[shared]
+        offsets = np.cumsum(counts) - counts
+        members = np.take(order, np.repeat(starts[shared] - offsets, counts) + np.arange(int(counts.sum())))
+        member_tag = np.take(tag, members)
+        least = np.repeat(np.minimum.reduceat(member_tag, offsets), counts)
+        first[shared] = members[member_tag == least]          # tags are unique: one per group
+    return first
+
+
+def _gather_rows(batches, picks):
+    """Rows ``picks`` (in any order) of the concatenation of ``batches`` (row arrays), gathered batch by batch:
+    the candidates' rows are never concatenated."""
+    ends = np.cumsum([b.shape[0] for b in batches])
+    which = np.searchsorted(ends, picks, side="right")
+    by = np.argsort(which.astype(np.int16 if len(batches) < 1 << 15 else np.int32), kind="stable")
+    bounds = np.searchsorted(which[by], np.arange(len(batches) + 1))
+    out = np.empty((picks.size, batches[0].shape[1]), dtype=batches[0].dtype)
+    for b, rows in enumerate(batches):
+        dest = by[bounds[b]:bounds[b + 1]]
+        if dest.size:
+            out[dest] = np.take(rows, picks[dest] - (ends[b] - rows.shape[0]), axis=0)
+    return out
+
+
 def _reduce_task(job, index, records, to_jvm=True):
     """Level ``job.level + 1`` of this partition: anti-join, number, check, write; the new record.
 
@@ -737,29 +713,18 @@ def _reduce_task(job, index, records, to_jvm=True):
         n_level, transitions = numbered
     ls = prev.level_start
     stages.lap("reduce: level keys")
-    visited = _visited(job, index, job.level)
-    stages.lap("reduce: visited file")
-    at = unique = None                          # where the new fingerprints go into the visited set
     fp = np.concatenate(fps) if fps else np.zeros(0, dtype=np.uint64)
-    if fp.size:
-        tag = np.concatenate(tags)
-        allrows = np.concatenate(rows)
-        stages.lap("reduce: concatenate")
-        # one sort by fingerprint (Search.group: a second one in the rare case two fingerprints share their
-        # high bits and interleave); the smallest tag of each group wins (tags are unique)
-        order, starts, unique = Search.group(fp)
-        if starts.size == fp.size:
-            win = order
-        else:
-            sorted_tag = tag[order]
-            best = np.minimum.reduceat(sorted_tag, starts)
-            win = order[sorted_tag == np.repeat(best, np.diff(np.append(starts, fp.size)))]
-        stages.lap("reduce: sort and dedup")
-        at = np.searchsorted(visited, unique)
-        if visited.size:
-            fresh = visited[np.minimum(at, visited.size - 1)] != unique
-            win, unique, at = win[fresh], unique[fresh], at[fresh]
-        stages.lap("reduce: anti-join")
+    tag = np.concatenate(tags) if tags else np.zeros(0, dtype=np.uint64)
+    stages.lap("reduce: concatenate")
+    # one sort by fingerprint (Search.group); the smallest tag of each group is its candidate (tags are unique)
+    order, starts, unique = Search.group(fp) if fp.size else (np.zeros(0, dtype=np.int64),) * 2 + (fp,)
+    win = _smallest_per_group(tag, order, starts)
+    stages.lap("reduce: sort and dedup")
+    # into the visited table, in fingerprint order (its slots in order): the ones it lacked are the new states
+    new, n_visited = spark_visited.insert_level(job.workdir, index, job.level + 1, unique, _level_fps(job, index))
+    win = win[new]
+    stages.lap("reduce: visited table")
+    if win.size:
         win = win[_key_order(tag[win])]
         tag = tag[win]
         if level_keys is None:                  # tagged with parent numbers: the tag is the key
@@ -768,15 +733,13 @@ def _reduce_task(job, index, records, to_jvm=True):
             parent = ls + _ranks(level_keys, tag >> np.uint64(ACTION_BITS))
             new_keys = (parent.astype(np.uint64) << np.uint64(ACTION_BITS)) | (tag & ACTION_MASK)
         stages.lap("reduce: numbering")
-        new_rows = np.take(allrows, win, axis=0)
+        new_rows = _gather_rows(rows, win)
         new_key_fps = fp[win]
         new_fps = new_key_fps if sym is None else search.fingerprint.full(_transpose(new_rows))
         stages.lap("reduce: row gather")
     else:
         new_rows = np.zeros((0, spec.layout.width), dtype=np.int8)
         new_keys = new_fps = new_key_fps = np.zeros(0, dtype=np.uint64)
-    n_visited = _save_visited(job.workdir, job.level + 1, index, visited, at, unique)
-    stages.lap("reduce: visited merge and write")
     violations = {}
     if new_keys.size:
         batch = _transpose(new_rows)
@@ -937,8 +900,9 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             raise ValueError(f"shuffle must be 'auto', 'files' or 'spark', not {shuffle!r}")
         successor_files = shuffle == "files" or shuffle == "auto" and sc.master.startswith("local")
         state = None if saved is None else spark_snapshot.state(saved, workdir, spec, invariants, symmetry, P, chunk)
-        # an earlier run's files would be read as this one's (a resumed run's own are its past)
-        for sub in ("checkpoints",) if resume else ("levels", "visited", "checkpoints", "frontier",
+        # an earlier run's files would be read as this one's (a resumed run's own are its past, but for its
+        # visited tables, a cache written in place: rebuilt from the Parquet files, they cannot be torn)
+        for sub in ("checkpoints", "visited") if resume else ("levels", "visited", "checkpoints", "frontier",
                                                      "frontier-files"):
             shutil.rmtree(os.path.join(workdir, sub), ignore_errors=True)
         os.makedirs(os.path.join(workdir, "levels"), exist_ok=True)

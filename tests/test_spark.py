@@ -114,21 +114,34 @@ def assert_bytes_follow_the_new_states(result):
 
 
 def assert_visited_sets_rebuilt(spec, result, workdir, partitions):
-    """A partition's visited set is a file beside its tasks; lost, it is rebuilt from the levels' Parquet files
-    (the reliable copy) to the same array; the partitions' sets are disjoint and hold every state."""
+    """A partition's visited set is a table beside its tasks (checker.spark_visited); lost, it is rebuilt from the
+    levels' Parquet files (the reliable copy) to the same set; the partitions' sets are disjoint and hold every
+    state."""
+    from isrcheck.checker import spark_visited
     from isrcheck.checker.bfs import Search
-    from isrcheck.checker.spark_engine import _Job, _visited, _visited_path
+    from isrcheck.checker.spark_engine import _Job, _level_fps
     from isrcheck.model import backends
-    last = max(int(n[6:11]) for n in os.listdir(workdir / "visited" / "part-00000"))     # the newest level
-    kept = [np.load(_visited_path(str(workdir), last, p)) for p in range(partitions)]
-    assert sum(k.size for k in kept) == np.unique(np.concatenate(kept)).size == result.distinct_states
-    assert not os.path.exists(_visited_path(str(workdir), last - 2, 0))            # older levels' are dropped
+    # the level that found nothing new, or later: a job chains levels past it
+    last = int(spark_visited.open_table(str(workdir), 0).head[spark_visited.COMPLETE])
+    assert last >= result.depth + 1
+
+    def held(p):
+        table = spark_visited.open_table(str(workdir), p)
+        assert int(table.head[spark_visited.COMPLETE]) == last
+        fps = table.slots[(table.slots != 0) & (table.stamps >= 1) & (table.stamps <= last)]
+        return np.sort(fps), table.count
+
+    kept = [held(p) for p in range(partitions)]
+    assert all(fps.size == count for fps, count in kept)
+    assert sum(fps.size for fps, _ in kept) == np.unique(np.concatenate([f for f, _ in kept])).size \
+        == result.distinct_states
     init_fp = int(Search(spec, []).fingerprint.full(backends.scalar(spec).initial_row()[:, None])[0])
     job = _Job(workdir=str(workdir), init_fp=init_fp, owner0=init_fp % partitions)
     for p in range(partitions):
-        os.remove(_visited_path(str(workdir), last, p))
-        assert np.array_equal(_visited(job, p, last), kept[p])
-        assert np.array_equal(np.load(_visited_path(str(workdir), last, p)), kept[p])    # and saved again
+        os.remove(spark_visited.table_path(str(workdir), p))
+        new, count = spark_visited.insert_level(str(workdir), p, last, kept[p][0][:3], _level_fps(job, p))
+        assert not new.any() and count == kept[p][1]                 # rebuilt: every state of the levels is in
+        assert np.array_equal(held(p)[0], kept[p][0])
 
 
 @pytest.mark.parametrize("case", [VIOLATED, HOLDS], ids=["violated", "holds"])
