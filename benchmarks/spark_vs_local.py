@@ -4,6 +4,8 @@
     python benchmarks/spark_vs_local.py throughput              # the >= 10M-state comparison (minutes)
     python benchmarks/spark_vs_local.py throughput kip-101:unflushed_loss=1,max_crashes=2 --invariants log-matching
     python benchmarks/spark_vs_local.py stages                  # CPU s per stage per million states, both engines
+    python benchmarks/spark_vs_local.py capacity                # the capacity plan's figures (the 2-epoch target)
+    python benchmarks/spark_vs_local.py growth                  # the target's levels at 1-4 epochs (minutes)
     python benchmarks/spark_vs_local.py                         # overhead and throughput
 
 overhead: a spec of ~100 states and 10 levels, so that a level's work is
@@ -32,6 +34,20 @@ worker thread with its pieces timed (expand, group, visited insert, pick,
 materialize, invariants, level write; wrappers around its public methods,
 ``time.process_time``), and a table of both engines' CPU seconds per stage per
 million states.
+
+capacity: one Spark run (``local[2]``, two partitions, a workdir of its own)
+of the README's capacity-plan target at 2 epochs (87M states), for the
+figures the plan scales: CPU seconds per million states by process, the peak
+resident memory of the driver, the JVM and the Python workers (sampled once a
+second), the bytes on disk by kind at the end (visited tables, Parquet files)
+and at their peak (frontier and successor files), and per level its new
+states, wall seconds, the workers' CPU seconds per million new states and the
+successor-file bytes per new state.
+
+growth: the capacity plan's target on the local engine at max_epochs 1 to 4
+(complete at 1 and 2, cut at 150M states at 3 and 4), each level's new states
+side by side with the ratio between consecutive epoch counts: what the state
+count at the default bounds (4 epochs) is extrapolated from.
 """
 from __future__ import annotations
 
@@ -40,13 +56,17 @@ import json
 import os
 import re
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 THROUGHPUT = "hw-truncation:unflushed_loss=1,max_crashes=2"        # ~11.9 million states, 36 levels
 THROUGHPUT_INVARIANTS = "single-leader-per-epoch"                    # holds there
+CAPACITY = "kip-320:replicas=3,min_isr=2,max_epochs=2"               # the capacity plan's target at 2 epochs
+CAPACITY_INVARIANTS = "no-committed-loss"
 OVERHEAD = ("hw-truncation", dict(replicas=2, max_epochs=1, max_crashes=0, max_records=1, log_size=1))
 SPARK_CONF = {"spark.driver.memory": "4g"}
 
@@ -146,6 +166,57 @@ class CpuByRole:
                     jvm_threads={k: round(v, 1) for k, v in threads.most_common(10)})
 
 
+class Footprint:
+    """Peak resident memory of this process tree by role (driver Python, JVM, the other Python processes
+    together: Spark's daemon and workers) and peak bytes on disk under a workdir by its top directory, sampled
+    once a second; a file's bytes are its allocated blocks (a visited table is sparse until filled)."""
+
+    def __init__(self, workdir, period=1.0):
+        self.root, self.workdir, self.period = os.getpid(), workdir, period
+        self.rss, self.disk = collections.Counter(), collections.Counter()
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def disk_now(self):
+        """{top directory of the workdir: allocated bytes}."""
+        now = collections.Counter()
+        for top in os.listdir(self.workdir) if os.path.isdir(self.workdir) else ():
+            for d, _, files in os.walk(os.path.join(self.workdir, top)):
+                for name in files:
+                    try:
+                        now[top] += os.stat(os.path.join(d, name)).st_blocks * 512
+                    except FileNotFoundError:           # renamed or dropped meanwhile
+                        continue
+        return now
+
+    def _sample(self):
+        now = collections.Counter()
+        for pid, (name, *_) in _tree(self.root).items():
+            try:
+                with open(f"/proc/{pid}/statm") as fh:
+                    resident = int(fh.read().split()[1]) * self.page
+            except (OSError, IndexError):
+                continue
+            now["driver python" if pid == self.root else "jvm" if name == "java" else "python workers"] += resident
+        for role, b in now.items():
+            self.rss[role] = max(self.rss[role], b)
+        for top, b in self.disk_now().items():
+            self.disk[top] = max(self.disk[top], b)
+
+    def _run(self):
+        while not self.done.wait(self.period):
+            self._sample()
+
+    def finish(self):
+        """(peak resident bytes by role, peak bytes on disk by top directory)."""
+        self._sample()
+        self.done.set()
+        self.thread.join()
+        return dict(self.rss), dict(self.disk)
+
+
 # --- the local engine's own stages (one worker thread, its methods timed) -------------------------
 LOCAL_STAGES = (("checker.bfs", "Search", "expand", "expand"),
                 ("checker.bfs", "Search", "group", "group"),
@@ -184,10 +255,11 @@ def run_one(engine, config, invariants, partitions):
     from isrcheck.specs import SPECS
     name, bounds = parse(config)
     spec = SPECS[name](**bounds)
-    last, level_end = [0.0], {}
+    last, level_end, level_walls = [0.0], {}, {}
 
-    def progress(depth, frontier, distinct, seconds, **_):
+    def progress(depth, frontier, distinct, seconds, level_seconds=None, **_):
         level_end[depth] = round(seconds, 1)
+        level_walls[depth] = None if level_seconds is None else round(level_seconds, 2)
         if seconds - last[0] >= 10:
             last[0] = seconds
             print(f"  [{engine}] level {depth}: frontier {frontier:,}, {distinct:,} states, {seconds:.0f}s",
@@ -208,9 +280,15 @@ def run_one(engine, config, invariants, partitions):
         from isrcheck.checker.spark_engine import spark_context, spark_search
         sampler = CpuByRole()
         sc, _ = spark_context("local[2]", partitions, SPARK_CONF)
-        result = spark_search(spec, invariants, partitions=partitions, progress=progress)
+        workdir = tempfile.mkdtemp(prefix="isrcheck-capacity-") if engine == "spark-capacity" else None
+        footprint = None if workdir is None else Footprint(workdir)
+        result = spark_search(spec, invariants, partitions=partitions, progress=progress, workdir=workdir)
         cpu = tree_cpu_seconds()             # before stopping: the JVM and its Python workers still run
         by_role = sampler.finish()
+        if footprint is not None:
+            end = footprint.disk_now()
+            rss, disk = footprint.finish()
+            shutil.rmtree(workdir, ignore_errors=True)
         sc.stop()
     moved = {}
     if result.levels:                        # Spark: the bytes each level moved (shuffle, JVM <-> Python)
@@ -222,7 +300,14 @@ def run_one(engine, config, invariants, partitions):
         stages = collections.Counter()
         for m in result.levels:
             stages.update(m.get("stage_cpu_seconds") or {})
-    return {"engine": engine, "config": config, "invariants": invariants, "partitions": partitions,
+    extra = {}
+    if engine == "spark-capacity":
+        extra = dict(peak_rss_bytes=rss, peak_disk_bytes=disk, disk_bytes_at_end=dict(end),
+                     level_table=[dict(level=m["level"], new_states=m["new_states"],
+                                       seconds=level_walls.get(m["level"]),
+                                       worker_cpu_seconds=round(sum(m["stage_cpu_seconds"].values()), 2),
+                                       successor_file_bytes=m["successor_file_bytes"]) for m in result.levels])
+    return {"engine": engine, "config": config, "invariants": invariants, "partitions": partitions, **extra,
             "distinct_states": result.distinct_states, "transitions": result.transitions,
             "depth": result.depth, "verdicts": result.verdicts, "seconds": round(result.seconds, 1),
             "cpu_seconds": round(cpu, 1), "states_per_second": round(result.states_per_second),
@@ -272,6 +357,53 @@ def stages(config, invariants, partitions=2):
     return rows
 
 
+def capacity(config, invariants, partitions=2):
+    """One Spark run in a workdir of its own, with its footprint: the capacity plan's per-state figures."""
+    cmd = [sys.executable, __file__, "--one", "spark-capacity", config, ",".join(invariants), str(partitions)]
+    print(f"running spark on {config} ...", flush=True)
+    r = json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1])
+    print(json.dumps(r), flush=True)
+    n, million, gb = r["distinct_states"], r["distinct_states"] / 1e6, 1e9
+    roles = r["cpu_by_role"]["roles"]
+    print(f"\n{config} [{', '.join(invariants)}] on local[{partitions}]: {n:,} states, {r['depth']} levels, "
+          f"{r['seconds']} s wall, {r['cpu_seconds']} CPU s ({r['cpu_seconds_per_million_states']} per million states)")
+    print("CPU s per million states by process: " + ", ".join(f"{k} {v / million:.3f}" for k, v in roles.items()))
+    print("peak resident memory: " + ", ".join(f"{k} {v / gb:.2f} GB" for k, v in r["peak_rss_bytes"].items()))
+    print("bytes on disk per state at the end: " + ", ".join(
+        f"{k} {v / n:.1f}" for k, v in sorted(r["disk_bytes_at_end"].items())))
+    print("peak bytes on disk: " + ", ".join(f"{k} {v / gb:.2f} GB" for k, v in sorted(r["peak_disk_bytes"].items())))
+    print(f"{'level':>5} {'new states':>12} {'wall s':>7} {'worker CPU s/M':>14} {'successor B/state':>17}")
+    for m in r["level_table"]:
+        if m["new_states"]:
+            print(f"{m['level']:>5} {m['new_states']:>12,} {m['seconds'] or 0:>7.2f} "
+                  f"{m['worker_cpu_seconds'] / m['new_states'] * 1e6:>14.2f} "
+                  f"{m['successor_file_bytes'] / m['new_states']:>17.1f}")
+    return r
+
+
+def growth(limit=150_000_000):
+    """The target's new states per level at max_epochs 1-4 (3 and 4 cut at ``limit`` states), and their ratios."""
+    from isrcheck.checker.bfs import search
+    from isrcheck.checker.budget import Budget
+    from isrcheck.specs import SPECS
+    name, bounds = parse(CAPACITY)
+    levels = {}
+    for epochs in (1, 2, 3, 4):
+        spec = SPECS[name](**{**bounds, "max_epochs": epochs})
+        sizes = levels[epochs] = {}
+        t = time.perf_counter()
+        result = search(spec, [CAPACITY_INVARIANTS], budget=Budget(max_states=None if epochs < 3 else limit),
+                        progress=lambda depth, frontier, **_: sizes.__setitem__(depth, frontier))
+        print(f"max_epochs={epochs}: {result.distinct_states:,} states, {result.depth} levels, "
+              f"{'complete' if result.complete else result.budget_hit}, {time.perf_counter() - t:.0f} s", flush=True)
+    print(f"{'level':>5} " + " ".join(f"{f'{e} epochs':>12}" for e in levels) + "   ratios 2/1, 3/2, 4/3")
+    for depth in sorted(set().union(*levels.values())):
+        row = [levels[e].get(depth) for e in levels]
+        ratios = [f"{b / a:5.2f}" if a and b else "    -" for a, b in zip(row, row[1:])]
+        print(f"{depth:>5} " + " ".join(f"{n:>12,}" if n else f"{'-':>12}" for n in row) + "   " + " ".join(ratios))
+    return levels
+
+
 # --- per-level overhead -----------------------------------------------------------------------
 def overhead(reps=3):
     from isrcheck.checker.spark_engine import spark_context, spark_search
@@ -318,7 +450,7 @@ def main(argv):
         engine, config, invariants, partitions = argv[1], argv[2], argv[3].split(","), int(argv[4])
         print(json.dumps(run_one(engine, config, invariants, partitions)))
         return
-    what = argv[0] if argv and argv[0] in ("overhead", "throughput", "stages") else None
+    what = argv[0] if argv and argv[0] in ("overhead", "throughput", "stages", "capacity", "growth") else None
     rest = argv[1:] if what else argv
     invariants = THROUGHPUT_INVARIANTS
     if "--invariants" in rest:
@@ -331,6 +463,11 @@ def main(argv):
         throughput(rest[0] if rest else THROUGHPUT, invariants.split(","))
     if what == "stages":
         stages(rest[0] if rest else THROUGHPUT, invariants.split(","))
+    if what == "growth":
+        growth()
+    if what == "capacity":
+        capacity(rest[0] if rest else CAPACITY, (CAPACITY_INVARIANTS if "--invariants" not in argv
+                                                 else invariants).split(","))
 
 
 if __name__ == "__main__":

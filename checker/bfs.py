@@ -30,6 +30,7 @@ from isrcheck.checker.visited import GROUPS, VisitedSet
 from isrcheck.model import backends
 
 NO_PARENT = np.uint32(0xFFFFFFFF)
+NUMBERED = int(NO_PARENT)   # states the 32-bit parent numbers can name: the search stops before it expands more
 NO_ACTION = np.uint16(0xFFFF)
 CHUNK_SHARE = 8         # under a memory limit a chunk's transient arrays stay near 1/CHUNK_SHARE of it
 LEVEL_SPLIT = 8         # a level is cut into about this many chunks (for the workers), but for ...
@@ -368,6 +369,10 @@ class Search:
                                  seconds=elapsed + time.perf_counter() - start, snapshot=self.snapshot_time)
                     if max_states is not None and next_id + level.size >= max_states:
                         budget_hit = f"max states {max_states}"
+                        break
+                    if next_id + level.size >= NUMBERED:
+                        budget_hit = (f"{NUMBERED:,} states, as many as the local engine's 32-bit parent numbers "
+                                      f"name (--engine spark numbers 2**48)")
                         break
                     if time_limit is not None and time.perf_counter() - start > time_limit:
                         budget_hit = f"time limit {time_limit:g}s"

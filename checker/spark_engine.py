@@ -106,8 +106,11 @@ reduce task picks the smallest tag per fingerprint; for parent keys it reads the
 level-L keys from the files and turns each winner's ``K(parent)`` into the
 parent's number (``level start + sum over files of searchsorted``), giving the
 winner's own key and the Parquet row.
-Packing needs parent numbers below 2**32 (the local engine stores them as
-uint32 as well). The first violating state of an invariant is the smallest key
+A tag or key packs a parent number below 2**48; a chained level's tag packs a
+parent's key, so levels are chained only while every state number is below
+2**32 (``CHAIN_BELOW``): a search may go on to 2**48 states, where the local
+engine stops at 2**32 (its parent numbers are uint32).
+The first violating state of an invariant is the smallest key
 violating it in the first level where any partition reports one; the driver
 ranks it against that level's files. ``max_states`` cuts the level where the
 local engine's chunked loop stops (its chunks of parents,
@@ -170,7 +173,8 @@ def missing_dependencies():
 
 ACTION_BITS = 16
 ACTION_MASK = np.uint64((1 << ACTION_BITS) - 1)
-MAX_KEY = np.uint64(1 << (64 - ACTION_BITS))      # keys must leave room for one more action
+MAX_KEY = np.uint64(1 << (64 - ACTION_BITS))      # a chained level's tag packs a key and one more action
+CHAIN_BELOW = 1 << 32       # levels are chained while every state number is below this: their keys are below MAX_KEY
 CHECKPOINT_EVERY = 8
 BATCH_STATES = 50_000          # chain levels into one job while the predicted states stay below this
 MAX_BATCH = 8
@@ -543,13 +547,15 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         n = part.keys.size
         counts = np.zeros(n, dtype=np.int64)
         fired = np.zeros(n_actions, dtype=bool)
-        if n and part.keys[-1] >= MAX_KEY:
-            raise OverflowError("more than 2**32 states in the levels so far: parent numbers overflow the key")
+        if n and not job.numbered and part.keys[-1] >= MAX_KEY:       # the driver chains no such level
+            raise OverflowError("a chained level's keys overflow its tags: more than 2**32 states")
         # successors are tagged with their parent's key, or, when the level's Parquet files are complete (the
         # first level of a job), with its number: then the tag is the successor's own key
         prefix, own = part.keys, None
         if job.numbered:
             own, n_level = _level_ranks(job, index, part.keys)   # the frontier's numbers, less the level's start
+            if part.level_start + n_level >= int(MAX_KEY):
+                raise OverflowError("more than 2**48 states: parent numbers overflow the tags")
             step = chunk_step(n_level, chunk)                     # the local engine's chunks of this level
             n_chunks = -(-n_level // step)
             prefix = (own + part.level_start).astype(np.uint64)
@@ -953,6 +959,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
                 budget_hit = f"max depth {max_depth}"
                 break
             n_levels = _batch_size(level_sizes, batch_states, None if max_depth is None else max_depth - depth)
+            if level_start[-1] + level_sizes[-1] + batch_states >= CHAIN_BELOW:
+                n_levels = 1                        # tags of parent numbers, not keys (which could overflow)
             jobs = [_Job(spec_class=spec_class, bounds=bounds, symmetry=bool(symmetry), chunk=chunk,
                          kernels=kernels, level_size=level_sizes[-1],
                          partitions=P, level=level, pending=tuple(pending), workdir=workdir,

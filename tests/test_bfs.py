@@ -125,6 +125,19 @@ def test_budgets_stop_and_report():
     assert by_time.budget_hit.startswith("time limit")
 
 
+def test_the_search_stops_before_its_32_bit_parent_numbers_overflow(monkeypatch):
+    """The local engine stores parent numbers as uint32: it stops (a budget, exit 3 in the CLI) once a level
+    takes the states past what they can name, never expanding a state whose number they cannot hold; here the
+    limit is lowered to 5,000 to show it."""
+    spec = SPECS["kip-320"]()
+    monkeypatch.setattr(bfs, "NUMBERED", 5000)
+    result = search(spec, ["no-committed-loss"], chunk=512)
+    assert "32-bit parent numbers" in result.budget_hit and not result.complete
+    assert result.verdicts["no-committed-loss"] == "unknown"
+    cut = search(spec, ["no-committed-loss"], chunk=512, budget=Budget(max_states=5000))
+    assert (result.distinct_states, result.depth) == (cut.distinct_states, cut.depth)     # the same chunk
+
+
 def test_retained_bytes_per_state_at_most_16():
     result = search(SPECS["kip-320"](), ["no-committed-loss"])
     assert result.bytes_per_state <= 16

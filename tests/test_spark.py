@@ -187,6 +187,22 @@ def test_budgets_same_as_local(sc):
         assert_same(local, spark_search(spec, invariants, partitions=2, chunk=64, budget=budget))
 
 
+def test_levels_past_32_bit_numbers_are_not_chained(sc, monkeypatch):
+    """A chained level tags successors with parent keys, which overflow past 2**32 states: from there every level
+    runs as a job of its own, tagged with parent numbers (48 bits). With the threshold at 0, every level: the
+    same answers as the local engine, one job per level."""
+    from isrcheck.checker import spark_engine
+    spec, invariants = _setup(VIOLATED)
+    local = search(spec, invariants)
+    jobs = []
+    for below in (spark_engine.CHAIN_BELOW, 0):
+        monkeypatch.setattr(spark_engine, "CHAIN_BELOW", below)
+        before = set(sc.statusTracker().getJobIdsForGroup())
+        assert_same(local, spark_search(spec, invariants, partitions=2))
+        jobs.append(len(set(sc.statusTracker().getJobIdsForGroup()) - before))
+    assert jobs[0] < local.depth <= jobs[1]
+
+
 @pytest.mark.long
 def test_max_states_cut_in_a_level_of_default_chunks(sc):
     """With the default chunk, the level expanded at depth 12 (305,475 states) is two chunks of 152,738
