@@ -112,18 +112,35 @@ def tree_cpu_seconds(pid=None):
     return sum(own + reaped for _, _, own, reaped in _tree(pid or os.getpid()).values())
 
 
-class CpuByRole:
+class _Sampler:
+    """Calls ``_sample`` every ``period`` seconds on a thread of its own from ``_start`` until ``_stop``."""
+
+    def _start(self, period):
+        self.root, self.period = os.getpid(), period
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.done.wait(self.period):
+            self._sample()
+
+    def _stop(self):
+        """A last sample, then no more."""
+        self._sample()
+        self.done.set()
+        self.thread.join()
+
+
+class CpuByRole(_Sampler):
     """CPU seconds of this process tree by role, sampled from /proc while a Spark run goes on: the driver's
     Python, the JVM (and its busiest threads by name), the Python daemon and each Python worker it forked.
     A worker that exits between two samples loses at most one period's CPU; the sampling (a few ms a second)
     counts as the driver's."""
 
     def __init__(self, period=1.0):
-        self.root, self.period = os.getpid(), period
         self.procs, self.cmdline, self.threads = {}, {}, {}
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self._start(period)
 
     def _sample(self):
         for pid, stat in _tree(self.root).items():
@@ -141,15 +158,9 @@ class CpuByRole:
                     except (OSError, IndexError):
                         continue
 
-    def _run(self):
-        while not self.done.wait(self.period):
-            self._sample()
-
     def finish(self):
         """{roles: CPU s by role, workers: each Python worker's CPU s, jvm_threads: the JVM's busiest threads}."""
-        self._sample()
-        self.done.set()
-        self.thread.join()
+        self._stop()
         java = {p for p, stat in self.procs.items() if stat[0] == "java"}
         daemons = {p for p, stat in self.procs.items() if stat[1] in java and "daemon" in self.cmdline[p]}
         roles, workers = collections.Counter(), []
@@ -166,18 +177,16 @@ class CpuByRole:
                     jvm_threads={k: round(v, 1) for k, v in threads.most_common(10)})
 
 
-class Footprint:
+class Footprint(_Sampler):
     """Peak resident memory of this process tree by role (driver Python, JVM, the other Python processes
     together: Spark's daemon and workers) and peak bytes on disk under a workdir by its top directory, sampled
     once a second; a file's bytes are its allocated blocks (a visited table is sparse until filled)."""
 
     def __init__(self, workdir, period=1.0):
-        self.root, self.workdir, self.period = os.getpid(), workdir, period
+        self.workdir = workdir
         self.rss, self.disk = collections.Counter(), collections.Counter()
         self.page = os.sysconf("SC_PAGE_SIZE")
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self._start(period)
 
     def disk_now(self):
         """{top directory of the workdir: allocated bytes}."""
@@ -205,15 +214,9 @@ class Footprint:
         for top, b in self.disk_now().items():
             self.disk[top] = max(self.disk[top], b)
 
-    def _run(self):
-        while not self.done.wait(self.period):
-            self._sample()
-
     def finish(self):
         """(peak resident bytes by role, peak bytes on disk by top directory)."""
-        self._sample()
-        self.done.set()
-        self.thread.join()
+        self._stop()
         return dict(self.rss), dict(self.disk)
 
 

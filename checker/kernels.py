@@ -20,6 +20,17 @@ WINDOW = 4096      # parents whose rows and sums ``canonical`` keeps at hand at 
 
 
 @numba.njit(nogil=True, cache=True)
+def _slot_of(table, fp, slot):
+    """The slot of ``table`` holding ``fp``, or the empty one where it goes: linear probing from ``slot``."""
+    cap = np.uint64(table.size)
+    while table[slot] != fp and table[slot] != 0:
+        slot += np.uint64(1)
+        if slot == cap:
+            slot = np.uint64(0)
+    return slot
+
+
+@numba.njit(nogil=True, cache=True)
 def insert(table, fps, new, count, limit, slot_shift):
     """Insert ``fps`` (no zeros) into one shard until it holds ``limit``; mark the new ones in ``new``.
 
@@ -30,19 +41,11 @@ def insert(table, fps, new, count, limit, slot_shift):
         if count >= limit:
             return i, count
         fp = fps[i]
-        slot = ((fp >> slot_shift) & np.uint64(0xFFFFFFFF)) * cap >> np.uint64(32)
-        while True:
-            here = table[slot]
-            if here == fp:
-                break
-            if here == 0:
-                table[slot] = fp
-                new[i] = True
-                count += 1
-                break
-            slot += np.uint64(1)
-            if slot == cap:
-                slot = np.uint64(0)
+        slot = _slot_of(table, fp, ((fp >> slot_shift) & np.uint64(0xFFFFFFFF)) * cap >> np.uint64(32))
+        if table[slot] == 0:
+            table[slot] = fp
+            new[i] = True
+            count += 1
     return fps.size, count
 
 
@@ -165,20 +168,12 @@ def stamped_insert(slots, stamps, zero, fps, stamp, new):
                 new[i] = True
                 added += 1
             continue
-        slot = (fp >> np.uint64(32)) * cap >> np.uint64(32)
-        while True:
-            here = slots[slot]
-            if here == fp:
-                break
-            if here == 0:
-                stamps[slot] = stamp       # before the fingerprint: a reader that finds it finds its stamp
-                slots[slot] = fp
-                new[i] = True
-                added += 1
-                break
-            slot += np.uint64(1)
-            if slot == cap:
-                slot = np.uint64(0)
+        slot = _slot_of(slots, fp, (fp >> np.uint64(32)) * cap >> np.uint64(32))
+        if slots[slot] == 0:
+            stamps[slot] = stamp           # before the fingerprint: a reader that finds it finds its stamp
+            slots[slot] = fp
+            new[i] = True
+            added += 1
     return added
 
 
@@ -191,18 +186,8 @@ def stamped_lookup(slots, stamps, zero, fps, through, seen):
         if fp == 0:
             seen[i] = 1 <= zero[0] <= through
             continue
-        slot = (fp >> np.uint64(32)) * cap >> np.uint64(32)
-        while True:
-            here = slots[slot]
-            if here == fp:
-                s = stamps[slot]
-                seen[i] = 1 <= s <= through
-                break
-            if here == 0:
-                break
-            slot += np.uint64(1)
-            if slot == cap:
-                slot = np.uint64(0)
+        slot = _slot_of(slots, fp, (fp >> np.uint64(32)) * cap >> np.uint64(32))
+        seen[i] = slots[slot] == fp and 1 <= stamps[slot] <= through
 
 
 @numba.njit(nogil=True, cache=True)
@@ -215,11 +200,7 @@ def stamped_copy(slots, stamps, through, to_slots, to_stamps):
         fp, s = slots[j], stamps[j]
         if fp == 0 or s < 1 or s > through:
             continue
-        slot = (fp >> np.uint64(32)) * cap >> np.uint64(32)
-        while to_slots[slot] != 0:
-            slot += np.uint64(1)
-            if slot == cap:
-                slot = np.uint64(0)
+        slot = _slot_of(to_slots, fp, (fp >> np.uint64(32)) * cap >> np.uint64(32))
         to_stamps[slot] = s
         to_slots[slot] = fp
         count += 1
