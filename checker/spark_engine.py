@@ -55,8 +55,8 @@ newest reliable checkpoint of the level RDD are deleted by the driver (a
 recomputation after a lost executor starts there at the earliest). Each
 partition's visited set is a level-stamped table in a file,
 ``visited/part-PPPPP.table`` under the workdir (:mod:`checker.spark_visited`):
-the reduce task of level L+1 adds the level's new fingerprints in place, so a
-level writes the table's bytes for its new states only, and the map task of
+the reduce task of level L+1 adds the level's new fingerprints in place (their
+slots, not a copy of the whole set), and the map task of
 level L+1 maps it to drop successors it owns and has seen (stamps 1..L). The
 tables are a cache, not the record of truth: the reliable copy is the per-level
 Parquet files, whose fingerprint columns are exactly each partition's new

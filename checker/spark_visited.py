@@ -9,11 +9,12 @@ fingerprint modulo the partition count, so its low bits are not uniform), then
 reached (levels count from 1, the initial state's).
 
 The file is changed in place, by memory map: a level writes the slots of its
-new fingerprints only, so the bytes a level writes follow its new states (a
-sorted array was rewritten whole every level). The stamps make that safe for a
-task that runs again (retried, speculative, recomputed after a lost executor,
-resumed): the visited set *through level L* is the fingerprints stamped 1..L,
-and a stamp, once written, never changes in that file.
+new fingerprints, where a sorted array was copied whole into a new file every
+level (the system still writes back each page a level touches: at a large
+level, most of the table's, but not from the task's CPU time). The stamps make
+that safe for a task that runs again (retried, speculative, recomputed after a
+lost executor, resumed): the visited set *through level L* is the fingerprints
+stamped 1..L, and a stamp, once written, never changes in that file.
 
 - ``complete`` is the last level all of whose new fingerprints are in the table;
   ``top`` the highest stamp that may be in it. The reduce of level L+1
