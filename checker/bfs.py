@@ -235,8 +235,8 @@ class Search:
         unique = fps[start]
         if unique.size > 1 and not (unique[1:] > unique[:-1]).all():
             # fingerprints that agree on their high bits interleave (a few per million-successor batch): sort
-            # just the runs of equal high bits that are out of order, by whole fingerprint. The runs ascend by those bits, so one sort
-            # of their members puts each back in its own positions
+            # just the runs of equal high bits that are out of order, by whole fingerprint. The runs ascend by
+            # those bits, so one sort of their members puts each back in its own positions
             high = packed & ~low
             run = np.zeros(n, dtype=np.int64)
             np.cumsum(high[1:] != high[:-1], out=run[1:])

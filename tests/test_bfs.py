@@ -125,6 +125,21 @@ def test_budgets_stop_and_report():
     assert by_time.budget_hit.startswith("time limit")
 
 
+@pytest.mark.parametrize("n", [1000, 300_000])
+def test_group_orders_fingerprints_that_share_their_high_bits(n):
+    """Search.group packs each fingerprint's index into its low bits: fingerprints that differ only there come
+    out of the one sort interleaved, and only their runs are sorted again. The result is a stable sort by the
+    whole fingerprint, whatever the ties (here a tenth repeated, and pairs one apart)."""
+    rng = np.random.default_rng(n)
+    fp = rng.integers(0, 2 ** 64 - 1, n, dtype=np.uint64)
+    fp[:n // 10] = fp[n // 10:2 * (n // 10)]                        # repeats
+    fp[2 * (n // 10):2 * (n // 10) + 50] = fp[:50] + np.uint64(1)   # high bits shared, low bits not
+    rng.shuffle(fp)
+    order, starts, unique = bfs.Search.group(fp)
+    assert np.array_equal(order, np.argsort(fp, kind="stable"))
+    assert np.array_equal(unique, np.unique(fp)) and np.array_equal(fp[order][starts], unique)
+
+
 def test_the_search_stops_before_its_32_bit_parent_numbers_overflow(monkeypatch):
     """The local engine stores parent numbers as uint32: it stops (a budget, exit 3 in the CLI) once a level
     takes the states past what they can name, never expanding a state whose number they cannot hold; here the
