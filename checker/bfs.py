@@ -247,6 +247,21 @@ class Search:
             unique = fps[start]
         return order, np.flatnonzero(start), unique
 
+    @staticmethod
+    def least_per_group(order, first, size, key):
+        """Per group of ``order`` (``group``'s) starting at ``first`` with ``size`` members, the member with the
+        smallest ``key(members)`` (unique keys). Most groups have one member, so keys are computed only where
+        there are more."""
+        winners = np.take(order, first)
+        shared = np.flatnonzero(size > 1)
+        if shared.size:
+            counts = size[shared]
+            offsets = np.cumsum(counts) - counts
+            members = np.take(order, np.repeat(first[shared] - offsets, counts) + np.arange(int(counts.sum())))
+            k = key(members)
+            winners[shared] = members[k == np.repeat(np.minimum.reduceat(k, offsets), counts)]
+        return winners
+
     def pick(self, parts, order, starts, fresh):
         """The canonical discovery of each fresh group (``fresh``: indices into ``starts``): the successor with the
         smallest (parent, action) key. Returns (indices into the concatenated successors, in (parent, action)
@@ -254,18 +269,10 @@ class Search:
         n = order.size
         parent = np.concatenate([p[1] for p in parts])
         action_id = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), [p[1].size for p in parts])
-        # (parent, action) is unique per successor, so the smallest key names the canonical discovery;
-        # most fresh fingerprints have one successor, so keys are compared only where there are more
+        # (parent, action) is unique per successor, so the smallest key names the canonical discovery
         first = starts[fresh]
-        size = np.append(starts[1:], n)[fresh] - first
-        winners = np.take(order, first)
-        shared = np.flatnonzero(size > 1)
-        if shared.size:
-            counts = size[shared]
-            offsets = np.cumsum(counts) - counts
-            members = np.take(order, np.repeat(first[shared] - offsets, counts) + np.arange(int(counts.sum())))
-            key = (np.take(parent, members) * len(self.spec.actions) + np.take(action_id, members)) * n + members
-            winners[shared] = np.minimum.reduceat(key, offsets) % n
+        winners = self.least_per_group(order, first, np.append(starts[1:], n)[fresh] - first,
+                                       lambda m: np.take(parent, m) * len(self.spec.actions) + np.take(action_id, m))
         key = (np.take(parent, winners) * len(self.spec.actions) + np.take(action_id, winners)) * n + winners
         key.sort()
         winners = key % n

@@ -648,22 +648,6 @@ def _carry_map_task(job, index, records):
     return _map_task(job, index, records, carry=True)
 
 
-def _smallest_per_group(tag, order, starts):
-    """Per group of equal fingerprints (``Search.group``'s ``order`` and ``starts``), the index of the member with
-    the smallest tag; most groups have one member, so tags are compared only where there are more."""
-    first = np.take(order, starts)
-    size = np.diff(np.append(starts, order.size))
-    shared = np.flatnonzero(size > 1)
-    if shared.size:
-        counts = size[shared]
-        offsets = np.cumsum(counts) - counts
-        members = np.take(order, np.repeat(starts[shared] - offsets, counts) + np.arange(int(counts.sum())))
-        member_tag = np.take(tag, members)
-        least = np.repeat(np.minimum.reduceat(member_tag, offsets), counts)
-        first[shared] = members[member_tag == least]          # tags are unique: one per group
-    return first
-
-
 def _gather_rows(batches, picks):
     """Rows ``picks`` (in any order) of the concatenation of ``batches`` (row arrays), gathered batch by batch:
     the candidates' rows are never concatenated."""
@@ -724,7 +708,7 @@ def _reduce_task(job, index, records, to_jvm=True):
     stages.lap("reduce: concatenate")
     # one sort by fingerprint (Search.group); the smallest tag of each group is its candidate (tags are unique)
     order, starts, unique = Search.group(fp) if fp.size else (np.zeros(0, dtype=np.int64),) * 2 + (fp,)
-    win = _smallest_per_group(tag, order, starts)
+    win = Search.least_per_group(order, starts, np.diff(np.append(starts, order.size)), lambda m: np.take(tag, m))
     stages.lap("reduce: sort and dedup")
     # into the visited table, in fingerprint order (its slots in order): the ones it lacked are the new states
     new, n_visited = spark_visited.insert_level(job.workdir, index, job.level + 1, unique, _level_fps(job, index))
