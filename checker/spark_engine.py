@@ -307,7 +307,7 @@ def _write_level(workdir, level, index, fps, keys):
     import pyarrow as pa
     import pyarrow.parquet as pq
     path = _level_path(workdir, level, index)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    spark_visited.make_dirs(workdir, os.path.dirname(path))
     table = pa.table({"fingerprint": pa.array(fps, type=pa.uint64()),
                       "parent": pa.array(keys >> np.uint64(ACTION_BITS), type=pa.uint64()),
                       "action": pa.array((keys & ACTION_MASK).astype(np.uint16), type=pa.uint16())})
@@ -340,7 +340,7 @@ def _save_frontier(workdir, level, index, part):
     for it in the cache has no arrays, so the level never travels JVM -> Python -> JVM."""
     for name in _FRONTIER_ARRAYS:
         path = _frontier_path(workdir, level, index, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        spark_visited.make_dirs(workdir, os.path.dirname(path))
         tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
         with open(tmp, "wb") as fh:
             np.save(fh, getattr(part, name))
@@ -375,7 +375,7 @@ class _SuccessorFiles:
         fh = self.open.get(owner)
         if fh is None:
             path = _successor_path(self.workdir, self.level, owner, self.index)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            spark_visited.make_dirs(self.workdir, os.path.dirname(path))
             fh = self.open[owner] = open(f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}", "wb")
         for a in arrays:
             np.save(fh, a)

@@ -20,6 +20,7 @@ import uuid
 
 import numpy as np
 
+from isrcheck.checker import spark_visited
 from isrcheck.checker.checkpoint import CheckpointError, identity
 
 MANIFEST = "spark-snapshot.json"
@@ -33,7 +34,7 @@ def _frontier_path(workdir, level, index=None):
 def save_frontier(workdir, level, index, part):
     """One partition's frontier record (a task writes it; atomic, deterministic)."""
     path = _frontier_path(workdir, level, index)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    spark_visited.make_dirs(workdir, os.path.dirname(path))
     tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}.npz"
     np.savez(tmp, rows=part.rows, fps=part.fps, keys=part.keys, level_start=np.int64(part.level_start))
     os.replace(tmp, path)

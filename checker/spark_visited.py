@@ -50,6 +50,20 @@ FIRST_CAPACITY = 1 << 10
 MAX_LOAD = 0.75
 
 
+def make_dirs(workdir, directory):
+    """Make ``directory`` and those between it and ``workdir``, never ``workdir`` itself: a task still running
+    after the driver removed its workdir (a stopped or cancelled search) fails here instead of leaving files."""
+    missing = []
+    while os.path.normpath(directory) != os.path.normpath(workdir) and not os.path.isdir(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    for d in reversed(missing):
+        try:
+            os.mkdir(d)             # FileNotFoundError when the workdir is gone
+        except FileExistsError:
+            pass
+
+
 def table_path(workdir, index):
     return os.path.join(workdir, "visited", f"part-{index:05d}.table")
 
@@ -136,7 +150,7 @@ def insert_level(workdir, index, level, fps, level_fps):
     """
     from isrcheck.checker.kernels import stamped_insert
     path = table_path(workdir, index)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    make_dirs(workdir, os.path.dirname(path))
     through = level - 1
     with open(f"{path[:-len('.table')]}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)             # one writer per partition (a speculative twin waits)

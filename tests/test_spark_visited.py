@@ -114,3 +114,21 @@ def test_not_a_table(tmp_path):
     assert sv.open_table(str(tmp_path), 0) is None
     new, count = sv.insert_level(str(tmp_path), 0, 2, fingerprints(10), lambda lv: np.array([7], dtype=np.uint64))
     assert new.all() and count == 11                       # replaced by a table rebuilt from the levels
+
+
+def test_a_task_never_makes_the_workdir_again(tmp_path):
+    """Tasks make the directories below the workdir they write in; once the driver has removed the workdir (a
+    stopped or cancelled search), a task still running fails instead of leaving a tree of files behind."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    sv.make_dirs(str(workdir), str(workdir / "frontier-files" / "part-00001"))
+    assert (workdir / "frontier-files" / "part-00001").is_dir()
+    sv.make_dirs(str(workdir), str(workdir / "frontier-files" / "part-00001"))        # already there: nothing
+    (workdir / "frontier-files" / "part-00001").rmdir()
+    (workdir / "frontier-files").rmdir()
+    workdir.rmdir()
+    with pytest.raises(FileNotFoundError):
+        sv.make_dirs(str(workdir), str(workdir / "frontier-files" / "part-00001"))
+    with pytest.raises(FileNotFoundError):
+        sv.insert_level(str(workdir), 0, 2, fingerprints(5), lambda lv: fingerprints(1))
+    assert not workdir.exists()

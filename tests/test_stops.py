@@ -27,9 +27,9 @@ class Run:
     """An isrcheck process whose output is read as it comes (killed at the end of the test if still running)."""
     started = []
 
-    def __init__(self, args, cwd):
+    def __init__(self, args, cwd, env=None):
         self.p = subprocess.Popen(["isrcheck", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
+                                  text=True, env=env)
         Run.started.append(self.p)
         self.out, self.err = [], []
         self.readers = [threading.Thread(target=lambda f=f, into=into: into.extend(iter(f.readline, "")), daemon=True)
@@ -184,14 +184,20 @@ def test_minimize_stops_on_sigterm_and_saves_what_it_has(tmp_path):
 
 @pytest.mark.long
 def test_spark_stops_on_sigterm_and_cleans_up(tmp_path):
+    """The run's own temporary directory (under a TMPDIR of its own: other tests' Spark runs make theirs in /tmp
+    meanwhile) is gone when it exits, and no task still running can make it again."""
     pytest.importorskip("pyspark")
-    before = set(Path("/tmp").glob("isrcheck-spark-*"))
-    run = Run(["check", "--engine", "spark", *BIG, "--all", "--out", "out", "--partitions", "2"], tmp_path)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    run = Run(["check", "--engine", "spark", *BIG, "--all", "--out", "out", "--partitions", "2"], tmp_path,
+              env={**os.environ, "TMPDIR": str(tmp)})
     run.wait_for(saying(r"depth \d+"), timeout=180)
+    assert [p for p in tmp.glob("isrcheck-spark-*") if p.is_dir()]           # the run's workdir, while it runs
     code, out, err = run.stop(signal.SIGTERM, timeout=120)
     assert_stopped(code, out, err, signal.SIGTERM)
     assert "Py4J" not in err and "stopped by SIGTERM" in out
-    assert {p for p in Path("/tmp").glob("isrcheck-spark-*") if p.is_dir()} <= before
+    time.sleep(2)                                   # what the Spark workers left running could write meanwhile
+    assert not [p for p in tmp.glob("isrcheck-spark-*") if p.is_dir()]
     for found in (tmp_path / "out").rglob("*.itf.json"):
         assert replays(found, tmp_path)
 
