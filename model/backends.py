@@ -241,12 +241,17 @@ class Compiled(_OnStateTuples):
             columns = list(view._written)
             self.updates.append(tuple_kernel([view._written[c] for c in columns], "update", columns, booleans))
         self.enabled = tuple_kernel(guards, "which")
+        self._guards = guards
         self._invariants = {}
         self.initial = tuple(int(v) for v in scalar(spec).initial_row())
 
     def step(self, r, i):
         """The successor of state ``r`` by instance id ``i`` (which must be enabled)."""
         return self.updates[i](r)
+
+    def enabled_among(self, ids):
+        """``enabled`` for the instances ``ids`` only (a function of a state; the others' guards are not evaluated)."""
+        return tuple_kernel([self._guards[i] for i in ids], "which", labels=list(ids))
 
     def invariant(self, name):
         """The invariant ``name`` as a function of a state tuple."""
@@ -269,6 +274,10 @@ class ScalarTuples(_OnStateTuples):
 
     def enabled(self, r):
         return [a.id for a in self.scalar.enabled(self._row(r))]
+
+    def enabled_among(self, ids):
+        keep = set(ids)
+        return lambda r: [i for i in self.enabled(r) if i in keep]
 
     def step(self, r, i):
         return tuple(int(v) for v in self.scalar.step(self._row(r), self.spec.actions[i]))

@@ -216,7 +216,7 @@ def _is_int(v, depth=0):
     return v.op in ("and", "or", "add", "sub", "mul", "min", "max") and all(_is_int(x, depth + 1) for x in v.args)
 
 
-def tuple_kernel(outputs, kind, columns=(), booleans=()):
+def tuple_kernel(outputs, kind, columns=(), booleans=(), labels=None):
     """One-state Python code from traced outputs: a function of a state given as a tuple of ints.
 
     The numpy ``kernel`` evaluates a graph over a whole batch; this evaluates it
@@ -227,7 +227,7 @@ def tuple_kernel(outputs, kind, columns=(), booleans=()):
     for them); so do nodes nested too deep for one expression. The rest is inlined.
     ``kind`` is what the function returns:
 
-    - ``"which"``: the indices of the outputs that hold (guards -> enabled instances);
+    - ``"which"``: the indices of the outputs that hold (guards -> enabled instances), or their ``labels``;
     - ``"update"``: the state with ``columns[k]`` set to output ``k`` (as an int; 0/1
       for the columns flagged in ``booleans``);
     - ``"value"``: ``bool`` of the single output (an invariant).
@@ -272,7 +272,8 @@ def tuple_kernel(outputs, kind, columns=(), booleans=()):
 
     results = [emit(v) for v in outputs]
     if kind == "which":
-        body = ["    out = []"] + [f"    if {t}: out.append({k})" for k, t in enumerate(results) if t != "0"]
+        names = range(len(results)) if labels is None else labels
+        body = ["    out = []"] + [f"    if {t}: out.append({k})" for k, t in zip(names, results) if t != "0"]
         body.append("    return out")
     elif kind == "update":
         writes = [(c, t if c not in booleans or _is_int(v) else f"int({t})")
