@@ -3,7 +3,7 @@
 API (the CLI's ``isrcheck minimize`` calls this)::
 
     minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
-             time_limit=None) -> Minimized
+             time_limit=None, clock=time.monotonic) -> Minimized
 
 ``steps_or_trace`` is any of: a :class:`checker.trace.Trace` (as loaded from a
 file; ``invariant`` defaults to the trace's), engine steps
@@ -46,8 +46,9 @@ the interface of :class:`model.backends.Scalar` (``initial_row()``, ``step(row, 
 ``holds(row, inv)``). The result is always replayed on the spec's scalar
 backend; if that replay disagrees, the search is redone there.
 ``reduce=False`` only validates and cuts the input (no search).
-``time_limit`` (seconds), or a stop request (:mod:`checker.stop`: a signal),
-stops the search early with the best trace so far.
+``time_limit`` (seconds of ``clock``; ``time.process_time`` makes it CPU
+time, which the machine's load does not cut short), or a stop request
+(:mod:`checker.stop`: a signal), stops the search early with the best trace so far.
 
 Raises ``ValueError`` when the input does not violate ``invariant`` (a step
 not enabled, or the invariant never fails), names an action the spec does not
@@ -198,14 +199,14 @@ class _Replayer:
         return None
 
 
-def _search(spec, backend, inv, ids, deadline):
+def _search(spec, backend, inv, ids, deadline, clock=time.monotonic):
     rp = _Replayer(spec, backend, inv)
 
     def better(got, c):
         return got is not None and (len(got) < len(c) or (len(got) == len(c) and got < c))
 
     def out_of_time():
-        return (deadline is not None and time.monotonic() > deadline) or stop.reason() is not None
+        return (deadline is not None and clock() > deadline) or stop.reason() is not None
 
     def without(c, eff, drop):
         """Run c without the steps at positions ``drop``."""
@@ -296,7 +297,8 @@ def _replay_on_spec(spec, inv, ids):
     return steps if not backends.scalar(spec).holds(row, inv) else None
 
 
-def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True, time_limit=None):
+def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True, time_limit=None,
+             clock=time.monotonic):
     """The shortest counterexample delta debugging finds; see the module doc."""
     from isrcheck.checker.trace import Trace
     if invariant is None:
@@ -308,7 +310,7 @@ def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
     inv = spec.invariants[invariant]
     actions = _actions(spec, steps_or_trace)
     ids = [a.id for a in actions]
-    deadline = None if time_limit is None else time.monotonic() + time_limit
+    deadline = None if time_limit is None else clock() + time_limit
     replays = 0
 
     scalar = backends.scalar(spec)
@@ -323,11 +325,11 @@ def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
         elif backend == "scalar":
             backend = scalar
         if backend is not scalar:
-            result, replays = _search(spec, backend, inv, ids, deadline)
+            result, replays = _search(spec, backend, inv, ids, deadline, clock)
             if result is not None and _replay_on_spec(spec, inv, result) is None:
                 result = None                       # the fast backend disagrees: trust only the spec
         if result is None:
-            result, more = _search(spec, scalar, inv, ids, deadline)
+            result, more = _search(spec, scalar, inv, ids, deadline, clock)
             replays += more
         if result is None:
             raise ValueError(f"the trace does not violate {invariant} on replay")
