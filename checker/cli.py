@@ -739,11 +739,13 @@ def parse_budget(text):
 @click.option("--budget", default="60s", show_default=True, help="time budget (e.g. 60s, 5m)")
 @click.option("--seed", type=int, default=None, help="fixed seed: the same runs every time")
 @click.option("--max-steps", type=click.IntRange(min=1, max=1_000_000), default=None, help="longest execution")
+@click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
+              help="worker processes (default: every core); the same --seed and number of workers repeat the runs")
 @click.option("--out", "out_dir", default=OUT_DIR, show_default=True, help="where traces are written")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @ITF_FORM
 @click.option("--no-progress", is_flag=True)
-def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, itf, no_progress, **kw):
+def fuzz(spec_name, invariants, every, budget, seed, max_steps, workers, out_dir, fmt, itf, no_progress, **kw):
     """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
     stop.polled()
     from isrcheck.checker.fuzz import fuzz as run_fuzz
@@ -755,12 +757,16 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, it
     if seed is None:      # chosen here, so that every trace written (even one a stop keeps) records it
         import random
         seed = random.getrandbits(32)
-    _err().print(f"fuzz: seed {seed} (`--seed {seed}` repeats these runs)", markup=False)
+    if workers is None:
+        from isrcheck.checker.bfs import all_cores
+        workers = all_cores()
+    _err().print(f"fuzz: seed {seed}, {workers} worker{'s' * (workers > 1)} (`--seed {seed} --workers {workers}` "
+                 f"repeats these runs)", soft_wrap=True, markup=False)
     sink = TraceSink(spec, "fuzz", out_dir, typed=itf == "typed", seed=seed)
 
     try:
         result = run_fuzz(spec, names, limits, seed=seed, derandomize=True, progress=progress.fuzz,
-                          on_violation=sink)
+                          on_violation=sink, workers=workers)
     finally:
         progress.done()
     finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)

@@ -27,8 +27,8 @@ def as_json(spec, engine, result, trace_files, observed=()):
     """The ``--format json`` object (stable keys; see the README).
 
     ``benign`` lists the invariants whose verdict does not count towards the exit code; ``configuration``,
-    ``expected`` and ``as_expected`` are :func:`expectations`; ``seed`` and ``found`` (per invariant: how long
-    to find, and trace lengths before and after shrinking) are the fuzzer's (else null). A quantity the
+    ``expected`` and ``as_expected`` are :func:`expectations`; ``seed``, ``workers`` and ``found`` (per invariant:
+    how long to find, and trace lengths before and after shrinking) are the fuzzer's (else null). A quantity the
     engine does not know is null (BMC: ``distinct_states``, ``transitions``, ``states_per_second``,
     ``bytes_per_state``, ``collision_probability``, ``never_fired``; the fuzzer: ``never_fired``). ``levels``
     (Spark only): per level expanded, its new states, ``shuffle_write_bytes`` (Spark's shuffle write metrics)
@@ -41,7 +41,7 @@ def as_json(spec, engine, result, trace_files, observed=()):
         "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
         "engine": engine, "verdicts": result.verdicts, "benign": sorted(observed),
         "configuration": configuration, "expected": expected, "as_expected": as_expected,
-        "seed": result.seed, "found": result.found or None,
+        "seed": result.seed, "workers": getattr(result, "workers", None), "found": result.found or None,
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
         "seconds": round(result.seconds, 3), "states_per_second": _round(result.states_per_second, 1),
         "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": _round(result.bytes_per_state, 2),
@@ -91,8 +91,9 @@ def print_text(console, spec, engine, result, trace_files, observed=(), coverage
     if coverage:
         print_coverage(console, result)
     if getattr(result, "seed", None) is not None:
-        console.print(f"seed {result.seed}: `--seed {result.seed}` repeats these runs (while no time budget cuts "
-                      f"them short)")
+        again = f"--seed {result.seed}" + (f" --workers {result.workers}" if result.workers else "")
+        console.print(f"seed {result.seed}: `{again}` repeats these runs (while no time budget cuts them short)",
+                      soft_wrap=True)
     _print_expectations(console, spec, result, configuration, want, why, as_expected, observed)
     if trace_files:
         first = next((f for inv, f in trace_files.items() if inv not in observed), next(iter(trace_files.values())))

@@ -30,7 +30,7 @@ them, and a quantity a result does not know is None (never 0 or -1 standing for
   None when the engine cannot know;
 - ``retained_bytes``: memory the engine keeps per search (visited set, parents);
   None for BMC;
-- engine extras, None (or empty) elsewhere: ``runs``, ``seed``, ``found``,
+- engine extras, None (or empty) elsewhere: ``runs``, ``seed``, ``workers``, ``found``,
   ``fired`` (fuzz), ``z3_unknown``, ``level_seconds``, ``bits`` (BMC).
 
 A :class:`Violation` records where an invariant failed: ``level`` is the number
@@ -84,6 +84,7 @@ class Result(Measured):
     engine: str = "local"
     runs: int | None = None                                   # fuzz: runs executed
     seed: int | None = None                                   # fuzz: the seed that reproduces the campaign
+    workers: int | None = None                                # fuzz: worker processes (the seed's runs depend on it)
     found: dict = field(default_factory=dict)                 # fuzz: per invariant, how its violation was found
     fired: list = field(default_factory=list)                 # fuzz: the action names some run took
     z3_unknown: str | None = None                             # bmc: why z3 gave up, if it did

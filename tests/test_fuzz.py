@@ -16,11 +16,13 @@ from isrcheck.checker.bfs import search
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.result import Result
 from isrcheck.checker.fuzz import _Fuzzer, _pick, fuzz
+from isrcheck.checker.fuzz_cells import Cells
 from isrcheck.checker.trace import from_steps, replay
 from isrcheck.specs import SPECS
 from isrcheck.model import backends
 
 SEED = 20240611
+STALE_LEADER_CPU = 60         # CPU seconds: the fuzz reach table's budget per violation
 
 
 # ------------------------------------------------------------------------------------------
@@ -91,22 +93,23 @@ def test_swarm_configurations_allow_what_their_kinds_need_and_only_active_replic
     assert kinds.index("crash") in need[kinds.index("restart")] or kinds.index("shutdown") in need[
         kinds.index("restart")]
     rng = random.Random(SEED)
-    width = 2 * len(kinds) + 3 * 4
-    subsets = set()
-    for bits in [0, 2 ** width - 1] + [rng.getrandbits(width) for _ in range(200)]:
+    width = 8 * fz._swarm_bytes
+    actives = []
+    for bits in [0, 2 ** width - 1] + [rng.getrandbits(width) for _ in range(400)]:
         weight, eager, active = fz._swarm(bits)
         on = {fz.kind_of[i] for i, w in enumerate(weight) if w}
         assert on, "a configuration is never empty"
         for k in on:
             assert need[k] <= on
         assert any(weight[i] for i in model.enabled(model.initial)), "something can happen initially"
-        assert sum(active) >= 2
-        subsets.add(active)
+        actives.append(active)
         for i, reps in enumerate(fz.replica_params):
-            if reps and not active[reps[0]]:
+            if reps and reps[0] >= active:
                 assert weight[i] == 0, spec.actions[i].label        # passive replicas do not act
-            assert eager[i] == (weight[i] > 0 and any(not active[x] for x in reps[1:]))
-    assert len(subsets) == 11                                   # every set of at least two replicas
+            assert eager[i] == (weight[i] > 0 and any(x >= active for x in reps[1:]))
+    # the first k replicas act: two in about half the runs, three in a quarter, all four in the rest
+    share = {k: actives.count(k) / len(actives) for k in (2, 3, 4)}
+    assert set(actives) == {2, 3, 4} and 0.4 < share[2] < 0.6 and 0.15 < share[3] < 0.35, share
 
 
 def test_a_step_is_drawn_in_proportion_to_the_weights():
@@ -118,20 +121,68 @@ def test_a_step_is_drawn_in_proportion_to_the_weights():
     assert counts == {3: 16384, 5: 0, 8: 49152}
 
 
-def test_runs_start_from_corpus_states_that_their_paths_reach():
+def test_runs_start_from_archived_cells_that_their_paths_reach():
     spec = SPECS["hw-truncation"](replicas=3)
-    fz = _Fuzzer(spec, ["log-matching"], 30, 0, 40, True, None, 200, None, "compiled")
-    fz.run(minimize_steps=False)
+    fz = _Fuzzer(spec, ["log-matching"], 30, 0, 40, True, None, 60, None, "compiled")
+    fz.search()
     model = fz.model
-    entries = [e for corpus in fz.corpus.values() for e in corpus]
-    assert len(entries) > 100 and len(fz.corpus) > 3
-    assert any(len(path) > 40 for path, _ in entries), "runs from the corpus go deeper than max_steps"
-    for path, state in random.Random(SEED).sample(entries, 30):
-        r = model.initial
-        for i in path:
-            assert i in model.enabled(r)
-            r = model.step(r, i)
-        assert r == tuple(state)
+    assert set(fz.archives) == {2, 3}                            # two or all three replicas act
+    for active, (archive, cell, enabled) in fz.archives.items():
+        entries = list(zip(archive.keys, archive.paths, archive.states))
+        assert len(entries) > 50 and len(set(archive.keys)) == len(entries)
+        assert sum(archive.picked) > 0 and min(archive.seen) >= 1
+        for key, path, state in random.Random(SEED).sample(entries, 30):
+            r = model.initial
+            for i in path:
+                assert i in model.enabled(r)
+                r = model.step(r, i)
+            assert r == tuple(state) and hash(cell(r)) == key       # the path reaches the cell's state
+            acting = [i for i in model.enabled(r) if not fz.replica_params[i] or fz.replica_params[i][0] < active]
+            assert enabled(r) == acting                                 # the guards of the replicas acting
+    assert fz.longest > 40, "runs from the archive go deeper than max_steps"
+
+
+def test_cells_are_symmetric_in_the_replicas_and_leave_passive_ones_out():
+    spec = SPECS["kip-101"](replicas=3)
+    lay = spec.layout
+    cells = Cells(lay)
+    model = backends.compiled(spec)
+    rng = random.Random(SEED)
+    row = model.initial
+    for _ in range(25):
+        en = model.enabled(row)
+        if not en:
+            break
+        row = model.step(row, rng.choice(en))
+    state = lay.decode(row)
+
+    def swapped(state, a, b):
+        """The state with replicas a and b renamed into each other (every replica axis and replica value)."""
+        out = {}
+        for name, f in lay.fields.items():
+            v = np.array(state[name])
+            for k, axis in enumerate(f.axes):
+                if axis == "replica":
+                    idx = [slice(None)] * v.ndim
+                    perm = list(range(f.shape[k]))
+                    perm[a], perm[b] = perm[b], perm[a]
+                    idx[k] = perm
+                    v = v[tuple(idx)]
+            if f.values == "replica":
+                v = np.where(v == a, -1, v)
+                v = np.where(v == b, a, v)
+                v = np.where(v == -1, b, v)
+            out[name] = v.tolist()
+        return tuple(int(x) for x in lay.encode(out))
+
+    every = cells.cell((True, True, True))
+    assert every(swapped(state, 0, 2)) == every(row) == every(swapped(state, 1, 2))
+    two = cells.cell((True, True, False))
+    assert two(swapped(state, 0, 1)) == two(row)
+    # a passive replica's own fields are not in the cell
+    other = list(row)
+    other[lay.column("up", (2,))] = 1 - other[lay.column("up", (2,))]
+    assert two(tuple(other)) == two(row) and every(tuple(other)) != every(row)
 
 
 # ------------------------------------------------------------------------------------------
@@ -180,6 +231,24 @@ def test_fuzz_explains_its_counterexample(five_replicas):
     assert any("truncated to its local HW" in line.text for line in lines)
 
 
+@pytest.mark.long
+def test_fuzz_finds_the_kip_101_stale_leader_loss_at_five_replicas():
+    """The classic 15-step loss of KIP-101 (a leader on an older epoch answers OffsetsForLeaderEpoch with
+    UNDEFINED, the follower truncates to its HW and then leads without the record) at five replicas."""
+    spec = SPECS["kip-101"](replicas=5)
+    result = fuzz(spec, ["no-committed-loss"], Budget(seconds=STALE_LEADER_CPU), seed=3, derandomize=True,
+                  clock=time.process_time)
+    assert result.verdicts == {"no-committed-loss": "violated"}, result.budget_hit
+    v = _check_violation(spec, result, "no-committed-loss")
+    info = result.found["no-committed-loss"]
+    print(f"\nkip-101, 5 replicas: {info}")
+    assert info["cpu_seconds_to_find"] < STALE_LEADER_CPU
+    # the exhaustive engine's shortest is 15 steps at 2 replicas; here three more drop the passive replicas
+    assert info["minimized_length"] <= 1.5 * 15
+    lines = spec.presentation.explain(v.steps, "no-committed-loss")
+    assert any("older epoch" in line.text for line in lines), [line.text for line in lines]
+
+
 def test_shrunk_trace_at_three_replicas_is_close_to_the_shortest():
     # the shortest counterexample, from the exhaustive engine at small bounds (larger bounds can only
     # allow shorter ones, so this is an upper bound on the shortest at the fuzzed bounds)
@@ -214,6 +283,31 @@ def test_fuzz_is_deterministic_under_a_seed():
     assert (a.runs, a.transitions, a.distinct_states) == (b.runs, b.transitions, b.distinct_states)
     assert (a.runs, a.transitions, a.distinct_states) != (c.runs, c.transitions, c.distinct_states)
     assert a.seed == 7 and a.budget_hit == "max examples 40"
+
+
+def test_two_workers_split_the_runs_and_repeat_under_a_seed():
+    spec = SPECS["kip-101"]()
+    a = fuzz(spec, ["hw-log-matching"], Budget(seconds=60, max_runs=41), seed=7, workers=2)
+    b = fuzz(spec, ["hw-log-matching"], Budget(seconds=60, max_runs=41), seed=7, workers=2)
+    one = fuzz(spec, ["hw-log-matching"], Budget(seconds=60, max_runs=21), seed=7)
+    assert a.workers == 2 and a.budget_hit == "max examples 41" and a.verdicts == {"hw-log-matching": "unknown"}
+    assert (a.runs, a.transitions, a.distinct_states, a.depth) == (b.runs, b.transitions, b.distinct_states, b.depth)
+    # worker 0 runs what one worker runs with its share of the test cases (21 of 41); worker 1 runs others
+    assert one.transitions < a.transitions and one.distinct_states < a.distinct_states <= a.transitions + 2
+
+
+def test_the_board_orders_finds_by_search_runs_then_worker():
+    import multiprocessing
+    from isrcheck.checker.fuzz_workers import _Board
+    board = _Board(multiprocessing.get_context("fork"), ["x", "y"], 3)
+    assert not board.beaten("x", 10**9, 2) and not board.stopped()
+    board.record("x", 5, 1)
+    assert board.beaten("x", 6, 0) and board.beaten("x", 5, 2)            # later, or as late with a higher number
+    assert not board.beaten("x", 5, 0) and not board.beaten("x", 4, 2)    # sooner, or as soon with a lower number
+    board.record("x", 7, 0)                                               # a later find does not replace it
+    assert not board.beaten("x", 5, 0) and not board.beaten("y", 100, 2)
+    board.flag.value = 1
+    assert board.stopped()
 
 
 def test_fuzz_rejects_unknown_invariants():

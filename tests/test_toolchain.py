@@ -150,24 +150,27 @@ def test_fuzz_prints_and_stores_its_seed(tmp_path):
     assert r.returncode == 1, r.stderr
     report = json.loads(r.stdout)
     seed = report["seed"]
-    assert isinstance(seed, int) and f"fuzz: seed {seed} (`--seed {seed}` repeats these runs)" in r.stderr
+    assert isinstance(seed, int) and re.search(rf"fuzz: seed {seed}, (\d+) workers? \(`--seed {seed} --workers \1` "
+                                               rf"repeats these runs\)", r.stderr), r.stderr
     assert json.load(open(report["trace_file"]))["#meta"]["seed"] == seed
     text = isrcheck("fuzz", "--spec", "acks-1", "--invariant", "no-committed-loss", "--budget", "30s",
                     "--no-progress", "--out", str(tmp_path), "--seed", "11")
-    assert "seed 11: `--seed 11` repeats these runs" in text.stdout
+    assert re.search(r"seed 11: `--seed 11 --workers \d+` repeats these runs", text.stdout)
 
 
-def test_the_same_seed_repeats_the_runs(tmp_path):
+def test_the_same_seed_and_workers_repeat_the_runs(tmp_path):
     found = []
     for run in ("a", "b"):
-        r = isrcheck("fuzz", "--spec", "hw-truncation", "--invariant", "no-committed-loss", "--budget", "60s",
-                     "--seed", "5", "--no-progress", "--format", "json", "--out", str(tmp_path / run))
+        r = isrcheck("fuzz", "--spec", "hw-truncation", "--invariant", "no-committed-loss", "--invariant",
+                     "hw-log-matching", "--budget", "60s", "--seed", "5", "--workers", "2", "--no-progress",
+                     "--format", "json", "--out", str(tmp_path / run))
         assert r.returncode == 1, r.stderr
         report = json.loads(r.stdout)
-        assert report["seed"] == 5
-        trace = json.load(open(report["trace_file"]))
-        found.append(({k: v for k, v in report["found"]["no-committed-loss"].items() if k.endswith("length")},
-                      trace["states"]))
+        assert report["seed"] == 5 and report["workers"] == 2
+        assert set(report["found"]) == {"no-committed-loss", "hw-log-matching"}
+        found.append({inv: ({k: v for k, v in info.items() if k.endswith("length") or k in ("runs_to_find", "worker")},
+                            json.load(open(report["trace_files"][inv]))["states"])
+                      for inv, info in report["found"].items()})
     assert found[0] == found[1]
 
 
