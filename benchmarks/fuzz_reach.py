@@ -1,28 +1,33 @@
 """Fuzzer reach: time to find and shrunk length of every expected violation in specs/, at 5 replicas.
 
-    python benchmarks/fuzz_reach.py [--replicas 5] [--budget 60] [--seed 0] [--jobs 1]
+    python benchmarks/fuzz_reach.py [--replicas 5] [--budget 60] [--seeds 5] [--first-seed 1] [--jobs 1]
                                     [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...] [--json FILE]
 
 For every spec in ``specs.SPECS`` and every invariant it expects "violated",
-fuzzes that invariant alone (``checker.fuzz.fuzz``, seed ``--seed``) at
-``--replicas`` replicas, the spec's default bounds otherwise, raised by any
-``--bound`` given (a bound is only ever raised: ``--bound max_epochs=8`` leaves a
-spec whose default is higher alone). Each fuzz runs in its own process, on a
-CPU-time clock (``fuzz(..., clock=time.process_time)``): the budget
-(``--budget``, CPU seconds, shrinking and minimizing after it) and the time to
-find (from the start of the fuzz, compilation included) are that process's CPU
-time, so the figures hold whatever else loads the machine; the whole row's CPU
-and wall time (search, shrinking, minimizing) are shown too. Lengths: the first failing run found, after Hypothesis's
-shrinking, after ``checker.minimize``; "bfs" is the exhaustive engine's
-shortest counterexample at the spec's default bounds (counterexamples/), for
-scale only (the fuzzer never reads it). Prints a markdown table and the load
-average; ``--json`` also writes one object per row.
+fuzzes that invariant alone (``checker.fuzz.fuzz``, one worker) with each of
+``--seeds`` seeds from ``--first-seed`` on, at ``--replicas`` replicas (0: the
+spec's default), the spec's default bounds otherwise, raised by any ``--bound``
+given (a bound is only ever raised: ``--bound max_epochs=8`` leaves a spec whose
+default is higher alone). Each fuzz runs in its own process, on a CPU-time clock
+(``fuzz(..., clock=time.process_time)``): the budget (``--budget``, CPU seconds,
+shrinking and minimizing after it) and the time to find (from the start of the
+fuzz, compiling the model included) are that process's CPU time, so the figures
+hold whatever else loads the machine. A row gives how many seeds found it, the
+median and the worst seed's CPU seconds to find (a seed that did not find it
+counts as "> budget"), the median lengths (the first failing run found, after
+Hypothesis's shrinking, after ``checker.minimize``) and the CPU seconds the row
+took in all (search, shrinking, minimizing, every seed). "bfs" is the exhaustive
+engine's shortest counterexample at the spec's default bounds (counterexamples/),
+for scale only (the fuzzer never reads it); "÷ bfs" is the median minimized
+length over it. Prints a markdown table and the load average; ``--json`` also
+writes one object per fuzz.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -33,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def _bounds(cls, replicas, raised):
-    bounds = {"replicas": replicas}
+    bounds = {"replicas": replicas} if replicas else {}
     for k, v in raised.items():
         if k in cls.defaults and v > cls.defaults[k]:
             bounds[k] = v
@@ -54,74 +59,90 @@ def _one(task):
     from isrcheck.checker.budget import Budget
     from isrcheck.specs import SPECS
     cpu0, wall0 = time.process_time(), time.monotonic()
+    row = {"spec": spec_name, "invariant": invariant, "bounds": bounds, "seed": seed}
     try:
         spec = SPECS[spec_name](**bounds)
     except Exception as e:                      # noqa: BLE001 — a spec that does not load is a row, not a crash
-        return {"spec": spec_name, "invariant": invariant, "bounds": bounds, "verdict": f"error: {e}",
-                "bfs_shortest": _shortest(spec_name, invariant)}
-    result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, clock=time.process_time)
-    row = {"spec": spec_name, "invariant": invariant, "bounds": bounds, "verdict": result.verdicts[invariant],
-           "runs": result.runs, "transitions": result.transitions,
-           "cpu_seconds": round(time.process_time() - cpu0, 1), "wall_seconds": round(time.monotonic() - wall0, 1),
-           "bfs_shortest": _shortest(spec_name, invariant)}
+        return {**row, "verdict": f"error: {e}"}
+    result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, derandomize=True, clock=time.process_time)
+    row.update(verdict=result.verdicts[invariant], runs=result.runs, transitions=result.transitions,
+               cpu_seconds=round(time.process_time() - cpu0, 2), wall_seconds=round(time.monotonic() - wall0, 2))
     found = result.found.get(invariant)
     if found:
         row.update(found)
     return row
 
 
-def _cell(row, budget):
-    if row["verdict"].startswith("error"):
-        return row["verdict"], "—"
-    if row["verdict"] != "violated":
-        return f"not found in {budget:g} CPU s", "—"
-    return (f"{row['cpu_seconds_to_find']:.1f}",
-            f"{row['found_length']} → {row['hypothesis_length']} → {row['minimized_length']}")
+def _median_length(found, key):
+    return f"{statistics.median(r[key] for r in found):g}"
 
 
 def main(argv=None):
     from isrcheck.specs import SPECS
     p = argparse.ArgumentParser(prog="fuzz_reach.py", description=__doc__.split("\n")[0])
-    p.add_argument("--replicas", type=int, default=5)
-    p.add_argument("--budget", type=float, default=60.0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--replicas", type=int, default=5, help="0: each spec's default")
+    p.add_argument("--budget", type=float, default=60.0, help="CPU seconds per fuzz")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--bound", action="append", default=[], help="NAME=VALUE, raised where the default is lower")
     p.add_argument("--only", action="append", default=[], help="SPEC or SPEC/INVARIANT")
-    p.add_argument("--json", help="also write the rows to this file (JSON lines)")
+    p.add_argument("--json", help="also write every fuzz to this file (JSON lines)")
     args = p.parse_args(argv)
     raised = {k: int(v) for k, v in (b.split("=", 1) for b in args.bound)}
-    tasks = []
+    rows = []
     for name, cls in SPECS.items():
         for inv, verdict in cls.expected.items():
             if verdict != "violated":
                 continue
             if args.only and not any(o in (name, f"{name}/{inv}") for o in args.only):
                 continue
-            tasks.append((name, inv, _bounds(cls, args.replicas, raised), args.budget, args.seed))
+            rows.append((name, inv, _bounds(cls, args.replicas, raised)))
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    tasks = [(name, inv, bounds, args.budget, seed) for name, inv, bounds in rows for seed in seeds]
     start = time.monotonic()
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        rows = []
-        for row in pool.map(_one, tasks):
-            rows.append(row)
-            print(json.dumps(row), file=sys.stderr, flush=True)
+    done = []
+    with ProcessPoolExecutor(max_workers=args.jobs, max_tasks_per_child=1) as pool:
+        for run in pool.map(_one, tasks):
+            done.append(run)
+            print(json.dumps(run), file=sys.stderr, flush=True)
     if args.json:
-        Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in done))
     extra = " ".join(f"{k}={v}" for k, v in raised.items())
-    print(f"fuzz reach: replicas={args.replicas} {extra + ' ' if extra else ''}(raised only where a spec's default "
-          f"is lower), budget {args.budget:g} CPU s per invariant, seed {args.seed}, {args.jobs} job(s); "
-          f"{time.monotonic() - start:.0f} s in all; load average at the end {os.getloadavg()[0]:.2f}")
+    print(f"fuzz reach: replicas={args.replicas or 'default'} {extra + ' ' if extra else ''}(raised only where a "
+          f"spec's default is lower), budget {args.budget:g} CPU s per fuzz, seeds {seeds.start}..{seeds.stop - 1}, "
+          f"{args.jobs} job(s); {time.monotonic() - start:.0f} s in all; load average at the end "
+          f"{os.getloadavg()[0]:.2f}")
     print()
-    print("| spec | invariant | bounds changed | found after (CPU s) | length first → Hypothesis → "
-          "minimized | bfs shortest | row CPU / wall s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for row in rows:
-        t, lengths = _cell(row, args.budget)
-        changed = ", ".join(f"{k}={v}" for k, v in row["bounds"].items())
-        spent = f"{row['cpu_seconds']:.0f} / {row['wall_seconds']:.0f}" if "cpu_seconds" in row else "—"
-        print(f"| {row['spec']} | {row['invariant']} | {changed} | {t} | {lengths} | {row['bfs_shortest']} | {spent} |")
-    found = sum(r["verdict"] == "violated" for r in rows)
-    print(f"\nfound {found} of {len(rows)}")
+    print("| spec | invariant | bounds | found | CPU s to find: median / worst | length first → Hypothesis → "
+          "minimized (median) | bfs | ÷ bfs | row CPU s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    found_rows = 0
+    for name, inv, bounds in rows:
+        runs = [r for r in done if (r["spec"], r["invariant"]) == (name, inv)]
+        errors = [r["verdict"] for r in runs if r["verdict"].startswith("error")]
+        hits = [r for r in runs if r["verdict"] == "violated"]
+        found_rows += len(hits) == len(runs)
+        changed = ", ".join(f"{k}={v}" for k, v in bounds.items()) or "defaults"
+        bfs = _shortest(name, inv)
+        if errors:
+            print(f"| {name} | {inv} | {changed} | {errors[0]} | — | — | {bfs} | — | — |")
+            continue
+        times = [r["cpu_seconds_to_find"] if r["verdict"] == "violated" else None for r in runs]
+        missed = [t for t in times if t is None]
+        ordered = sorted(t for t in times if t is not None) + [float("inf")] * len(missed)
+        median = ordered[(len(ordered) - 1) // 2] if len(ordered) % 2 else \
+            (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+        shown = f"> {args.budget:g}" if median == float("inf") else f"{median:.1f}"
+        worst = f"> {args.budget:g}" if missed else f"{max(times):.1f}"
+        lengths = "—" if not hits else (f"{_median_length(hits, 'found_length')} → "
+                                        f"{_median_length(hits, 'hypothesis_length')} → "
+                                        f"{_median_length(hits, 'minimized_length')}")
+        ratio = "—" if not hits or not bfs else \
+            f"{statistics.median(r['minimized_length'] for r in hits) / bfs:.2f}"
+        print(f"| {name} | {inv} | {changed} | {len(hits)}/{len(runs)} | {shown} / {worst} | {lengths} | {bfs} | "
+              f"{ratio} | {sum(r['cpu_seconds'] for r in runs):.0f} |")
+    print(f"\nfound by every seed: {found_rows} of {len(rows)} violations")
 
 
 if __name__ == "__main__":

@@ -424,15 +424,16 @@ def version_module(name):
             "\nSpec == Init /\\ [][Next]_vars\n" + "=" * 77 + "\n")
 
 
-def config_text(bounds):
+def config_text(bounds, invariant="TypeOk"):
     replicas = ", ".join(f"r{i + 1}" for i in range(bounds["replicas"]))
     return (f"CONSTANTS\n    Replicas = {{{replicas}}}\n    LogSize = {bounds['log_size']}\n"
             f"    MaxRecords = {bounds['max_records']}\n    MaxLeaderEpoch = {bounds['max_epochs']}\n"
-            "INIT Init\nNEXT Next\nINVARIANT TypeOk\n")
+            f"INIT Init\nNEXT Next\nINVARIANT {invariant}\n")
 
 
-def write_tla(workdir, name, bounds, spec_dir=None):
-    """Write the modules and the .cfg for spec ``name``; returns (root .tla file name, .cfg file name)."""
+def write_tla(workdir, name, bounds, spec_dir=None, invariant="TypeOk"):
+    """Write the modules and the .cfg checking ``invariant`` for spec ``name``; returns (root .tla file name,
+    .cfg file name)."""
     original, embedded = MODULES[name]
     if spec_dir:
         for f in ORIGINAL_FILES:
@@ -444,9 +445,10 @@ def write_tla(workdir, name, bounds, spec_dir=None):
         with open(os.path.join(workdir, f"{embedded}.tla"), "w") as fh:
             fh.write(version_module(embedded))
         root = embedded
-    cfg = f"{root}_{bounds['replicas']}r{bounds['log_size']}l{bounds['max_records']}m{bounds['max_epochs']}e.cfg"
+    cfg = (f"{root}_{bounds['replicas']}r{bounds['log_size']}l{bounds['max_records']}m{bounds['max_epochs']}e"
+           f"{'' if invariant == 'TypeOk' else '_' + invariant}.cfg")
     with open(os.path.join(workdir, cfg), "w") as fh:
-        fh.write(config_text(bounds))
+        fh.write(config_text(bounds, invariant))
     return f"{root}.tla", cfg
 
 
