@@ -22,6 +22,8 @@ import os
 import sys
 from functools import lru_cache
 
+from isrcheck.checker import variants
+from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import Spec
 from isrcheck.specs import SPECS
 
@@ -42,6 +44,9 @@ def _spec_class(obj, ref):
         raise SpecRefError(f"{ref}: {getattr(obj, '__name__', type(obj).__name__)} is not a Spec subclass")
     if not obj.name:
         raise SpecRefError(f"{ref}: {obj.__name__} has no name (set the class attribute name = \"...\")")
+    unnamed = variants.unnamed(obj)
+    if unnamed:
+        raise SpecRefError(unnamed)
     return obj
 
 
@@ -63,6 +68,9 @@ def _load_file(path):
     sys.modules[name] = module
     try:
         module.__spec__.loader.exec_module(module)
+    except DeclarationError as e:   # a spec class refused when created: the message names its file and line
+        del sys.modules[name]
+        raise SpecRefError(str(e)) from None
     except Exception as e:          # the user's code: any error it raises is a bad input
         del sys.modules[name]
         raise SpecRefError(_failure(f"{path}: cannot import", e)) from None
@@ -70,12 +78,20 @@ def _load_file(path):
 
 
 def _load_module(name):
+    """Import a module by name; one the import path does not have is looked for from the working directory too
+    (as ``python -m`` does), so MODULE:CLASS works from a team repository's top level."""
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
+        here = os.getcwd()
+        if e.name and name.startswith(e.name) and here not in sys.path:
+            sys.path.append(here)
+            return _load_module(name)
         if e.name and name.startswith(e.name):
             raise SpecRefError(f"no module {name!r} (nor a file: a file reference ends in .py)") from None
         raise SpecRefError(_failure(f"module {name}: cannot import", e)) from None
+    except DeclarationError as e:   # a spec class refused when created: the message names its file and line
+        raise SpecRefError(str(e)) from None
     except Exception as e:          # the user's code
         raise SpecRefError(_failure(f"module {name}: cannot import", e)) from None
 
@@ -114,6 +130,8 @@ def resolve(ref):
     registry = known()
     if ref in registry:
         return registry[ref]
+    if ref.endswith(".py") and ":" not in ref:     # a file without a class: say which classes it has
+        raise SpecRefError(variants.listing(ref, resolve_all(ref)))
     target, sep, attr = ref.rpartition(":")
     if not sep or not target or not attr:
         broken = "".join(f"; {e}" for e in plugins()[1])
@@ -139,8 +157,9 @@ def resolve_all(ref):
     if not os.path.isfile(ref):
         raise SpecRefError(f"{ref}: no such file")
     module = _load_file(ref)
-    found = [obj for obj in vars(module).values() if isinstance(obj, type) and issubclass(obj, Spec)
-             and obj.__module__ == module.__name__ and obj.name]
+    found, unnamed = variants.defined(module)
+    if unnamed:
+        raise SpecRefError(unnamed[0])
     if not found:
         raise SpecRefError(f"{ref}: defines no Spec subclass with a name")
     return found

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from isrcheck.checker import __version__
-from isrcheck.checker.registry import show_command
+from isrcheck.checker.registry import reference, show_command
 from isrcheck.checker.show import markup_safe
 from isrcheck.model.configuration import DEFAULTS, configuration_of
 
@@ -104,7 +104,7 @@ def _print_expectations(console, spec, result, configuration, want, why, as_expe
     where = "its defaults" if configuration == DEFAULTS else f"its configuration {configuration}"
     if configuration is None:
         console.print(f"[dim]no expected verdicts: these bounds are none of {spec.name}'s configurations "
-                      f"(`isrcheck list {spec.name}`)[/]", soft_wrap=True)
+                      f"(`isrcheck list {markup_safe(reference(type(spec)))}`)[/]", soft_wrap=True)
     elif as_expected:
         known = [inv for inv, v in want.items() if v == "violated" and inv not in observed]
         exits = (f"; it exits 1 for the known {'bug' if len(known) == 1 else 'bugs'} this spec reproduces: "

@@ -1,0 +1,127 @@
+"""A team's own protocol versions, end to end through the installed console script: mistakes a team makes
+are one line naming its file and line (exit 2), variants are listed as themselves, settings that change a
+run are named on its header line."""
+import json
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+VERSIONS = '''\
+"""Our protocol variants."""
+from isrcheck.specs.kip_320 import Kip320
+
+
+class OurKip320(Kip320):
+    """KIP-320 as our fork runs it.
+
+    More words that are not the summary."""
+    name = "our-kip-320"
+
+
+class Described(OurKip320):
+    name = "described"
+    summary = "our own words"
+    references = ("OUR-1: the ticket",)
+'''
+
+MISTAKES = {
+    "unnamed.py": '''\
+from isrcheck.specs.kip_320 import Kip320
+
+
+class Unnamed(Kip320):
+    """Forgot its name."""
+''',
+    "typo.py": '''\
+from isrcheck.specs.kip_320 import Kip320
+
+
+class Typo(Kip320):
+    name = "typo"
+
+    def fetch_acepted(self, s, f, l):
+        return s.leader_epoch[f] == s.leader_epoch[l]
+''',
+    "expect.py": '''\
+from isrcheck.specs.kip_320 import Kip320
+
+
+class BadExpect(Kip320):
+    name = "bad-expect"
+    expected = {**Kip320.expected, "strong_isr": "holds"}
+''',
+    "control.py": '''\
+from isrcheck.specs.kip_320 import Kip320
+
+
+class Control(Kip320):
+    name = "control"
+
+    def fetch_accepted(self, s, f, l):
+        if s.leader_epoch[f] == 1:
+            return True
+        return False
+''',
+    "helper.py": '''\
+from isrcheck.specs.kip_320 import Kip320
+
+
+class Helper(Kip320):
+    name = "helper"
+
+    def fetch_accepted(self, s, f, l):
+        return undefined_helper(s, f)
+''',
+}
+
+
+def isrcheck(*args, cwd, env=None):
+    return subprocess.run(["isrcheck", *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+def one_line_error(run, *texts):
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr, run.stderr
+    for text in texts:
+        assert text in run.stderr, run.stderr
+
+
+@pytest.fixture
+def team(tmp_path):
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "versions.py").write_text(VERSIONS)
+    for name, source in MISTAKES.items():
+        (tmp_path / "team" / name).write_text(source)
+    return tmp_path
+
+
+def test_silent_mistakes_are_one_line_at_the_teams_file_and_line(team):
+    check = ["check", "--invariant", "no-committed-loss", "--no-progress", "--spec"]
+    one_line_error(isrcheck(*check, "team/unnamed.py:Unnamed", cwd=team),
+                   "team/unnamed.py:4: Unnamed has no name of its own: it would be taken for Kip320", 'name = "..."')
+    one_line_error(isrcheck("gate", "team/unnamed.py", "--no-progress", cwd=team),
+                   "team/unnamed.py:4: Unnamed has no name of its own")
+    one_line_error(isrcheck(*check, "team/typo.py:Typo", cwd=team),
+                   "team/typo.py:7: Typo.fetch_acepted overrides nothing, and Kip320 has fetch_accepted (a hook)",
+                   "rename fetch_acepted to fetch_accepted")
+    one_line_error(isrcheck(*check, "team/expect.py:BadExpect", cwd=team),
+                   "team/expect.py:6: BadExpect.expected names 'strong_isr', which is not one of its invariants "
+                   "(did you mean 'strong-isr'?)")
+    one_line_error(isrcheck(*check, "team/control.py:Control", cwd=team),
+                   "team/control.py:8: action fetch(", "Python `if`")
+    one_line_error(isrcheck(*check, "team/helper.py:Helper", cwd=team),
+                   "team/helper.py:8: NameError: name 'undefined_helper' is not defined")
+    one_line_error(isrcheck(*check, "team/versions.py", cwd=team),
+                   "team/versions.py defines 2 specs: name one as FILE.py:CLASS: team/versions.py:OurKip320 "
+                   "(our-kip-320), team/versions.py:Described (described)")
+
+
+def test_module_class_references_work_from_the_working_directory(team):
+    run = isrcheck("check", "--spec", "team.versions:OurKip320", "--invariant", "single-leader-per-epoch",
+                   "--max-epochs", "2", "--max-records", "1", "--no-progress", "--out", "out", cwd=team)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "our-kip-320" in run.stdout and "holds" in run.stdout
+    assert "`isrcheck list team.versions:OurKip320`" in run.stdout      # how to list it, as it was named
