@@ -16,13 +16,12 @@ import time
 
 import click
 
-from isrcheck.checker import __version__, report, settings, show as show_mod, stop
+from isrcheck.checker import __version__, report, settings, show as show_mod, state_counts, stop
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, itf_text, load,
                                     replay as replay_trace, replay_lasso, save, spec_for)
-from isrcheck.model.configuration import configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
@@ -401,6 +400,7 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         if fmt == "json":
             click.echo(json.dumps(obj, indent=1))
         sys.exit(EXIT_BUDGET if stop.interrupted() else code)
+    state_counts.record(spec, result, symmetry)        # for `isrcheck list --brief`
     finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live,
            coverage=coverage)
 
@@ -480,70 +480,28 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=
 
 @cli.command(name="list")
 @click.argument("names", nargs=-1, metavar="[SPEC]...")
+@click.option("--brief", is_flag=True,
+              help="one line a spec: name, distinct states at its defaults (once counted), expected violations, "
+                   "summary")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def list_specs(names, fmt):
-    """Protocol versions (or the ones named) and their invariants: summaries, references, default bounds,
-    expected verdicts."""
-    registry = known_specs()
-    for name in names:
-        if name not in registry:
-            raise UserError(f"unknown spec {name!r} (known: {', '.join(registry)})")
+def list_specs(names, brief, fmt):
+    """Protocol versions (or the ones named: a name, FILE.py[:CLASS] or MODULE:CLASS) and their invariants:
+    summaries, references, default bounds, expected verdicts."""
+    from isrcheck.checker import listing
+    from isrcheck.checker.registry import resolve_all
+    classes = list(known_specs().values())
+    if names:
+        try:
+            classes = list(dict.fromkeys(cls for name in names for cls in resolve_all(name)))
+        except SpecRefError as e:
+            raise UserError(str(e)) from None
     for error in plugins()[1]:
         _err().print(f"isrcheck: warning: {error}", soft_wrap=True, markup=False)
-    entries = []
-    for name, cls in registry.items():
-        if names and name not in names:
-            continue
-        entries.append({
-            "spec": name, "summary": cls.summary, "references": list(cls.references),
-            "default_bounds": dict(cls.defaults),
-            "bounds": {n: {"default": b.default, "lo": b.lo, "hi": b.hi, "kind": b.kind, "doc": b.doc}
-                       for n, b in cls.bound_declarations().items()},
-            "expected": dict(cls.expected),
-            "expected_why": dict(cls.expected_why),
-            "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected), "why": dict(c.why)}
-                               for n, c in configurations(cls).items()],
-            "not_modelled": dict(cls.not_modelled),
-            "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in cls.declared_invariants().items()},
-            "properties": {n: {"meaning": meaning, "fairness": [str(f) for f in fairness],
-                               "expected": cls.liveness_expected()[0].get(n),
-                               "expected_why": cls.liveness_expected()[1].get(n)}
-                           for n, (meaning, fairness) in cls.declared_properties().items()},
-        })
+    entries = [listing.entry(cls) for cls in classes]
     if fmt == "json":
         click.echo(json.dumps(entries, indent=1))
-        return
-    console = _out()
-    for e in entries:
-        console.rule(f"[bold cyan]{e['spec']}[/]", align="left")
-        console.print(e["summary"])
-        console.print(f"[dim]references:[/] {'; '.join(e['references'])}")
-        console.print(f"[dim]default bounds:[/] {' '.join(f'{k}={v}' for k, v in e['default_bounds'].items())}")
-        options = [f"{k} {b['lo']}..{b['hi']}" + (f": {b['doc']}" if b["doc"] else "")
-                   for k, b in e["bounds"].items() if b["kind"] == "option"]
-        if options:
-            console.print("[dim]options (--set KEY=VALUE):[/] " + "; ".join(options), soft_wrap=True)
-        from rich.table import Table
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        table.add_column("invariant")
-        table.add_column("expected")
-        table.add_column("meaning")
-        for inv, info in e["invariants"].items():
-            why = e["expected_why"].get(inv)
-            expected = e["expected"].get(inv, "-")
-            table.add_row(inv, f"{expected}" + (f" — {why}" if why else ""), info["meaning"])
-        for prop, info in e["properties"].items():
-            expected = info["expected"] or "-"
-            table.add_row(f"{prop} (liveness)", expected + (f" — {info['expected_why']}" if info["expected_why"] else ""),
-                          f"{info['meaning']} Fairness: {', '.join(info['fairness'])}.")
-        console.print(table)
-        for c in e["configurations"][1:]:
-            console.print(f"[dim]configuration[/] [bold]{c['name']}[/]: "
-                          + " ".join(f"{k}={v}" for k, v in c["bounds"].items()) + " → "
-                          + "; ".join(f"{inv} {v}" + (f" — {c['why'][inv]}" if inv in c["why"] else "")
-                                      for inv, v in c["expected"].items()), soft_wrap=True)
-        for ticket, why in e["not_modelled"].items():
-            console.print(f"[dim]not modelled[/] {ticket}: {why}", soft_wrap=True)
+    else:
+        (listing.print_brief if brief else listing.print_full)(_out(), entries)
 
 
 def _write(path, text):

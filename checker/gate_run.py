@@ -6,6 +6,7 @@ import inspect
 import os
 import time
 
+from isrcheck.checker import state_counts
 from isrcheck.checker.registry import reference
 from isrcheck.checker.trace import TraceError, conform, from_steps, is_lasso, load, replay, replay_lasso, save
 from isrcheck.model.configuration import DEFAULTS, configurations
@@ -143,6 +144,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             if expected[v.invariant] != "violated":
                 save(from_steps(spec, v.invariant, "local", v.steps, gate=True), trace_path(out, name, conf, v.invariant))
         result = search(spec, list(expected), on_violation=unexpected)
+        state_counts.record(spec, result)           # for `isrcheck list --brief`
         report.never_fired[name, conf] = list(result.never_fired)
         stats = (result.distinct_states, result.depth, result.seconds)
         for inv, verdict in expected.items():

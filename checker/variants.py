@@ -45,13 +45,16 @@ def listing(ref, classes):
 def own(cls, attr):
     """(value of ``attr``, the name of the version it is inherited from, or None when ``cls`` states it).
 
-    A class without its own ``summary`` that has a docstring of its own is summarised by the docstring's first
-    line: a team writes the docstring first."""
-    if attr in vars(cls):
-        return getattr(cls, attr), None
-    if attr == "summary" and "__doc__" in vars(cls) and cls.__doc__:
-        return inspect.cleandoc(cls.__doc__).split("\n\n")[0].replace("\n", " "), None
-    source = next((k for k in cls.__mro__[1:] if attr in vars(k)), None)
-    if source is None or source is Spec:
-        return getattr(cls, attr), None
-    return getattr(cls, attr), source.name or source.__name__
+    A ``summary`` is a class's own attribute, else the first paragraph of its own docstring (a team writes the
+    docstring first); a class that has neither inherits the nearest one along its bases."""
+    for k in cls.__mro__:
+        if k is Spec:
+            break
+        if attr in vars(k):
+            value = getattr(k, attr)
+        elif attr == "summary" and vars(k).get("__doc__"):
+            value = " ".join(inspect.cleandoc(k.__doc__).split("\n\n")[0].split())
+        else:
+            continue
+        return value, None if k is cls else (k.name or k.__name__)
+    return getattr(cls, attr), None

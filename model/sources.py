@@ -59,10 +59,12 @@ def of_attribute(cls, attr):
 
 
 def _engine_dirs():
-    """isrcheck's own code (the engines and the modelling layer) and the Python installation: not spec code."""
-    import isrcheck
-    from isrcheck import checker, model
-    dirs = [os.path.dirname(os.path.abspath(m.__file__)) for m in (isrcheck, checker, model)]
+    """isrcheck's own code (the engines and the modelling layer) and the Python installation: not spec code.
+
+    The packages are looked up in ``sys.modules`` by name: an import here would be followed by
+    model/load_cache.py's digest into whichever checker modules a process happens to have loaded."""
+    packages = [sys.modules[name] for name in ("isrcheck", "isrcheck.checker", "isrcheck.model") if name in sys.modules]
+    dirs = [os.path.dirname(os.path.abspath(m.__file__)) for m in packages]
     dirs += [os.path.abspath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}]
     return [d.rstrip(os.sep) + os.sep for d in dirs]
 

@@ -24,6 +24,7 @@ class Described(OurKip320):
     name = "described"
     summary = "our own words"
     references = ("OUR-1: the ticket",)
+    defaults = {**OurKip320.defaults, "max_epochs": 2, "max_records": 1}
 '''
 
 MISTAKES = {
@@ -125,3 +126,35 @@ def test_module_class_references_work_from_the_working_directory(team):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "our-kip-320" in run.stdout and "holds" in run.stdout
     assert "`isrcheck list team.versions:OurKip320`" in run.stdout      # how to list it, as it was named
+
+
+def test_variants_are_listed_as_themselves(team, tmp_path):
+    env = {"ISRCHECK_CACHE_DIR": str(tmp_path / "cache")}
+    run = isrcheck("list", "team/versions.py:OurKip320", "team/versions.py:Described", "--format", "json",
+                   cwd=team, env=env)
+    assert run.returncode == 0, run.stderr
+    ours, described = json.loads(run.stdout)
+    assert (ours["spec"], ours["reference"]) == ("our-kip-320", "team/versions.py:OurKip320")
+    assert (ours["summary"], ours["summary_from"]) == ("KIP-320 as our fork runs it.", None)    # its docstring
+    assert ours["references_from"] == "kip-320" and ours["references"]                      # marked inherited
+    assert (described["summary"], described["references"], described["references_from"]) == (
+        "our own words", ["OUR-1: the ticket"], None)
+    assert ours["default_states"] is None                      # not counted yet
+    run = isrcheck("list", "team/versions.py:OurKip320", cwd=team, env=env)
+    assert "named as: team/versions.py:OurKip320" in run.stdout
+    assert "references: KIP-320" in run.stdout and "(inherited from kip-320)" in run.stdout
+    # a complete check at the defaults counts the states; --brief then gives them, one line a spec
+    run = isrcheck("check", "--spec", "team/versions.py:Described", "--invariant", "single-leader-per-epoch",
+                   "--no-progress", "--out", "out", "--format", "json", cwd=team, env=env)
+    counted = json.loads(run.stdout)
+    assert counted["complete"], run.stderr
+    run = isrcheck("list", "--brief", "team/versions.py", "kip-101", cwd=team, env=env)
+    assert run.returncode == 0, run.stderr
+    head, ours, described, kip101, *rest = run.stdout.splitlines()
+    assert head.split() == ["spec", "states", "expected", "violations", "summary"]
+    assert ours.split()[:3] == ["team/versions.py:OurKip320", "-", "single-acting-leader,"]     # not counted
+    assert ours.endswith("KIP-320 as our fork runs it.")
+    assert described.split()[:2] == ["team/versions.py:Described", f"{counted['distinct_states']:,}"]
+    assert described.endswith("our own words")
+    assert kip101.startswith("kip-101") and "no-committed-loss" in kip101
+    assert rest and "'-' until then" in rest[-1]
