@@ -16,7 +16,7 @@ import time
 
 import click
 
-from isrcheck.checker import __version__, report, settings, show as show_mod, state_counts, stop
+from isrcheck.checker import __version__, provenance, report, settings, show as show_mod, state_counts, stop
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
@@ -268,6 +268,7 @@ def cli(ctx, config, profile):
         ctx.default_map = settings.default_map(cli, path, profile)
     except settings.SettingsError as e:
         raise UserError(str(e)) from None
+    provenance.remember(ctx, path, profile)     # named on the header line of what it changes
 
 
 @cli.command()
@@ -646,7 +647,8 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
         sys.exit(code)
     console = _out()
     head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {wall:.1f} s "
-            f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})")
+            f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})"
+            + (f" · {provenance.note()}" if provenance.note() else ""))
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
                       f"\n{head}")

@@ -41,7 +41,7 @@ import os
 
 import click
 
-from isrcheck.checker import stop
+from isrcheck.checker import provenance, stop
 from isrcheck.checker.gate_results import EXIT_MET, EXIT_STOPPED, EXIT_UNMET, GateError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.registry import SpecRefError, plugins, resolve_all
@@ -107,6 +107,8 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
         usable_dir(out_dir, "--out")
     except OutputPathError as e:
         raise GateError(str(e)) from None
+    if provenance.note():               # what the settings file changed, even without progress lines
+        err.print(f"gate: {provenance.note()}", soft_wrap=True, markup=False)
     progress = None if no_progress else (lambda message: err.print(_fit(f"gate: {message}"), soft_wrap=True,
                                                                    markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,

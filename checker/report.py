@@ -1,7 +1,7 @@
 """Reports of a check: a JSON object for machines, rich text for people."""
 from __future__ import annotations
 
-from isrcheck.checker import __version__
+from isrcheck.checker import __version__, provenance
 from isrcheck.checker.registry import reference, show_command
 from isrcheck.checker.show import markup_safe
 from isrcheck.model.configuration import DEFAULTS, configuration_of
@@ -39,7 +39,7 @@ def as_json(spec, engine, result, trace_files, observed=()):
     configuration, expected, _, as_expected = expectations(spec, result)
     return {
         "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-        "engine": engine, "verdicts": result.verdicts, "benign": sorted(observed),
+        "engine": engine, "settings": provenance.as_json(), "verdicts": result.verdicts, "benign": sorted(observed),
         "configuration": configuration, "expected": expected, "as_expected": as_expected,
         "seed": result.seed, "found": result.found or None,
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
@@ -65,10 +65,17 @@ def _bytes(n):
         n /= 1024
 
 
+def header(console, spec, engine):
+    """The first line of a report: tool, spec, bounds, engine, and what a settings file changed."""
+    bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
+    settings = provenance.note()
+    console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{markup_safe(spec.name)}[/] · {bounds} · engine "
+                  f"{engine}" + (f" · [yellow]{markup_safe(settings)}[/]" if settings else ""), soft_wrap=True)
+
+
 def print_text(console, spec, engine, result, trace_files, observed=(), coverage=False):
     from rich.table import Table            # rich loads only where a report is printed with it
-    bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
-    console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{spec.name}[/] · {bounds} · engine {engine}")
+    header(console, spec, engine)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("invariant")
     table.add_column("verdict")
@@ -214,7 +221,7 @@ def proof_json(spec, result, lemmas_used, seconds, cpu_seconds, trace_file):
     if result.verdict == "not-inductive":
         cti = [{"action": a.label if a is not None else None, "state": state} for a, state in result.steps]
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-            "invariant": result.invariant, "verdict": result.verdict, "k": result.k, "lemmas": list(result.lemmas),
+            "settings": provenance.as_json(), "invariant": result.invariant, "verdict": result.verdict, "k": result.k, "lemmas": list(result.lemmas),
             "lemmas_used": lemmas_used, "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3),
             "base_seconds": round(first, 3), "step_seconds": round(second, 3),
             "phase_seconds": {name: round(s, 3) for name, s in result.phase_seconds.items()},

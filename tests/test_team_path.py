@@ -158,3 +158,31 @@ def test_variants_are_listed_as_themselves(team, tmp_path):
     assert described.endswith("our own words")
     assert kip101.startswith("kip-101") and "no-committed-loss" in kip101
     assert rest and "'-' until then" in rest[-1]
+
+
+def test_settings_that_change_a_run_are_named_on_its_header_line(tmp_path):
+    (tmp_path / "isrcheck.toml").write_text(textwrap.dedent('''\
+        max-records = 1
+        [check]
+        set = ["unflushed_loss=1"]
+        time-limit = 600
+        [profiles.ci]
+        max-epochs = 2
+        [profiles.ci.gate]
+        counterexamples = "nowhere"
+        '''))
+    check = ["check", "--spec", "kip-101", "--invariant", "single-leader-per-epoch", "--no-progress", "--out", "o"]
+    run = isrcheck("--profile", "ci", *check, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    header = run.stdout.splitlines()[0]
+    assert header.startswith("isrcheck ") and "max_records=1 max_epochs=2" in header
+    assert "bounds from isrcheck.toml [profile ci]: max_epochs=2" in header
+    assert "bounds from isrcheck.toml: unflushed_loss=1 max_records=1" in header
+    assert "options from isrcheck.toml: time-limit=600" in header
+    # the command line wins, and what it gives is not the file's: no profile, and --max-records given
+    run = isrcheck(*check, "--max-records", "2", "--format", "json", cwd=tmp_path)
+    assert json.loads(run.stdout)["settings"] == [
+        {"kind": "bounds", "from": "isrcheck.toml", "values": {"unflushed_loss": "1"}},
+        {"kind": "options", "from": "isrcheck.toml", "values": {"time-limit": 600}}]
+    run = isrcheck("--profile", "ci", "gate", "tla-kip320", "--no-progress", "--format", "json", cwd=tmp_path)
+    assert "gate: options from isrcheck.toml [profile ci]: counterexamples=nowhere" in run.stderr
