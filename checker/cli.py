@@ -397,7 +397,7 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry, "
                      "--checkpoint or --resume checks them", markup=False)
     if result is None:
-        code, obj = finish_liveness(spec, live, out_dir, fmt, sink.typed)
+        code, obj = finish_liveness(spec, live, out_dir, fmt, sink.typed, alone=True)
         if fmt == "json":
             click.echo(json.dumps(obj, indent=1))
         sys.exit(EXIT_BUDGET if stop.interrupted() else code)
@@ -417,16 +417,16 @@ def pick_properties(spec, names, every):
     return list(dict.fromkeys(names))
 
 
-def finish_liveness(spec, results, out_dir, fmt, typed=False):
-    """Save a lasso per violated property and print the verdicts (text); (exit code: 1 violated, 3 unknown, else 0;
-    the ``--format json`` object)."""
+def finish_liveness(spec, results, out_dir, fmt, typed=False, alone=False):
+    """Save a lasso per violated property and print the verdicts (text; ``alone``: with the header line, no
+    invariant report came first); (exit code: 1 violated, 3 unknown, else 0; the ``--format json`` object)."""
     from isrcheck.checker.liveness import lasso_trace
     files = {}
     for name, r in results.items():
         if r.lasso is not None:
             files[name] = save(lasso_trace(spec, r), default_path(out_dir, spec.name, name), spec if typed else None)
     if fmt == "text":
-        report.print_liveness(_out(), spec, results, files)
+        report.print_liveness(_out(), spec, results, files, alone)
     verdicts = {r.verdict for r in results.values()}
     code = EXIT_VIOLATED if "violated" in verdicts else EXIT_BUDGET if "unknown" in verdicts else EXIT_HOLDS
     return code, report.liveness_json(spec, results, files)

@@ -171,11 +171,21 @@ def _print_bmc_summary(console, result):
                       f"not a proof (isrcheck prove covers every depth)[/]")
 
 
+def liveness_expected(spec):
+    """The verdicts the spec declares for its liveness properties at these bounds: at its defaults, where the gate
+    compares them (and no other configuration states any); else none."""
+    name, _ = configuration_of(type(spec), spec.bounds)
+    return type(spec).liveness_expected()[0] if name == DEFAULTS else {}
+
+
 def liveness_json(spec, results, trace_files):
-    """The liveness part of ``--format json``: ``properties``, one object per property checked."""
+    """The liveness part of ``--format json``: ``properties``, one object per property checked (``expected``:
+    :func:`liveness_expected`)."""
+    expected = liveness_expected(spec)
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
+            "settings": provenance.as_json(),
             "properties": {name: {
-                "verdict": r.verdict, "expected": type(spec).liveness_expected()[0].get(name),
+                "verdict": r.verdict, "expected": expected.get(name),
                 "fairness": [f"{f.kind}({f.action})" for f in spec.properties[name].fairness],
                 "distinct_states": r.distinct_states, "edges": r.edges, "fair_states": r.fair_states,
                 "seconds": round(r.seconds, 3), "bytes_per_state": round(r.bytes_per_state, 2),
@@ -185,15 +195,19 @@ def liveness_json(spec, results, trace_files):
             } for name, r in results.items()}}
 
 
-def print_liveness(console, spec, results, trace_files):
-    """The verdict of each liveness property, with its fairness and lasso."""
+def print_liveness(console, spec, results, trace_files, alone=False):
+    """The verdict of each liveness property, with its fairness and lasso, and how to read a lasso; ``alone``: no
+    invariant report came first, so the header line comes here."""
     from rich.table import Table
+    if alone:
+        header(console, spec, "local")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("property", "verdict", "expected", "fairness", "lasso"):
         table.add_column(column)
     styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+    declared = liveness_expected(spec)
     for name, r in results.items():
-        expected = type(spec).liveness_expected()[0].get(name, "")
+        expected = declared.get(name, "")
         mark = "" if not expected or expected == r.verdict or r.verdict == "unknown" else " [bold yellow](unexpected)[/]"
         fairness = ", ".join(f"{f.kind}({f.action})" for f in spec.properties[name].fairness) or "none"
         lasso = ""
@@ -207,6 +221,12 @@ def print_liveness(console, spec, results, trace_files):
     if r.budget_hit:
         console.print(f"[yellow]stopped by {r.budget_hit}: a property not violated among the states explored "
                       f"is unknown[/]")
+    if not declared:
+        console.print(f"[dim]no expected liveness verdicts: {spec.name} states them at its defaults only "
+                      f"(`isrcheck list {markup_safe(reference(type(spec)))}`)[/]", soft_wrap=True)
+    if trace_files:
+        console.print(f"read a lasso: [bold]{markup_safe(show_command(type(spec), next(iter(trace_files.values()))))}"
+                      f"[/]", soft_wrap=True)
 
 
 def proof_json(spec, result, lemmas_used, seconds, cpu_seconds, trace_file):

@@ -3,6 +3,7 @@ are one line naming its file and line (exit 2), variants are listed as themselve
 run are named on its header line."""
 import json
 import os
+import re
 import subprocess
 import textwrap
 
@@ -186,3 +187,49 @@ def test_settings_that_change_a_run_are_named_on_its_header_line(tmp_path):
         {"kind": "options", "from": "isrcheck.toml", "values": {"time-limit": 600}}]
     run = isrcheck("--profile", "ci", "gate", "tla-kip320", "--no-progress", "--format", "json", cwd=tmp_path)
     assert "gate: options from isrcheck.toml [profile ci]: counterexamples=nowhere" in run.stderr
+
+
+def test_liveness_reads_like_safety(tmp_path):
+    small = ["--max-epochs", "2", "--max-records", "1"]
+    run = isrcheck("check", "--spec", "kafka-1120", "--property", "eventually-leader", *small, "--no-progress",
+                   "--out", "out", cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("isrcheck ") and "kafka-1120 · " in lines[0] and "max_epochs=2" in lines[0]
+    row = next(line for line in lines if line.startswith("eventually-leader"))
+    assert row.split()[1:3] == ["violated", "weak(elect_leader),"]     # expected at the defaults only: blank here
+    assert "no expected liveness verdicts: kafka-1120 states them at its defaults only" in run.stdout
+    lasso = "out/kafka-1120/eventually-leader.itf.json"
+    assert f"read a lasso: isrcheck show {lasso}" in run.stdout
+    meta = json.loads(open(tmp_path / lasso).readline()[len('{"#meta": '):-2])
+    loop, trigger = meta["loop"], meta["trigger"]
+
+    run = isrcheck("show", lasso, "--compact", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    head, *steps = re.split(r"\n(?=step \d+ )", run.stdout)
+    assert "property eventually-leader" in head and len(steps) == len(json.load(open(tmp_path / lasso))["states"])
+    assert all("  ▶ " in step for step in steps)                     # every step narrated, as an invariant's
+    assert "▶ eventually-leader's trigger holds here" in steps[trigger]
+    assert re.search(r"↻ the loop( starts here|: from here on nothing happens)", steps[loop])
+    assert "eventually-leader violated: " in run.stdout and "the loop is fair" in run.stdout
+
+    run = isrcheck("show", lasso, "--format", "html", "--output", "page.html", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    page = (tmp_path / "page.html").read_text()
+    data = json.loads(page.split('id="trace-data">')[1].split("</script>")[0])
+    assert data["loop"] == {"start": loop, "trigger": trigger} and data["kind"] == "property"
+    assert data["meaning"] and data["summary"].startswith("eventually-leader violated: ")
+    assert "the loop is fair" in data["consequence"]
+    assert any(n["kind"] == "loop" for n in data["steps"][loop]["notes"])
+
+    # a lasso cut short is no violation: show says what replay says, and marks no loop
+    cut = json.loads(open(tmp_path / lasso).read())
+    cut["states"] = cut["states"][:-1]
+    cut["#meta"]["loop"] = min(loop, len(cut["states"]) - 1)
+    (tmp_path / "cut.itf.json").write_text(json.dumps(cut))
+    replayed = isrcheck("replay", "cut.itf.json", cwd=tmp_path)
+    shown = isrcheck("show", "cut.itf.json", "--compact", cwd=tmp_path)
+    assert replayed.returncode == 1 and shown.returncode == 0, shown.stderr
+    message = replayed.stdout.split("does not reproduce: ")[1].strip()
+    assert f"does not reproduce: {message} (as `isrcheck replay` says)" in " ".join(shown.stdout.split())
+    assert "violated" not in shown.stdout and "↻" not in shown.stdout
