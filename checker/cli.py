@@ -514,13 +514,18 @@ def _write(path, text):
         raise UserError(f"{path}: cannot write ({e.strerror})") from None
 
 
-TRACE_SPEC = click.option("--spec", "spec_ref", default=None, metavar="FILE.py:CLASS",
-                          help="the trace's spec when it is not a registered one (FILE.py:CLASS or MODULE:CLASS)")
+def TRACE_SPEC(fn):
+    """--spec and the bound flags: a trace's spec when it is not a registered one, and a trace from another tool's
+    spec and bounds (checker/foreign.py)."""
+    return click.option("--spec", "spec_ref", default=None, metavar="SPEC",
+                        help="the trace's spec when it is not a registered one (FILE.py:CLASS or MODULE:CLASS), or "
+                             "when the trace has no isrcheck #meta (an ITF trace from another tool)")(bound_options(fn))
 
 
-def _load_trace(path, spec_ref=None):
+def _load_trace(path, spec_ref=None, kw=None):
+    """The trace and its spec; ``kw``: the command's bound flags, for a trace from another tool (checker/foreign.py)."""
     trace = load(path)
-    spec = spec_for(trace, path, spec_class(spec_ref) if spec_ref else None)
+    spec = spec_for(trace, path, spec_class(spec_ref) if spec_ref else None, collect_bounds(kw) if kw else None)
     return trace, spec
 
 
@@ -535,14 +540,14 @@ def _load_trace(path, spec_ref=None):
 @click.option("--compact", is_flag=True,
               help="text: each step as only the cells it changed (old → new), one replica a line: fits 80 columns")
 @TRACE_SPEC
-def show(trace_path, fmt, output, compact, spec_ref):
+def show(trace_path, fmt, output, compact, spec_ref, **kw):
     """Print a trace step by step in its protocol's terms, and say what went wrong."""
     from isrcheck.checker import export
     if compact and fmt != "text":
         raise UserError("--compact is a layout of --format text")
     if fmt == "html" and output is None:
         raise UserError("--format html writes a page: name the file with --output FILE")
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     if output is not None:
         try:
             usable_file(output, "--output")
@@ -575,9 +580,9 @@ def _trace_json(trace_path, trace, **more):
 @click.argument("trace_path", metavar="TRACE")
 @TRACE_SPEC
 @FORMAT_JSON
-def replay(trace_path, spec_ref, fmt):
+def replay(trace_path, spec_ref, fmt, **kw):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     result = (replay_lasso if is_lasso(trace) else replay_trace)(spec, trace)
     if fmt == "json":
         click.echo(json.dumps(_trace_json(trace_path, trace, reproduces=result.ok, message=result.message,
@@ -731,11 +736,11 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, it
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
 @TRACE_SPEC
 @FORMAT_JSON
-def minimize(trace_path, output, spec_ref, fmt):
+def minimize(trace_path, output, spec_ref, fmt, **kw):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     if is_lasso(trace):
         raise UserError(f"{trace_path}: a liveness lasso; minimize works on invariant traces")
     out = trace_path.replace(".itf.json", "") + ".min.itf.json" if output is None else output

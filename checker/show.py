@@ -192,15 +192,15 @@ def print_trace(console, spec, trace, compact=False):
     present = spec.presentation
     meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
     lasso = is_lasso(trace)
-    header = (f"{trace.spec} · {meta} · {'property' if lasso else 'invariant'} {trace.invariant} · engine "
-              f"{trace.engine} · {len(trace.steps)} states" + (" (a lasso)" if lasso else ""))
+    header = (f"{trace.spec} · {meta} · {'property' if lasso else 'invariant'} {trace.invariant or '(none broken)'}"
+              f" · engine {trace.engine} · {len(trace.steps)} states" + (" (a lasso)" if lasso else ""))
     console.print(printable(header), style="bold", markup=False)
     replayed, notes = narration(spec, trace)
     (render_compact if compact else render)(console, spec, trace, notes)
     if not replayed.ok:
+        what = f"of {markup_safe(trace.invariant)} " if trace.invariant else ""
         console.print(f"[bold yellow]does not reproduce:[/] {markup_safe(replayed.message)} (as `isrcheck replay` "
-                      f"says): this trace shows no violation of {markup_safe(trace.invariant)} on the current model",
-                      soft_wrap=True)
+                      f"says): this trace shows no violation {what}on the current model", soft_wrap=True)
         return
     if lasso:
         headline, sentences = lasso_words(spec, trace)

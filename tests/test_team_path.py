@@ -233,3 +233,45 @@ def test_liveness_reads_like_safety(tmp_path):
     message = replayed.stdout.split("does not reproduce: ")[1].strip()
     assert f"does not reproduce: {message} (as `isrcheck replay` says)" in " ".join(shown.stdout.split())
     assert "violated" not in shown.stdout and "↻" not in shown.stdout
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KIP101_LOSS = os.path.join(REPO, "counterexamples", "kip-101", "no-committed-loss.itf.json")
+
+
+def test_itf_from_other_tools_and_traces_cut_short(tmp_path):
+    saved = json.load(open(KIP101_LOSS))
+    other = {"#meta": {"format": "ITF", "description": "written by another tool"}, "vars": saved["vars"],
+             "states": [{"#meta": {"index": i}, **{k: v for k, v in st.items() if k != "#meta"}}
+                        for i, st in enumerate(saved["states"])]}
+    (tmp_path / "other.itf.json").write_text(json.dumps(other))
+    one_line_error(isrcheck("show", "other.itf.json", cwd=tmp_path),
+                   "other.itf.json: no isrcheck '#meta' (a trace from another tool): name its spec with --spec S")
+    run = isrcheck("show", "other.itf.json", "--spec", "kip-101", "--compact", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "invariant no-committed-loss · engine ITF · 16 states" in " ".join(run.stdout.split())
+    for i, st in enumerate(saved["states"][1:], start=1):        # each step's action found from its states
+        action = f"step {i}  {st['#meta']['action']}("
+        assert action in run.stdout
+    assert "no-committed-loss violated after 15 steps" in run.stdout
+    run = isrcheck("replay", "other.itf.json", "--spec", "kip-101", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0 and json.loads(run.stdout)["reproduces"], run.stdout + run.stderr
+    one_line_error(isrcheck("replay", "other.itf.json", "--spec", "kip-101", "--max-epochs", "3", cwd=tmp_path),
+                   "state 0: epoch_cache[0]: expected a list of 3, got a list of 4")
+    one_line_error(isrcheck("replay", KIP101_LOSS, "--max-epochs", "3", cwd=tmp_path),
+                   "the trace records its bounds (max_epochs=4): leave out --max-epochs")
+    # another tool's trace whose last state breaks nothing, and an isrcheck trace cut short: no violation shown
+    other["states"] = other["states"][:8]
+    saved["states"] = saved["states"][:-1]
+    (tmp_path / "walk.itf.json").write_text(json.dumps(other))
+    (tmp_path / "cut.itf.json").write_text(json.dumps(saved))
+    messages = []
+    for name, spec in (("walk", ["--spec", "kip-101"]), ("cut", [])):
+        replayed = isrcheck("replay", f"{name}.itf.json", *spec, cwd=tmp_path)
+        shown = isrcheck("show", f"{name}.itf.json", *spec, cwd=tmp_path)
+        assert replayed.returncode == 1 and shown.returncode == 0, shown.stderr
+        messages.append(replayed.stdout.split("does not reproduce: ")[1].strip())
+        assert f"does not reproduce: {messages[-1]} (as `isrcheck replay` says)" in " ".join(shown.stdout.split())
+        assert "violated" not in shown.stdout and "breaks here" not in shown.stdout
+    assert messages == ["no invariant of kip-101 fails at its last step",
+                        "no-committed-loss now holds at the last step"]
