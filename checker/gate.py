@@ -112,7 +112,7 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     progress = None if no_progress else (lambda message: err.print(_fit(f"gate: {message}"), soft_wrap=True,
                                                                    markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,
-                      progress=progress, update_traces=update_traces)
+                      progress=progress, update_traces=update_traces, settings_file=provenance.settings_file())
 
     machine = {"json": lambda: json.dumps(as_json(report), indent=1) + "\n",
                "junit": lambda: as_junit(report),

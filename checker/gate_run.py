@@ -12,7 +12,7 @@ from isrcheck.checker.trace import TraceError, conform, from_steps, is_lasso, lo
 from isrcheck.model.configuration import DEFAULTS, configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
-from isrcheck.checker.gate_changes import affected_specs, changed_files, select
+from isrcheck.checker.gate_changes import affected_specs, changed_files, everything, select
 from isrcheck.checker.gate_results import (MISSING, NO_REPLAY, OTHER_BOUNDS, REPLAYS, GateError, GateReport, Row,
                                            label, trace_path)
 from isrcheck.specs import SPECS
@@ -96,12 +96,14 @@ def _progress_bounds(cls):
 
 
 def run_gate(names=(), registry=None, counterexamples="counterexamples", out="gate-counterexamples",
-             changed_since=None, progress=None, cwd=None, update_traces=False):
+             changed_since=None, progress=None, cwd=None, update_traces=False, settings_file=None):
     """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
 
     One search per (spec, configuration), over the invariants that configuration expects something of,
     and at the defaults a liveness check of the properties the spec expects something of.
-    ``progress(message)`` is called before and after each search. Counterexamples of
+    ``progress(message)`` is called before and after each search. With ``changed_since``, only the specs the
+    changes can affect (checker/gate_changes.py; ``settings_file``: the settings file in use, whose change
+    affects every spec). Counterexamples of
     unexpected violations, and fresh ones for expected violations whose saved trace is
     missing or no longer replays, are written under ``out``; stale files there for
     the checked (spec, configuration, invariant) are removed. With ``update_traces``, every expected
@@ -114,18 +116,23 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     say = progress or (lambda message: None)
     start = time.perf_counter()
     chosen = select(registry, list(names))
-    changed, skipped = None, []
+    changed, skipped, why = None, [], []
     if changed_since is not None:
         root, changed = changed_files(changed_since, cwd)
-        hit = set(affected_specs(registry, changed, root, counterexamples))
+        whole, reasons = everything(changed, root, changed_since, settings_file), {}
+        hit = set(registry) if whole else set(affected_specs(registry, changed, root, counterexamples, reasons))
         skipped = [n for n in chosen if n not in hit]
         chosen = [n for n in chosen if n in hit]
+        why = [f"every spec: {whole}"] if whole else [f"{n} on any change: {reasons[n]}" for n in chosen if n in reasons]
         say(f"changed since {changed_since}: {len(changed)} files; checking {len(chosen)} of "
             f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
+        for line in why:
+            say(f"checking {line}")
     specs, expectations = instantiate(registry, chosen)
     live_expectations = {(name, DEFAULTS): dict(registry[name].liveness_expected()[0])
                          for name, conf in specs if conf == DEFAULTS and registry[name].liveness_expected()[0]}
-    report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
+    report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped,
+                        changed_why=why)
     saved = {} if update_traces else {      # read before any search: a bad file is exit 2
         (name, conf, inv): check_saved_trace(spec, conf, inv, counterexamples)
         for (name, conf), spec in specs.items()

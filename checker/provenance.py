@@ -19,6 +19,12 @@ def remember(ctx, path, profile):
     ctx.meta[KEY] = (path, profile)
 
 
+def settings_file():
+    """The settings file the running command reads, or None."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta[KEY][0] if ctx is not None and KEY in ctx.meta else None
+
+
 def _given(ctx=None):
     """[(kind, source, {key: value})] of the values the settings gave the current command: kind "bounds" (bounds and
     model options) or "options" (the command's other options); source ``FILE`` or ``FILE [profile P]``."""

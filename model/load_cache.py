@@ -88,7 +88,7 @@ def _sources(cls, *versions):
     """A sha256 over ``versions``, isrcheck's model package, the modules the classes of ``cls``'s MRO can reach and
     where each of their methods was defined; None when a class of the MRO is not reachable by name."""
     classes = [k for k in cls.__mro__ if k is not object]
-    if not all(_reachable(k) for k in classes):
+    if not all(reachable(k) for k in classes):
         return None
     h = hashlib.sha256()
 
@@ -100,7 +100,7 @@ def _sources(cls, *versions):
     for name in sorted(os.listdir(model_dir)):
         if name.endswith(".py"):
             add(name, _read(os.path.join(model_dir, name)))
-    for module in _closure(classes):
+    for module in modules_reached(classes):
         add(module.__name__, _read(module.__file__))
     for k in classes:
         add(k.__module__, k.__qualname__)
@@ -176,7 +176,7 @@ def _read(path):
         return fh.read()
 
 
-def _reachable(cls):
+def reachable(cls):
     """Whether ``cls`` is what its module's source defines under its qualified name (not a local class)."""
     module = sys.modules.get(cls.__module__)
     if getattr(module, "__file__", None) is None or "<" in cls.__qualname__:
@@ -204,7 +204,7 @@ def _keyed(module):
             and path.endswith(".py"))
 
 
-def _closure(classes):
+def modules_reached(classes):
     """The modules the classes' code can reach (see the module docstring), sorted by name."""
     todo = [sys.modules[k.__module__] for k in classes]
     seen = {}

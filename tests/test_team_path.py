@@ -275,3 +275,84 @@ def test_itf_from_other_tools_and_traces_cut_short(tmp_path):
         assert "violated" not in shown.stdout and "breaks here" not in shown.stdout
     assert messages == ["no invariant of kip-101 fails at its last step",
                         "no-committed-loss now holds at the last step"]
+
+
+TEAM_REPO = {
+    "base.py": '''\
+from isrcheck.specs.kip_320 import Kip320
+
+
+class Small(Kip320):
+    """Our versions' shared parent: small bounds."""
+    defaults = {**Kip320.defaults, "max_epochs": 2, "max_records": 1}
+''',
+    "versions.py": '''\
+from base import Small
+from rules import same_epoch
+
+
+class Ruled(Small):
+    name = "ruled"
+
+    def fetch_accepted(self, s, f, l):
+        return same_epoch(s, f, l)
+''',
+    "probed.py": '''\
+import probe
+from base import Small
+
+
+class Probed(Small):
+    name = "probed"
+
+    def fetch_accepted(self, s, f, l):
+        return probe.accepted(s, f, l)
+''',
+    "plain.py": "from base import Small\n\n\nclass Plain(Small):\n    name = \"plain\"\n",
+    "rules.py": "from constants import LAG\n\n\ndef same_epoch(s, f, l):\n    return s.leader_epoch[f] + LAG == "
+                "s.leader_epoch[l]\n",
+    "constants.py": "LAG = 0\n",
+    "probe.py": "import json\n\nLIMITS = json.load(open(__file__.replace('.py', '.json')))\n\n\n"
+                "def accepted(s, f, l):\n    return s.leader_epoch[f] == s.leader_epoch[l]\n",
+    "probe.json": "{}\n",
+    "requirements.txt": "isrcheck==0.1.0\nnumpy\n",
+    "isrcheck.toml": "[gate]\ncounterexamples = \"cx\"\n",
+    "README.md": "our versions\n",
+    ".gitignore": "gate-counterexamples/\n",
+}
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def test_changed_since_follows_imports_settings_and_isrcheck_pins(tmp_path):
+    for name, text in TEAM_REPO.items():
+        (tmp_path / name).write_text(text)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "base")
+
+    def gate(*specs):
+        run = isrcheck("gate", *specs, "--changed-since", "HEAD", "--no-progress", "--format", "json", cwd=tmp_path)
+        assert run.returncode in (0, 1), run.stderr
+        report = json.loads(run.stdout)
+        return {r["spec"] for r in report["results"]}, report["skipped"], report["changed_why"]
+
+    (tmp_path / "constants.py").write_text("LAG = 1\n")        # imported by value, two imports away from Ruled
+    checked, skipped, why = gate("versions.py", "probed.py", "plain.py")
+    assert checked == {"ruled", "probed"} and skipped == ["plain"]
+    assert why == ["probed on any change: probe.py:3 uses open: what it depends on cannot be followed"]
+    _git(tmp_path, "checkout", "-q", ".")
+
+    (tmp_path / "README.md").write_text("changed\n")
+    assert gate("plain.py")[:2] == (set(), ["plain"])
+    (tmp_path / "isrcheck.toml").write_text("[gate]\ncounterexamples = \"other\"\n")
+    assert gate("plain.py") == ({"plain"}, [], ["every spec: the settings file isrcheck.toml changed"])
+    _git(tmp_path, "checkout", "-q", ".")
+    (tmp_path / "requirements.txt").write_text("isrcheck==0.2.0\nnumpy\n")
+    assert gate("plain.py") == (
+        {"plain"}, [], ["every spec: requirements.txt changed a line naming isrcheck (its version may differ)"])
+    (tmp_path / "requirements.txt").write_text("isrcheck==0.1.0\nnumpy>=2\n")    # a pin of something else
+    assert gate("plain.py")[:2] == (set(), ["plain"])
