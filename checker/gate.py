@@ -48,6 +48,17 @@ from isrcheck.checker.registry import SpecRefError, plugins, resolve_all
 from isrcheck.specs import SPECS
 
 
+def named(refs):
+    """(registry, names) of the gate's SPEC arguments: the built-in specs and installed plugins, with the classes
+    ``refs`` name (a name, FILE.py[:CLASS] or MODULE:CLASS) added; SpecRefError for one that does not resolve."""
+    registry, names = {**SPECS, **plugins()[0]}, []
+    for ref in refs:
+        for cls in [registry[ref]] if ref in registry else resolve_all(ref):
+            registry[cls.name] = cls
+            names.append(cls.name)
+    return registry, list(dict.fromkeys(names))
+
+
 def _write(path, text):
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -87,17 +98,11 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     from isrcheck.checker.gate_run import run_gate
     stop.polled()
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
-    if registry is None:                 # the built-in specs, installed plugins, and FILE.py[:CLASS] / MODULE:CLASS
-        registry, names = {**SPECS, **plugins()[0]}, []
-        for ref in spec_names:
-            try:
-                classes = [registry[ref]] if ref in registry else resolve_all(ref)
-            except SpecRefError as e:
-                raise GateError(str(e)) from None
-            for cls in classes:
-                registry[cls.name] = cls
-                names.append(cls.name)
-        spec_names = list(dict.fromkeys(names))
+    if registry is None:
+        try:
+            registry, spec_names = named(spec_names)
+        except SpecRefError as e:
+            raise GateError(str(e)) from None
     err = Console(stderr=True, highlight=False)
     if os.path.lexists(cx_dir) and not os.path.isdir(cx_dir):
         raise GateError(f"--counterexamples {cx_dir}: not a directory")
