@@ -21,7 +21,7 @@ from isrcheck.checker.budget import Budget
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, itf_text, load,
-                                    replay as replay_trace, replay_lasso, save, spec_for)
+                                    replay as replay_trace, replay_lasso, save)
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
@@ -268,7 +268,7 @@ def cli(ctx, config, profile):
         ctx.default_map = settings.default_map(cli, path, profile)
     except settings.SettingsError as e:
         raise UserError(str(e)) from None
-    provenance.remember(ctx, path, profile)     # named on the header line of what it changes
+    provenance.remember(ctx, path, profile, FLAGGED)     # named on the header line of what it changes
 
 
 @cli.command()
@@ -524,8 +524,9 @@ def TRACE_SPEC(fn):
 
 def _load_trace(path, spec_ref=None, kw=None):
     """The trace and its spec; ``kw``: the command's bound flags, for a trace from another tool (checker/foreign.py)."""
+    from isrcheck.checker import foreign
     trace = load(path)
-    spec = spec_for(trace, path, spec_class(spec_ref) if spec_ref else None, collect_bounds(kw) if kw else None)
+    spec = foreign.spec_for(trace, path, spec_class(spec_ref) if spec_ref else None, collect_bounds(kw) if kw else {})
     return trace, spec
 
 

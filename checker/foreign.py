@@ -17,15 +17,16 @@ A trace with isrcheck's ``#meta`` records its bounds: a bound flag that differs 
 """
 from __future__ import annotations
 
-from isrcheck.checker.trace import TraceError, conform
+from isrcheck.checker.trace import TraceError, conform, spec_for as recorded
 from isrcheck.model import backends
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 
 
 def spec_for(trace, path, cls, bounds):
-    """The spec of ``trace`` at ``bounds`` (the command line's), with the trace adopted as one of its runs."""
-    from isrcheck.checker.trace import spec_for as recorded
+    """The spec of ``trace`` (``cls``, when the command line names one) and the trace checked against it: an
+    isrcheck trace at its recorded bounds (``bounds``, the command line's, must agree), another tool's at
+    ``bounds``, adopted as one of the spec's runs."""
     if trace.spec is not None:
         differ = [k for k, v in bounds.items() if trace.bounds.get(k) != v]
         if differ:

@@ -14,9 +14,10 @@ from click.core import ParameterSource
 KEY = "isrcheck.settings"
 
 
-def remember(ctx, path, profile):
-    """Record the settings file (and profile) the group read, for the commands it runs."""
-    ctx.meta[KEY] = (path, profile)
+def remember(ctx, path, profile, bounds):
+    """Record the settings file (and profile) the group read, for the commands it runs; ``bounds``: the names of
+    the parameters that are bounds of the state space (the rest but ``--set`` are the commands' options)."""
+    ctx.meta[KEY] = (path, profile, frozenset(bounds))
 
 
 def settings_file():
@@ -31,7 +32,7 @@ def _given(ctx=None):
     ctx = ctx or click.get_current_context(silent=True)
     if ctx is None or KEY not in ctx.meta:
         return []
-    path, profile = ctx.meta[KEY]
+    path, profile, bounds = ctx.meta[KEY]
     from isrcheck.checker import settings
     group = ctx.find_root().command
     name = ctx.command.name
@@ -39,7 +40,6 @@ def _given(ctx=None):
         base = settings.default_map(group, path, None).get(name, {}) if profile else None
     except settings.SettingsError:      # read once already by the group: it does not fail now
         base = None
-    from isrcheck.checker.cli import FLAGGED
     out = {}
     for param in ctx.command.params:
         if ctx.get_parameter_source(param.name) is not ParameterSource.DEFAULT_MAP:
@@ -47,11 +47,11 @@ def _given(ctx=None):
         value = (ctx.default_map or {}).get(param.name)       # as the file spells it ("4G", not bytes)
         from_profile = profile is not None and (base is None or base.get(param.name, object()) != value)
         source = f"{path} [profile {profile}]" if from_profile else path
-        kind = "bounds" if param.name in FLAGGED or param.name == "settings" else "options"
+        kind = "bounds" if param.name in bounds or param.name == "settings" else "options"
         items = out.setdefault((kind, source), {})
         if param.name == "settings":                        # --set KEY=VALUE pairs
             items.update(item.split("=", 1) for item in value)
-        elif param.name in FLAGGED:
+        elif param.name in bounds:
             items[param.name] = value
         else:
             key = next((o[2:] for o in getattr(param, "opts", ()) if o.startswith("--")), param.name)

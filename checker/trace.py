@@ -285,13 +285,10 @@ def conform(spec, trace, path="trace", actions_named=True):
     return trace
 
 
-def spec_for(trace, path="trace", cls=None, bounds=None):
+def spec_for(trace, path="trace", cls=None):
     """Instantiate the trace's spec (or ``cls``, a spec class the user named) at the trace's bounds (TraceError
-    if unknown, another spec's or out of range), and check the trace fits it. ``bounds``: what the command line
-    gives (a trace from another tool records none: checker/foreign.py)."""
-    if trace.spec is None or bounds:
-        from isrcheck.checker import foreign
-        return foreign.spec_for(trace, path, cls, bounds or {})
+    if unknown, another spec's or out of range), and check the trace fits it (a trace from another tool, without
+    isrcheck's ``#meta``: checker/foreign.py)."""
     if cls is not None and cls.name != trace.spec:
         raise TraceError(f"{path}: a trace of spec {trace.spec!r}, not of {cls.name!r}")
     cls = cls or known_specs().get(trace.spec)

@@ -110,26 +110,9 @@ class Spec:
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         try:
-            cls._check_declarations()
+            _check_declarations(cls)
         except DeclarationError as e:           # named at the user's file and line
             raise DeclarationError(sources.located(str(e), sources.of_class_error(cls, str(e)))) from None
-
-    @classmethod
-    def _check_declarations(cls):
-        """What a subclass declares, checked when it is created."""
-        near_miss.check(cls)
-        clash = sorted(set(vars(cls)) & RESERVED)
-        if clash:
-            raise DeclarationError(f"{cls.__name__}.{clash[0]}: the engines read {clash[0]} off every spec; "
-                                   f"give your attribute another name (e.g. {clash[0].strip('_')}_)")
-        for attr in ("configurations", "not_modelled"):
-            if attr not in vars(cls):
-                setattr(cls, attr, {})
-        if "declared_bounds" in vars(cls):
-            cls._derive_bounds()
-        cls._inherit_expectations()
-        configuration.validate(cls)
-        configuration.validate_expected(cls)
 
     @classmethod
     def _inherit_expectations(cls):
@@ -309,6 +292,23 @@ class Spec:
             fn = getattr(cls, attr, None)
             if fn is not None and hasattr(fn, marker) and not (dropped and getattr(fn, marker) in dropped):
                 yield attr, fn
+
+
+def _check_declarations(cls):
+    """What a subclass of :class:`Spec` declares, checked when it is created."""
+    near_miss.check(cls)
+    clash = sorted(set(vars(cls)) & RESERVED)
+    if clash:
+        raise DeclarationError(f"{cls.__name__}.{clash[0]}: the engines read {clash[0]} off every spec; "
+                               f"give your attribute another name (e.g. {clash[0].strip('_')}_)")
+    for attr in ("configurations", "not_modelled"):
+        if attr not in vars(cls):
+            setattr(cls, attr, {})
+    if "declared_bounds" in vars(cls):
+        cls._derive_bounds()
+    cls._inherit_expectations()
+    configuration.validate(cls)
+    configuration.validate_expected(cls)
 
 
 #: the names engines read off every spec (see ``DECLARED``), checked when a subclass is created
