@@ -526,7 +526,11 @@ def _load_trace(path, spec_ref=None, kw=None):
     """The trace and its spec; ``kw``: the command's bound flags, for a trace from another tool (checker/foreign.py)."""
     from isrcheck.checker import foreign
     trace = load(path)
-    spec = foreign.spec_for(trace, path, spec_class(spec_ref) if spec_ref else None, collect_bounds(kw) if kw else {})
+    filed = provenance.from_file(kw or {})          # a settings file's bounds: for a trace that records none
+    sets = parse_settings(kw.get("settings", ())) if kw else {}
+    bounds = collect_bounds(kw) if kw else {}
+    filed = {k for k in bounds if k in filed or (k in sets and "settings" in filed)}
+    spec = foreign.spec_for(trace, path, spec_class(spec_ref) if spec_ref else None, bounds, filed)
     return trace, spec
 
 

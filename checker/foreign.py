@@ -23,12 +23,13 @@ from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 
 
-def spec_for(trace, path, cls, bounds):
+def spec_for(trace, path, cls, bounds, from_settings=()):
     """The spec of ``trace`` (``cls``, when the command line names one) and the trace checked against it: an
-    isrcheck trace at its recorded bounds (``bounds``, the command line's, must agree), another tool's at
-    ``bounds``, adopted as one of the spec's runs."""
+    isrcheck trace at its recorded bounds (``bounds`` given on the command line must agree; those a settings
+    file gave, ``from_settings``, are not for it), another tool's at ``bounds``, adopted as one of the spec's
+    runs."""
     if trace.spec is not None:
-        differ = [k for k, v in bounds.items() if trace.bounds.get(k) != v]
+        differ = [k for k, v in bounds.items() if trace.bounds.get(k) != v and k not in from_settings]
         if differ:
             raise TraceError(f"{path}: the trace records its bounds ("
                              + ", ".join(f"{k}={trace.bounds.get(k, 'unset')}" for k in differ)

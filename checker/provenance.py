@@ -26,6 +26,14 @@ def settings_file():
     return ctx.meta[KEY][0] if ctx is not None and KEY in ctx.meta else None
 
 
+def from_file(values):
+    """The names among ``values`` (a command's parameters) whose value the settings file gave."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {k for k in values if ctx.get_parameter_source(k) is ParameterSource.DEFAULT_MAP}
+
+
 def _given(ctx=None):
     """[(kind, source, {key: value})] of the values the settings gave the current command: kind "bounds" (bounds and
     model options) or "options" (the command's other options); source ``FILE`` or ``FILE [profile P]``."""

@@ -66,6 +66,7 @@ def _engine_dirs():
     packages = [sys.modules[name] for name in ("isrcheck", "isrcheck.checker", "isrcheck.model") if name in sys.modules]
     dirs = [os.path.dirname(os.path.abspath(m.__file__)) for m in packages]
     dirs += [os.path.abspath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}]
+    dirs += [os.path.abspath(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]   # user sites too
     return [d.rstrip(os.sep) + os.sep for d in dirs]
 
 

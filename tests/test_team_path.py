@@ -9,6 +9,9 @@ import textwrap
 
 import pytest
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KIP101_LOSS = os.path.join(REPO, "counterexamples", "kip-101", "no-committed-loss.itf.json")
+
 VERSIONS = '''\
 """Our protocol variants."""
 from isrcheck.specs.kip_320 import Kip320
@@ -187,6 +190,9 @@ def test_settings_that_change_a_run_are_named_on_its_header_line(tmp_path):
         {"kind": "options", "from": "isrcheck.toml", "values": {"time-limit": 600}}]
     run = isrcheck("--profile", "ci", "gate", "tla-kip320", "--no-progress", "--format", "json", cwd=tmp_path)
     assert "gate: options from isrcheck.toml [profile ci]: counterexamples=nowhere" in run.stderr
+    # the file's bounds are for runs; a saved trace keeps its own (only a trace from another tool takes them)
+    run = isrcheck("--profile", "ci", "replay", KIP101_LOSS, cwd=tmp_path)
+    assert run.returncode == 0 and "reproduces" in run.stdout, run.stderr
 
 
 def test_liveness_reads_like_safety(tmp_path):
@@ -233,10 +239,6 @@ def test_liveness_reads_like_safety(tmp_path):
     message = replayed.stdout.split("does not reproduce: ")[1].strip()
     assert f"does not reproduce: {message} (as `isrcheck replay` says)" in " ".join(shown.stdout.split())
     assert "violated" not in shown.stdout and "↻" not in shown.stdout
-
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KIP101_LOSS = os.path.join(REPO, "counterexamples", "kip-101", "no-committed-loss.itf.json")
 
 
 def test_itf_from_other_tools_and_traces_cut_short(tmp_path):
