@@ -131,6 +131,8 @@ def test_readme_is_a_front_page():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 250
     assert not re.search(r"\b(stop \d+|issue \d+|load (average )?of \d)", readme, re.I)
+    for link in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme):           # its links into the docs exist
+        assert (ROOT / link).exists(), f"README.md links to {link}, which does not exist"
 
 
 def test_conventions_are_the_documented_ones():
