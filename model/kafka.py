@@ -1176,7 +1176,11 @@ class KafkaReplication(Spec):
     def fetcher_stops(self, s, f):
         """Follower f's fetcher stops until its broker restarts (a ReplicaFetcherThread that died, a network partition
         from the leader), while its ZooKeeper session lives on: the controller sees nothing; only the leader's lag rule
-        can take f out of the ISR (KIP-16: a "stuck" follower)."""
+        can take f out of the ISR (KIP-16: a "stuck" follower).
+
+        Kafka: the leader's Partition.getOutOfSyncReplicas calls it stuck once its clock runs out (0.8.2: no fetch
+        for replica.lag.time.max.ms; 0.9.0: no fetch from the log end).
+        """
         if self.lag_rule is None:
             s.require(False)
             return
