@@ -257,7 +257,7 @@ def cli(ctx, config, profile):
     """Model checker and property fuzzer for Kafka's partition replication protocol.
 
     Options a command does not get on the command line come from the settings file, if there is one
-    (see the README, "Settings in a file")."""
+    (see the documentation, "Settings files": docs/how-to/settings.md)."""
     path = config if config is not None else settings.find()
     if path is None:
         if profile is not None:

@@ -24,7 +24,7 @@ def expectations(spec, result):
 
 
 def as_json(spec, engine, result, trace_files, observed=()):
-    """The ``--format json`` object (stable keys; see the README).
+    """The ``--format json`` object (stable keys; docs/reference/json.md).
 
     ``benign`` lists the invariants whose verdict does not count towards the exit code; ``configuration``,
     ``expected`` and ``as_expected`` are :func:`expectations`; ``seed`` and ``found`` (per invariant: how long

@@ -1,5 +1,5 @@
-"""The Python API (``isrcheck.check``, ``isrcheck.testing``) and the README's examples of it and of
-``--spec FILE.py:CLASS``, run as the README gives them."""
+"""The Python API (``isrcheck.check``, ``isrcheck.testing``), and its guide's example run as the page gives it
+(docs/how-to/python-api.md; the pages' ``isrcheck`` commands are tests/test_docs.py's)."""
 import json
 import os
 import re
@@ -12,22 +12,15 @@ import isrcheck
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.testing import assert_holds, assert_violated
 
-README = os.path.join(os.path.dirname(__file__), os.pardir, "README.md")
-
-
-def readme_section(title):
-    text = open(README).read()
-    start = text.index(f"\n## {title}")
-    end = text.find("\n## ", start + 1)
-    return text[start:end]
+GUIDE = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "how-to", "python-api.md")
 
 
 def blocks(section, lang):
     return [body for tag, body in re.findall(r"^```(\w*)\n(.*?)^```", section, re.S | re.M) if tag == lang]
 
 
-def test_readme_python_example_runs(tmp_path):
-    code, = blocks(readme_section("From Python and pytest"), "python")
+def test_guide_python_example_runs(tmp_path):
+    code = blocks(open(GUIDE).read(), "python")[0]
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "{'no-committed-loss': 'violated', 'single-leader-per-epoch': 'holds'}" in run.stdout
@@ -36,22 +29,6 @@ def test_readme_python_example_runs(tmp_path):
     replay = subprocess.run(["isrcheck", "replay", "kip-101-loss.itf.json"], capture_output=True, text=True,
                             cwd=tmp_path)
     assert replay.returncode == 0 and "reproduces" in replay.stdout
-
-
-def test_readme_team_versions_example_runs(tmp_path):
-    section = readme_section("Your own protocol versions")
-    source, = blocks(section, "python")
-    path = tmp_path / source.splitlines()[0].lstrip("# ").strip()
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
-    commands, = blocks(section, "")
-    lines = [line for line in commands.splitlines() if line.strip()]
-    assert len(lines) == 3
-    for line in lines:
-        argv = line.split("#")[0].split()
-        run = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=300)
-        assert run.returncode == 0, f"{line}\n{run.stdout}{run.stderr}"
-    assert (tmp_path / "team" / "counterexamples" / "our-kip-320").is_dir()
 
 
 def test_failure_message_is_the_compact_show_output_and_the_trace_is_saved(tmp_path):
@@ -131,7 +108,7 @@ def test_the_api_covers_the_commands(tmp_path):
     refuted = isrcheck.prove("tla-kip320", "leader-in-isr")
     assert refuted.verdict == "refuted" and refuted.trace.invariant == "leader-in-isr"
 
-    result = isrcheck.gate(["tla-kip320"], counterexamples=os.path.join(os.path.dirname(README), "counterexamples"),
+    result = isrcheck.gate(["tla-kip320"], counterexamples=os.path.join(os.path.dirname(GUIDE), "..", "..", "counterexamples"),
                            out=tmp_path / "gate")
     assert isinstance(result, isrcheck.GateResult) and result.ok and not result.unmet, result.summary
     assert {(r.invariant, r.expected, r.got, r.ok) for r in result.rows} >= {("leader-in-isr", "violated",

@@ -188,7 +188,8 @@ def test_settings_that_change_a_run_are_named_on_its_header_line(tmp_path):
     assert json.loads(run.stdout)["settings"] == [
         {"kind": "bounds", "from": "isrcheck.toml", "values": {"unflushed_loss": "1"}},
         {"kind": "options", "from": "isrcheck.toml", "values": {"time-limit": 600}}]
-    run = isrcheck("--profile", "ci", "gate", "tla-kip320", "--no-progress", "--format", "json", cwd=tmp_path)
+    run = isrcheck("--profile", "ci", "gate", "tla-kip320", "--changed-since", "HEAD", "--no-progress", cwd=tmp_path)
+    assert run.returncode == 2 and "not inside a git repository" in run.stderr      # said before it stops
     assert "gate: options from isrcheck.toml [profile ci]: counterexamples=nowhere" in run.stderr
     # the file's bounds are for runs; a saved trace keeps its own (only a trace from another tool takes them)
     run = isrcheck("--profile", "ci", "replay", KIP101_LOSS, cwd=tmp_path)
