@@ -108,8 +108,8 @@ def test_the_api_covers_the_commands(tmp_path):
     refuted = isrcheck.prove("tla-kip320", "leader-in-isr")
     assert refuted.verdict == "refuted" and refuted.trace.invariant == "leader-in-isr"
 
-    result = isrcheck.gate(["tla-kip320"], counterexamples=os.path.join(os.path.dirname(GUIDE), "..", "..", "counterexamples"),
-                           out=tmp_path / "gate")
+    saved = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "counterexamples")
+    result = isrcheck.gate(["tla-kip320"], counterexamples=saved, out=tmp_path / "gate")
     assert isinstance(result, isrcheck.GateResult) and result.ok and not result.unmet, result.summary
     assert {(r.invariant, r.expected, r.got, r.ok) for r in result.rows} >= {("leader-in-isr", "violated",
                                                                                "violated", True)}
