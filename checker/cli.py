@@ -226,16 +226,20 @@ def collect_bounds(kw):
 
 
 class Seconds(click.ParamType):
-    """A positive, finite number of seconds, at most a year (nan, inf and 1e400 are mistakes)."""
+    """A positive, finite number of seconds, at most a year (nan, inf and 1e400 are mistakes); 0 too if ``zero``."""
     name = "seconds"
+
+    def __init__(self, zero=False):
+        self.zero = zero
 
     def convert(self, value, param, ctx):
         try:
             seconds = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not math.isfinite(seconds) or not 0 < seconds <= MAX_SECONDS:
-            self.fail(f"{value!r} is not a positive number of seconds up to {MAX_SECONDS:,}", param, ctx)
+        if not math.isfinite(seconds) or not (0 <= seconds if self.zero else 0 < seconds) or seconds > MAX_SECONDS:
+            self.fail(f"{value!r} is not a {'' if self.zero else 'positive '}number of seconds "
+                      f"{'from 0 ' if self.zero else ''}up to {MAX_SECONDS:,}", param, ctx)
         return seconds
 
 
@@ -302,7 +306,7 @@ def cli(ctx, config, profile):
 @click.option("--resume", "resume", metavar="DIR", default=None,
               help="local and spark engines: continue the search snapshotted in DIR (same spec, bounds and "
                    "invariants), snapshotting there as it goes")
-@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+@click.option("--checkpoint-every", type=Seconds(zero=True), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
@@ -687,7 +691,7 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
         click.echo(json.dumps(report.proof_json(spec, result, used, wall, cpu, path), indent=1, default=int))
         sys.exit(code)
     console = _out()
-    head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {wall:.1f} s "
+    head = (f"{show_mod.markup_safe(f'{spec.name} · {invariant} · k={result.k} · lemmas: {used}')} · {wall:.1f} s "
             f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})")
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"

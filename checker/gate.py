@@ -45,6 +45,7 @@ from isrcheck.checker import stop
 from isrcheck.checker.gate_results import EXIT_MET, EXIT_STOPPED, EXIT_UNMET, GateError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.registry import SpecRefError, plugins, resolve_all
+from isrcheck.checker.show import printable
 from isrcheck.specs import SPECS
 
 
@@ -88,7 +89,11 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     stop.polled()
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
     if registry is None:                 # the built-in specs, installed plugins, and FILE.py[:CLASS] / MODULE:CLASS
-        registry, names = {**SPECS, **plugins()[0]}, []
+        installed, broken = plugins()
+        if broken:                       # a spec the gate cannot check is never passed over
+            raise GateError(f"{'; '.join(broken)} (the gate does not run with an installed plugin it cannot load: "
+                            f"fix it or uninstall it)")
+        registry, names = {**SPECS, **installed}, []
         for ref in spec_names:
             try:
                 classes = [registry[ref]] if ref in registry else resolve_all(ref)
@@ -107,8 +112,8 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
         usable_dir(out_dir, "--out")
     except OutputPathError as e:
         raise GateError(str(e)) from None
-    progress = None if no_progress else (lambda message: err.print(_fit(f"gate: {message}"), soft_wrap=True,
-                                                                   markup=False))
+    progress = None if no_progress else (lambda message: err.print(_fit(printable(f"gate: {message}")),
+                                                                   soft_wrap=True, markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,
                       progress=progress, update_traces=update_traces)
 
@@ -127,7 +132,7 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     elif output is not None:
         _write(output, machine[fmt]())
         print_table(console, report)
-        err.print(f"gate: {fmt} report written to {output}", markup=False)
+        err.print(f"gate: {fmt} report written to {printable(output)}", markup=False)
     else:
         click.echo(machine[fmt](), nl=False)
 

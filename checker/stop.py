@@ -42,6 +42,12 @@ def interrupted():
     return _state["signal"] is not None
 
 
+def real_interrupt():
+    """Whether a KeyboardInterrupt that was just raised came from Ctrl-C or a signal, not from code raising it:
+    inside :func:`handling` when a signal was recorded; outside it (a library caller), always."""
+    return interrupted() or not _state["handling"]
+
+
 def out_of_memory():
     """What a search that caught a MemoryError reports as the reason it stopped: the memory limit, once work that
     saw it had no room under it said so (:func:`memory_limit_reached`), or else a failed allocation."""
@@ -215,6 +221,17 @@ def _request(signum):
 def polled():
     """Say that this command's work polls :func:`reason`; until then a signal interrupts at once."""
     _state["polled"] = True
+
+
+@contextmanager
+def immediate():
+    """In the block a signal raises KeyboardInterrupt at once, even in a command whose work polls: for code that
+    never polls (a user's module being imported)."""
+    polled, _state["polled"] = _state["polled"], False
+    try:
+        yield
+    finally:
+        _state["polled"] = polled
 
 
 def _handler(signum, frame):
