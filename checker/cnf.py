@@ -13,9 +13,11 @@ model checking (checker/bmc.py) and lemma learning (checker/strengthen.py).
 """
 from __future__ import annotations
 
+import signal
 import time
 
 import numpy as np
+import pysolvers
 import z3
 
 from isrcheck.checker import stop
@@ -407,7 +409,12 @@ def sat_check(solver, assumptions, deadline):
         if stop.reason():
             raise Stopped(stop.reason())
         solver.conf_budget(1000)
-        # expect_interrupt: pysolvers would otherwise take SIGINT and raise its own error mid-solve
-        answer = solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
+        try:
+            answer = solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
+        except pysolvers.error as e:    # CaDiCaL's solve takes SIGINT from the main thread while it runs
+            if "keyboard interrupt" not in str(e):
+                raise
+            stop.caught(signal.SIGINT)
+            raise Stopped(stop.reason()) from None
         if answer is not None:
             return answer

@@ -121,6 +121,12 @@ def room_for(nbytes):
     return space is None or _virtual_bytes() + nbytes < space
 
 
+def address_space_room():
+    """The bytes of address space the process's limit (``ulimit -v``) leaves it now, or None without a limit."""
+    space = _address_space_limit()
+    return None if space is None else space - _virtual_bytes()
+
+
 def _address_space_limit():
     """The soft RLIMIT_AS in bytes, or None (no limit, or a platform without it)."""
     try:
@@ -216,6 +222,12 @@ def _request(signum):
             wake()
         except Exception:  # noqa: BLE001 — a waker of finished work (a closed solver) has nothing to stop
             pass
+
+
+def caught(signum):
+    """Record a signal that native code took in the handlers' place (pysat's CaDiCaL takes SIGINT while it solves
+    and raises its own error): a stop request like any other."""
+    _request(signum)
 
 
 def polled():
