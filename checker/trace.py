@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from isrcheck.checker import __version__, userfile
+from isrcheck.checker import __version__, atomic, userfile
 from isrcheck.checker.itf_types import is_replica_set, replica_count, replica_id, typed_state
 from isrcheck.checker.registry import known as known_specs
 from isrcheck.model.spec import BoundsError
@@ -60,15 +60,11 @@ def to_itf(trace, typed_for=None):
 
 
 def save(trace, path, typed_for=None):
-    """Write atomically (a temp file renamed into place), so an interrupted run never leaves half a trace.
+    """Write atomically and durably (:mod:`checker.atomic`), so an interrupted run never leaves half a trace;
+    ``atomic.WriteFailed`` (nothing left behind) when the disk refuses it.
 
     ``typed_for`` (the trace's spec): the typed form (:func:`to_itf`)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        fh.write(itf_text(trace, typed_for))
-    os.replace(tmp, path)
-    return path
+    return atomic.write_text(path, itf_text(trace, typed_for))
 
 
 def itf_text(trace, typed_for=None):
@@ -377,5 +373,12 @@ def _differences(spec, row, recorded):
     return ", ".join(k for k in decoded if k in recorded and recorded[k] != decoded[k])
 
 
+def file_name(name):
+    """A spec's, configuration's or invariant's name as one file name: ``/`` (and ``%``, NUL) percent-encoded,
+    so a name never makes folders or climbs out of ``--out``; ``.`` and ``..`` encoded too."""
+    safe = name.replace("%", "%25").replace("/", "%2F").replace("\0", "%00")
+    return safe.replace(".", "%2E") if safe in (".", "..") else safe
+
+
 def default_path(out_dir, spec_name, invariant):
-    return os.path.join(out_dir, spec_name, f"{invariant}.itf.json")
+    return os.path.join(out_dir, file_name(spec_name), f"{file_name(invariant)}.itf.json")
