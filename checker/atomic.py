@@ -11,12 +11,16 @@ from __future__ import annotations
 import os
 
 
-class WriteFailed(Exception):
-    """A file that could not be written (one line: its path and the system's reason)."""
+class WriteFailed(OSError):
+    """A file that could not be written: an OSError of ``path`` whose text is one line, its path and the system's
+    reason."""
 
     def __init__(self, path, error):
-        self.path, self.reason = path, error.strerror or str(error)
-        super().__init__(f"cannot write {path} ({self.reason})")
+        super().__init__(error.errno, error.strerror or str(error), path)
+        self.path, self.reason = path, self.strerror
+
+    def __str__(self):
+        return f"cannot write {self.path} ({self.reason})"
 
 
 def _make_folders(folder):

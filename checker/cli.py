@@ -577,7 +577,10 @@ def list_specs(names, fmt):
 
 
 def _write(path, text):
-    """Write a rendered file whole or not at all (its path was checked before: a failure now is the disk's, exit 3)."""
+    """Write a rendered file whole or not at all: into a folder that exists (else exit 2); a failure then is the
+    disk's (exit 3)."""
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise UserError(f"{path}: cannot write (no such folder)")
     try:
         atomic.write_text(path, text)
     except WriteFailed as e:

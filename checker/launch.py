@@ -9,7 +9,9 @@
   linear algebra: one thread, unless ``OPENBLAS_NUM_THREADS`` says otherwise.
 - Address space: under a limit (``ulimit -v``), a native library loads only with room for it
   (:mod:`checker.headroom`); a MemoryError, or a native library failing to load under such a limit,
-  is exit 3 with one line, whenever it happens.
+  is exit 3 with one line, whenever it happens. Under such a limit every thread shares glibc's main
+  malloc arena: a thread's own arena reserves 64 MB of address space (the stop watcher's alone took
+  74 MB of a 200 MB limit, where numpy then found no room).
 """
 from __future__ import annotations
 
@@ -19,9 +21,12 @@ import sys
 
 EXIT_STOPPED = 3
 _caught = []            # the signals caught before checker.stop took over
+_ran = []               # the command line ran: checker.stop handed the signals back as the process ends
 
 
 def _early(signum, frame):
+    if _ran:            # the run is over and its exit code decided: a late signal changes nothing
+        return
     _caught.append(signal.Signals(signum).name)
     raise KeyboardInterrupt
 
@@ -31,10 +36,23 @@ def _exit(line):
     sys.exit(EXIT_STOPPED)
 
 
+def _one_arena():
+    """Under an address-space limit, malloc's threads share its main arena (glibc's mallopt M_ARENA_MAX)."""
+    import resource
+    if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
+        return
+    try:
+        import ctypes
+        ctypes.CDLL(None).mallopt(-8, 1)        # M_ARENA_MAX = -8
+    except (OSError, AttributeError):           # not glibc: its own arenas
+        pass
+
+
 def main():
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, _early)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _one_arena()
     try:
         from isrcheck.checker import headroom, stop
         headroom.install()
@@ -44,6 +62,7 @@ def main():
             except KeyboardInterrupt:
                 _exit(f"stopped by {stop.reason() or _caught[0]} while starting; nothing was checked or written")
             try:
+                _ran.append(True)
                 cli.main()
             except (ImportError, OSError) as e:
                 if stop.address_space_room() is None or not _native(e):
