@@ -474,8 +474,9 @@ class TraceSink:
 def _unkept(failures):
     """Say (one line on stderr) that the disk refused traces: the verdicts stand, the files are not there."""
     first, *more = failures.values()
-    _err().print(f"isrcheck: {first}: the verdicts stand, " + (f"{len(more) + 1} traces are" if more else
-                 "the trace is") + " not kept", soft_wrap=True, markup=False)
+    which = f"{len(more) + 1} traces are" if more else "the trace is"
+    _err().print(f"isrcheck: {show_mod.printable(first)}: the verdicts stand, {which} not kept", soft_wrap=True,
+                 markup=False)
 
 
 def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=None, coverage=False, **meta):
@@ -834,7 +835,8 @@ def minimize(trace_path, output, spec_ref, fmt):
     try:
         save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
     except WriteFailed as e:
-        _err().print(f"isrcheck: {e}: minimized to {len(steps)} states, not kept", soft_wrap=True, markup=False)
+        _err().print(f"isrcheck: {show_mod.printable(e)}: minimized to {len(steps)} states, not kept", soft_wrap=True,
+                     markup=False)
         sys.exit(EXIT_BUDGET)
     if fmt == "json":
         click.echo(json.dumps(_trace_json(trace_path, trace, output=out, states=len(trace.steps),

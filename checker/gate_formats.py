@@ -55,10 +55,11 @@ def print_table(console, report):
             console.print(f"  counterexample ({r.steps} states): "
                           f"[bold]{show_mod.markup_safe(show_command(report, r))}[/]", soft_wrap=True)
     if report.stopped:
-        console.print(f"[yellow]gate stopped:[/] {report.headline()} in {report.seconds:.1f} s", soft_wrap=True)
+        console.print(f"[yellow]gate stopped:[/] {show_mod.markup_safe(report.headline())} in {report.seconds:.1f} s",
+                      soft_wrap=True)
         return
     colour = "green" if report.ok else "bold red"
-    console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {report.headline()} "
+    console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {show_mod.markup_safe(report.headline())} "
                   f"in {report.seconds:.1f} s")
 
 

@@ -49,35 +49,27 @@ def _one_arena():
 
 
 def main():
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, _early)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    _one_arena()
+    stop = None
     try:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, _early)
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        _one_arena()
         from isrcheck.checker import headroom, stop
         headroom.install()
         with stop.handling():           # the command line's own handling nests in it and hands back to it
-            try:
-                from isrcheck.checker import cli
-            except KeyboardInterrupt:
-                _exit(f"stopped by {stop.reason() or _caught[0]} while starting; nothing was checked or written")
-            try:
-                _ran.append(True)
-                cli.main()
-            except (ImportError, OSError) as e:
-                if stop.address_space_room() is None or not _native(e):
-                    raise
-                _exit(f"out of memory: a library cannot load under the address-space limit (ulimit -v): {e}")
-    except KeyboardInterrupt:           # before checker.stop was loaded
-        _exit(f"stopped by {_caught[0] if _caught else 'SIGINT'} while starting; nothing was checked or written")
+            from isrcheck.checker import cli
+            _ran.append(True)
+            cli.main()
+    except KeyboardInterrupt:           # while starting (the command line turns its own into exit 3)
+        caught = (stop and stop.reason()) or (_caught[0] if _caught else "SIGINT")
+        _exit(f"stopped by {caught} while starting; nothing was checked or written")
     except MemoryError as e:            # while starting (headroom.NoRoom, or an allocation that failed)
         _exit(f"out of memory while starting{f' ({e})' if str(e) else ''}; nothing was checked or written")
     except (ImportError, OSError) as e:
-        from isrcheck.checker import stop
-        if stop.address_space_room() is None or not _native(e):
+        if stop is None or stop.address_space_room() is None or not _native(e):
             raise
-        _exit(f"out of memory while starting: a library cannot load under the address-space limit (ulimit -v): "
-              f"{e}")
+        _exit(f"out of memory: a library cannot load under the address-space limit (ulimit -v): {_cause(e)}")
 
 
 def _native(e):
@@ -90,3 +82,11 @@ def _native(e):
             return True
         tb = tb.tb_next
     return getattr(e, "name", None) in tops
+
+
+def _cause(e):
+    """The first line of the innermost exception ``e`` was raised from (numpy's ImportError is a page of advice
+    around the loader's one line)."""
+    while (e.__cause__ or e.__context__) is not None:
+        e = e.__cause__ or e.__context__
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
