@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from isrcheck.checker.gate_results import GateError
+from isrcheck.checker.trace import file_name
 
 ENGINE_PACKAGES = {"model": "isrcheck.model", "checker": "isrcheck.checker"}   # repo folder -> package; a change in either can change every spec
 
@@ -82,7 +83,7 @@ def affected_specs(registry, changed, root=".", counterexamples="counterexamples
     for name, cls in registry.items():
         sources = _source_paths(cls)
         if sources & (changed | changed_abs) \
-                or any(c.startswith(f"{p}{name}/") for c in changed for p in cx_prefixes):
+                or any(c.startswith(f"{p}{file_name(name)}/") for c in changed for p in cx_prefixes):
             out.append(name)
     return out
 
