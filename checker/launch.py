@@ -12,6 +12,9 @@
   is exit 3 with one line, whenever it happens. Under such a limit every thread shares glibc's main
   malloc arena: a thread's own arena reserves 64 MB of address space (the stop watcher's alone took
   74 MB of a 200 MB limit, where numpy then found no room).
+- Standard output: a reader that closes it early (``isrcheck list | head -1``) only loses the rest of the
+  output; the command runs on and exits with its own code (a BrokenPipeError escaping was exit 1, the code
+  of a violation).
 """
 from __future__ import annotations
 
@@ -48,12 +51,42 @@ def _one_arena():
         pass
 
 
+class _StdoutOrNothing:
+    """sys.stdout, until its reader goes away: then what is left to print goes to /dev/null."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._nothing()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._nothing()
+
+    def _nothing(self):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main():
     stop = None
     try:
         for s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(s, _early)
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        if sys.stdout is not None:
+            sys.stdout = _StdoutOrNothing(sys.stdout)
         _one_arena()
         from isrcheck.checker import headroom, stop
         headroom.install()

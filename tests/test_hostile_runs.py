@@ -550,3 +550,22 @@ def test_a_trace_is_on_the_disk_before_it_takes_its_name(tmp_path):
     synced = next(i for i, c in enumerate(calls) if i > opened and f"fsync({fd})" in c)
     renamed = next(i for i, c in enumerate(calls) if "rename(" in c and "no-committed-loss.itf.json.tmp-" in c)
     assert opened < synced < renamed, calls[opened:renamed + 1]
+
+
+def test_a_reader_that_closes_the_pipe_early_changes_no_exit_code(tmp_path):
+    """`isrcheck ... | head -1`: the reader takes one line and goes; the command still exits with its own code (a
+    BrokenPipeError escaping was exit 1, the code of a violation), with nothing on stderr."""
+    runs = {"list": ["list"],
+            "violated": ["check", "--spec", "kip-101", "--invariant", "no-committed-loss", "--no-progress"],
+            "holds": ["check", "--spec", "kip-320", "--invariant", "no-committed-loss", "--max-epochs", "2",
+                      "--no-progress"]}
+    procs = {name: subprocess.Popen([EXE, *argv], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=ENV) for name, argv in runs.items()}
+    codes = {}
+    for name, p in procs.items():
+        assert p.stdout.readline()          # one line, as `head -1` takes
+        p.stdout.close()
+        codes[name] = p.wait(timeout=120)
+        assert p.stderr.read() == b"", name
+    assert codes == {"list": 0, "violated": 1, "holds": 0}
+    assert (tmp_path / "isrcheck-out" / "kip-101" / "no-committed-loss.itf.json").is_file()
