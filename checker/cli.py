@@ -16,7 +16,9 @@ import time
 
 import click
 
-from isrcheck.checker import __version__, provenance, report, settings, show as show_mod, state_counts, stop
+from isrcheck.checker import (__version__, atomic, provenance, report, settings, show as show_mod, state_counts, stop,
+                              unused_options)
+from isrcheck.checker.atomic import WriteFailed
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
@@ -225,16 +227,20 @@ def collect_bounds(kw):
 
 
 class Seconds(click.ParamType):
-    """A positive, finite number of seconds, at most a year (nan, inf and 1e400 are mistakes)."""
+    """A positive, finite number of seconds, at most a year (nan, inf and 1e400 are mistakes); 0 too if ``zero``."""
     name = "seconds"
+
+    def __init__(self, zero=False):
+        self.zero = zero
 
     def convert(self, value, param, ctx):
         try:
             seconds = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not math.isfinite(seconds) or not 0 < seconds <= MAX_SECONDS:
-            self.fail(f"{value!r} is not a positive number of seconds up to {MAX_SECONDS:,}", param, ctx)
+        if not math.isfinite(seconds) or not (0 <= seconds if self.zero else 0 < seconds) or seconds > MAX_SECONDS:
+            self.fail(f"{value!r} is not a {'' if self.zero else 'positive '}number of seconds "
+                      f"{'from 0 ' if self.zero else ''}up to {MAX_SECONDS:,}", param, ctx)
         return seconds
 
 
@@ -302,7 +308,7 @@ def cli(ctx, config, profile):
 @click.option("--resume", "resume", metavar="DIR", default=None,
               help="local and spark engines: continue the search snapshotted in DIR (same spec, bounds and "
                    "invariants), snapshotting there as it goes")
-@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+@click.option("--checkpoint-every", type=Seconds(zero=True), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
@@ -320,6 +326,7 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
           itf, coverage, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
+    unused_options.refuse(click.get_current_context(), engine)
     spec = make_spec(spec_name, collect_bounds(kw))
     live_engine = engine == "local" and not symmetry and not (checkpoint or resume)
     props = pick_properties(spec, properties, every and live_engine)
@@ -397,10 +404,12 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry, "
                      "--checkpoint or --resume checks them", markup=False)
     if result is None:
-        code, obj = finish_liveness(spec, live, out_dir, fmt, sink.typed, alone=True)
+        code, obj, unkept = finish_liveness(spec, live, out_dir, fmt, sink.typed, alone=True)
         if fmt == "json":
             click.echo(json.dumps(obj, indent=1))
-        sys.exit(EXIT_BUDGET if stop.interrupted() else code)
+        if unkept:
+            _unkept(unkept)
+        sys.exit(EXIT_BUDGET if stop.interrupted() or unkept else code)
     state_counts.record(spec, result, symmetry)        # for `isrcheck list --brief`
     finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live,
            coverage=coverage)
@@ -419,17 +428,22 @@ def pick_properties(spec, names, every):
 
 def finish_liveness(spec, results, out_dir, fmt, typed=False, alone=False):
     """Save a lasso per violated property and print the verdicts (text; ``alone``: with the header line, no
-    invariant report came first); (exit code: 1 violated, 3 unknown, else 0; the ``--format json`` object)."""
+    invariant report came first); (exit code: 1 violated, 3 unknown, else 0; the ``--format json`` object;
+    {property: WriteFailed} of the lassos the disk refused)."""
     from isrcheck.checker.liveness import lasso_trace
-    files = {}
+    files, unkept = {}, {}
     for name, r in results.items():
         if r.lasso is not None:
-            files[name] = save(lasso_trace(spec, r), default_path(out_dir, spec.name, name), spec if typed else None)
+            try:
+                files[name] = save(lasso_trace(spec, r), default_path(out_dir, spec.name, name),
+                                   spec if typed else None)
+            except WriteFailed as e:
+                unkept[name] = e
     if fmt == "text":
         report.print_liveness(_out(), spec, results, files, alone)
     verdicts = {r.verdict for r in results.values()}
     code = EXIT_VIOLATED if "violated" in verdicts else EXIT_BUDGET if "unknown" in verdicts else EXIT_HOLDS
-    return code, report.liveness_json(spec, results, files)
+    return code, report.liveness_json(spec, results, files), unkept
 
 
 def observations(spec, names, every):
@@ -441,16 +455,31 @@ def observations(spec, names, every):
 
 
 class TraceSink:
-    """Writes a counterexample (atomically) as soon as an engine finds it, so a stop or a crash loses none."""
+    """Writes a counterexample (atomically) as soon as an engine finds it, so a stop or a crash loses none; one the
+    disk refuses is in ``unkept`` (invariant -> what failed) and the search goes on."""
 
     def __init__(self, spec, engine, out_dir, typed=False, **meta):
         self.spec, self.engine, self.out_dir, self.meta, self.typed = spec, engine, out_dir, meta, typed
-        self.files = {}
+        self.files, self.unkept = {}, {}
 
     def __call__(self, violation):
         trace = from_steps(self.spec, violation.invariant, self.engine, violation.steps, **self.meta)
-        self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name, violation.invariant),
-                                               self.spec if self.typed else None)
+        self.files.pop(violation.invariant, None)
+        try:
+            self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name,
+                                                                       violation.invariant),
+                                                   self.spec if self.typed else None)
+            self.unkept.pop(violation.invariant, None)
+        except WriteFailed as e:
+            self.unkept[violation.invariant] = e
+
+
+def _unkept(failures):
+    """Say (one line on stderr) that the disk refused traces: the verdicts stand, the files are not there."""
+    first, *more = failures.values()
+    which = f"{len(more) + 1} traces are" if more else "the trace is"
+    _err().print(f"isrcheck: {show_mod.printable(first)}: the verdicts stand, {which} not kept", soft_wrap=True,
+                 markup=False)
 
 
 def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=None, coverage=False, **meta):
@@ -462,13 +491,17 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=
     sink = sink or TraceSink(spec, engine, out_dir, **meta)
     for v in result.violations.values():      # again: an engine may have improved a trace since (fuzz minimizes)
         sink(v)
-    trace_files = {inv: sink.files[inv] for inv in result.violations}
+    trace_files = {inv: sink.files[inv] for inv in result.violations if inv in sink.files}
     if fmt == "text":
         report.print_text(_out(), spec, engine, result, trace_files, observed, coverage)
-    live, live_json = finish_liveness(spec, liveness, out_dir, fmt, sink.typed) if liveness else (EXIT_HOLDS, {})
+    live, live_json, live_unkept = (finish_liveness(spec, liveness, out_dir, fmt, sink.typed) if liveness
+                                    else (EXIT_HOLDS, {}, {}))
     if fmt == "json":
         click.echo(json.dumps({**report.as_json(spec, engine, result, trace_files, observed), **live_json}, indent=1))
-    if stop.interrupted():
+    unkept = {**{inv: e for inv, e in sink.unkept.items() if inv in result.violations}, **live_unkept}
+    if unkept:                # the search's result stands; the disk did not keep it: a resource ran out
+        _unkept(unkept)
+    if stop.interrupted() or unkept:
         sys.exit(EXIT_BUDGET)
     if set(result.violations) - set(observed) or live == EXIT_VIOLATED:
         sys.exit(EXIT_VIOLATED)
@@ -506,12 +539,15 @@ def list_specs(names, brief, fmt):
 
 
 def _write(path, text):
-    """Write a rendered file; an unwritable path is the user's mistake (exit 2)."""
+    """Write a rendered file whole or not at all: into a folder that exists (else exit 2); a failure then is the
+    disk's (exit 3)."""
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise UserError(f"{path}: cannot write (no such folder)")
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as e:
-        raise UserError(f"{path}: cannot write ({e.strerror})") from None
+        atomic.write_text(path, text)
+    except WriteFailed as e:
+        _err().print(f"isrcheck: {show_mod.printable(e)}", soft_wrap=True, markup=False)
+        sys.exit(EXIT_BUDGET)
 
 
 def TRACE_SPEC(fn):
@@ -647,18 +683,25 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
                 else ", ".join(lemmas) or "none")
     cpu = time.process_time() - cpu
     wall = time.perf_counter() - start
-    path = None
+    path = unkept = None
     if result.verdict == "refuted":
-        path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+        try:
+            path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+        except WriteFailed as e:
+            unkept = {invariant: e}
     code = {"proved": EXIT_HOLDS, "refuted": EXIT_VIOLATED, "not-inductive": EXIT_NOT_INDUCTIVE}.get(result.verdict,
                                                                                                     EXIT_BUDGET)
+    if unkept:                  # refuted, and the disk did not keep the counterexample
+        code = EXIT_BUDGET
     if fmt == "json":
         click.echo(json.dumps(report.proof_json(spec, result, used, wall, cpu, path), indent=1, default=int))
+        if unkept:
+            _unkept(unkept)
         sys.exit(code)
     console = _out()
-    head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {wall:.1f} s "
+    head = (f"{show_mod.markup_safe(f'{spec.name} · {invariant} · k={result.k} · lemmas: {used}')} · {wall:.1f} s "
             f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})"
-            + (f" · {provenance.note()}" if provenance.note() else ""))
+            + (f" · {show_mod.markup_safe(provenance.note())}" if provenance.note() else ""))
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
                       f"\n{head}")
@@ -666,8 +709,8 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
             console.print("the smallest lemmas learned:\n" + "\n".join(f"  {text}" for text in result.lemmas[:3]),
                           soft_wrap=True)
     elif result.verdict == "refuted":
-        console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
-                      f"read it: {show_mod.markup_safe(show_command(type(spec), path))}")
+        console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}"
+                      + (f"\nread it: {show_mod.markup_safe(show_command(type(spec), path))}" if path else ""))
     elif result.verdict == "not-inductive":
         console.print(f"[yellow]not inductive[/] (exit {EXIT_NOT_INDUCTIVE}) · {head}\nthe counterexample to "
                       f"induction below is consistent but unreachable: add a lemma (an invariant of the spec) that "
@@ -676,6 +719,8 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
                                     failing=result.failing, title="counterexample to induction"))
     else:
         console.print(f"[yellow]unknown[/]: {result.reason} · {head}")
+    if unkept:
+        _unkept(unkept)
     sys.exit(code)
 
 
@@ -759,7 +804,12 @@ def minimize(trace_path, output, spec_ref, fmt, **kw):
     _err().print(f"minimize: {len(trace.steps)} states, dropping every step {trace.invariant} does not need",
                  markup=False)
     steps = ddmin(spec, trace)
-    save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
+    try:
+        save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
+    except WriteFailed as e:
+        _err().print(f"isrcheck: {show_mod.printable(e)}: minimized to {len(steps)} states, not kept", soft_wrap=True,
+                     markup=False)
+        sys.exit(EXIT_BUDGET)
     if fmt == "json":
         click.echo(json.dumps(_trace_json(trace_path, trace, output=out, states=len(trace.steps),
                                           minimized_states=len(steps),
@@ -795,9 +845,9 @@ def main(argv=None):
     except (click.exceptions.Abort, KeyboardInterrupt):
         _err().print("isrcheck: interrupted; traces already written are complete")
         sys.exit(EXIT_BUDGET)
-    except MemoryError:
-        _err().print("isrcheck: out of memory; traces already written are complete (--max-memory stops earlier, "
-                     "with a partial report)")
+    except MemoryError as e:
+        _err().print(f"isrcheck: out of memory{f' ({e})' if str(e) else ''}; traces already written are complete "
+                     f"(--max-memory stops earlier, with a partial report)", soft_wrap=True, markup=False)
         sys.exit(EXIT_BUDGET)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

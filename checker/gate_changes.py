@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 from isrcheck.checker.gate_results import GateError
+from isrcheck.checker.trace import file_name
 from isrcheck.model import load_cache
 
 #: calls through which a module's behaviour can depend on what no import shows
@@ -177,7 +178,7 @@ def affected_specs(registry, changed, root=".", counterexamples="counterexamples
                 reasons[name] = opaque
             out.append(name)
         elif (_source_paths(cls) | team) & (changed | changed_abs) \
-                or any(c.startswith(f"{p}{name}/") for c in changed for p in cx_prefixes):
+                or any(c.startswith(f"{p}{file_name(name)}/") for c in changed for p in cx_prefixes):
             out.append(name)
     return out
 

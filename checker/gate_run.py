@@ -8,6 +8,7 @@ import time
 
 from isrcheck.checker import state_counts
 from isrcheck.checker.registry import reference
+from isrcheck.checker.atomic import WriteFailed
 from isrcheck.checker.trace import TraceError, conform, from_steps, is_lasso, load, replay, replay_lasso, save
 from isrcheck.model.configuration import DEFAULTS, configurations
 from isrcheck.model.expr import DeclarationError
@@ -133,6 +134,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
                          for name, conf in specs if conf == DEFAULTS and registry[name].liveness_expected()[0]}
     report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped,
                         changed_why=why)
+    unwritten = []                          # the files the disk refused: the gate stops at the first
     saved = {} if update_traces else {      # read before any search: a bad file is exit 2
         (name, conf, inv): check_saved_trace(spec, conf, inv, counterexamples)
         for (name, conf), spec in specs.items()
@@ -149,7 +151,8 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
         def unexpected(v, name=name, conf=conf, spec=spec, expected=expected):
             """A violation of an invariant that must hold is written as soon as found: a stop keeps it."""
             if expected[v.invariant] != "violated":
-                save(from_steps(spec, v.invariant, "local", v.steps, gate=True), trace_path(out, name, conf, v.invariant))
+                _save(from_steps(spec, v.invariant, "local", v.steps, gate=True),
+                      trace_path(out, name, conf, v.invariant), unwritten)
         result = search(spec, list(expected), on_violation=unexpected)
         state_counts.record(spec, result)           # for `isrcheck list --brief`
         report.never_fired[name, conf] = list(result.never_fired)
@@ -159,7 +162,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             make = None if found is None else (
                 lambda found=found, **meta: from_steps(spec, found.invariant, "local", found.steps, **meta))
             report.rows.append(_row(report, spec, conf, inv, verdict, result.verdicts[inv], make, stats, saved,
-                                    counterexamples, out, update_traces))
+                                    counterexamples, out, update_traces, unwritten))
         live = live_expectations.get((name, conf))
         if live and not result.budget_hit:
             say(f"{what}: liveness of {len(live)} properties")
@@ -167,10 +170,12 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
                 make = None if r.lasso is None else (lambda r=r, **meta: lasso_trace(spec, r, **meta))
                 report.rows.append(_row(report, spec, conf, prop, live[prop], r.verdict, make,
                                         (r.distinct_states, result.depth, r.seconds), saved, counterexamples, out,
-                                        update_traces))
+                                        update_traces, unwritten))
                 if r.budget_hit:
                     result.budget_hit = r.budget_hit
         unmet = [r.invariant for r in report.rows if (r.spec, r.configuration) == (name, conf) and not r.ok]
+        if unwritten and not result.budget_hit:     # a full disk: the rows so far stand, nothing more is kept
+            result.budget_hit = f"a write that failed ({unwritten[0]})"
         if result.budget_hit:               # the gate sets no budget: a stop request ends the whole gate
             left = len(specs) - k
             report.stopped = (f"{result.budget_hit} while searching {label(name, conf)}"
@@ -184,25 +189,35 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     return report
 
 
-def _row(report, spec, conf, inv, expected, got, make, stats, saved, counterexamples, out, update_traces):
+def _save(trace, path, unwritten):
+    """Save a trace (its path), or add why the disk refused it to ``unwritten`` (None)."""
+    try:
+        return save(trace, path)
+    except WriteFailed as e:
+        unwritten.append(e)
+        return None
+
+
+def _row(report, spec, conf, inv, expected, got, make, stats, saved, counterexamples, out, update_traces, unwritten):
     """The Row of one expectation (an invariant's or a liveness property's) at a configuration.
 
     ``make(**meta)`` builds the trace of the violation the search found (None: none found). With
     ``update_traces`` an expected violation's trace becomes the golden one first; an unmet expectation's
-    is written under ``out``, and a stale one there from an earlier run is removed.
+    is written under ``out``, and a stale one there from an earlier run is removed. A write the disk
+    refuses is added to ``unwritten``.
     """
     name = spec.name
     row = Row(name, inv, expected, got, *stats, configuration=conf)
     if expected == "violated":
         if update_traces:
             if make is not None:
-                save(make(symmetry=False), trace_path(counterexamples, name, conf, inv))
+                _save(make(symmetry=False), trace_path(counterexamples, name, conf, inv), unwritten)
             saved[name, conf, inv] = check_saved_trace(spec, conf, inv, counterexamples)
         row.trace_status, row.trace_message, row.saved_trace = saved[name, conf, inv]
     target = trace_path(out, name, conf, inv)
     if make is not None and not row.ok:
         trace = make(gate=True)
-        row.counterexample, row.steps = save(trace, target), len(trace.steps)
+        row.counterexample, row.steps = _save(trace, target, unwritten), len(trace.steps)
         report.traces[name, conf, inv] = trace
     elif os.path.isfile(target):
         os.remove(target)          # from an earlier run: it would mislead whoever reads --out

@@ -22,8 +22,7 @@ import os
 import sys
 from functools import lru_cache
 
-from isrcheck.checker import variants
-from isrcheck.model.expr import DeclarationError
+from isrcheck.checker import fence, variants
 from isrcheck.model.spec import Spec
 from isrcheck.specs import SPECS
 
@@ -32,11 +31,6 @@ GROUP = "isrcheck.specs"
 
 class SpecRefError(ValueError):
     """A spec reference that cannot be resolved (one line)."""
-
-
-def _failure(what, e):
-    """One line for an exception raised by a user's module."""
-    return f"{what}: {type(e).__name__}: {e}".rstrip(": ")
 
 
 def _spec_class(obj, ref):
@@ -67,33 +61,40 @@ def _load_file(path):
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
     sys.modules[name] = module
     try:
-        module.__spec__.loader.exec_module(module)
-    except DeclarationError as e:   # a spec class refused when created: the message names its file and line
+        fence.call(f"{path}: cannot import", module.__spec__.loader.exec_module, module)
+    except fence.UserCodeError as e:
         del sys.modules[name]
         raise SpecRefError(str(e)) from None
-    except Exception as e:          # the user's code: any error it raises is a bad input
+    except BaseException:           # a signal, or out of memory: the half-run module is not kept either
         del sys.modules[name]
-        raise SpecRefError(_failure(f"{path}: cannot import", e)) from None
+        raise
     return module
 
 
-def _load_module(name):
-    """Import a module by name; one the import path does not have is looked for from the working directory too
-    (as ``python -m`` does), so MODULE:CLASS works from a team repository's top level."""
+def _import(name):
+    """The module ``name``, or None when there is no such module (a module it imports may be missing: that
+    is its error). One the import path does not have is looked for from the working directory too (as
+    ``python -m`` does), so MODULE:CLASS works from a team repository's top level."""
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
         here = os.getcwd()
         if e.name and name.startswith(e.name) and here not in sys.path:
             sys.path.append(here)
-            return _load_module(name)
+            return _import(name)
         if e.name and name.startswith(e.name):
-            raise SpecRefError(f"no module {name!r} (nor a file: a file reference ends in .py)") from None
-        raise SpecRefError(_failure(f"module {name}: cannot import", e)) from None
-    except DeclarationError as e:   # a spec class refused when created: the message names its file and line
+            return None
+        raise
+
+
+def _load_module(name):
+    try:
+        module = fence.call(f"module {name}: cannot import", _import, name)
+    except fence.UserCodeError as e:
         raise SpecRefError(str(e)) from None
-    except Exception as e:          # the user's code
-        raise SpecRefError(_failure(f"module {name}: cannot import", e)) from None
+    if module is None:
+        raise SpecRefError(f"no module {name!r} (nor a file: a file reference ends in .py)")
+    return module
 
 
 @lru_cache(maxsize=None)
@@ -104,12 +105,9 @@ def plugins():
     for ep in entry_points(group=GROUP):
         where = f"plugin {ep.name} ({ep.value})"
         try:
-            cls = _spec_class(ep.load(), where)
-        except SpecRefError as e:
+            cls = _spec_class(fence.call(f"{where}: cannot load", ep.load), where)
+        except (SpecRefError, fence.UserCodeError) as e:
             errors.append(str(e))
-            continue
-        except Exception as e:      # the plugin's code
-            errors.append(_failure(f"{where}: cannot load", e))
             continue
         if cls.name in SPECS and SPECS[cls.name] is not cls:
             errors.append(f"{where}: the name {cls.name!r} is a built-in spec's; rename it")

@@ -92,7 +92,7 @@ def print_text(console, spec, engine, result, trace_files, observed=(), coverage
         shown = f"[{styles[verdict]}]{verdict}[/]{mark}"
         if inv in observed:
             shown = "[yellow]observed[/] (benign)" if verdict == "violated" else f"{shown} (benign)"
-        table.add_row(inv, shown, expected, trace)
+        table.add_row(markup_safe(inv), shown, markup_safe(expected), trace)
     console.print(table)
     (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
     if coverage:
@@ -108,21 +108,22 @@ def print_text(console, spec, engine, result, trace_files, observed=(), coverage
 
 def _print_expectations(console, spec, result, configuration, want, why, as_expected, observed):
     """Say whether the verdicts are the ones the spec declares: a known bug exits 1 and is still as expected."""
-    where = "its defaults" if configuration == DEFAULTS else f"its configuration {configuration}"
+    where = "its defaults" if configuration == DEFAULTS else f"its configuration {markup_safe(configuration)}"
+    name = markup_safe(spec.name)
     if configuration is None:
-        console.print(f"[dim]no expected verdicts: these bounds are none of {spec.name}'s configurations "
+        console.print(f"[dim]no expected verdicts: these bounds are none of {name}'s configurations "
                       f"(`isrcheck list {markup_safe(reference(type(spec)))}`)[/]", soft_wrap=True)
     elif as_expected:
         known = [inv for inv, v in want.items() if v == "violated" and inv not in observed]
         exits = (f"; it exits 1 for the known {'bug' if len(known) == 1 else 'bugs'} this spec reproduces: "
                  + "; ".join(markup_safe(f"{inv} ({why[inv]})" if inv in why else inv) for inv in known)
                  if known else "")
-        console.print(f"[green]as expected:[/] the verdicts are the ones {spec.name} declares at {where}{exits}",
+        console.print(f"[green]as expected:[/] the verdicts are the ones {name} declares at {where}{exits}",
                       soft_wrap=True)
     elif as_expected is False:
         off = [inv for inv, v in want.items() if result.verdicts[inv] not in (v, "unknown")]
-        console.print(f"[bold yellow]not as expected:[/] {', '.join(off)} (see the expected column; "
-                      f"{spec.name} declares these verdicts at {where})", soft_wrap=True)
+        console.print(f"[bold yellow]not as expected:[/] {markup_safe(', '.join(off))} (see the expected column; "
+                      f"{name} declares these verdicts at {where})", soft_wrap=True)
 
 
 def print_coverage(console, result):
@@ -137,6 +138,7 @@ def print_coverage(console, result):
         table.add_column(column, justify="left" if column == "action" else "right")
     for name, c in result.coverage.by_action().items():
         never = c["fired"] == 0
+        name = markup_safe(name)
         table.add_row(f"[bold yellow]{name}[/]" if never else name, f"{c['instances_fired']}/{c['instances']}",
                       f"{c['enabled']:,}", "[bold yellow]0 (never)[/]" if never else f"{c['fired']:,}",
                       f"{c['new_states']:,}")
@@ -152,7 +154,7 @@ def _print_search_summary(console, result):
         console.print(f"[yellow]stopped by {result.budget_hit}: depth {result.depth} fully explored, "
                       f"{result.distinct_states:,} states[/]")
     elif result.never_fired:
-        console.print(f"[yellow]never fired: {', '.join(result.never_fired)} — an action that never fires "
+        console.print(f"[yellow]never fired: {markup_safe(', '.join(result.never_fired))} — an action that never fires "
                       f"at these bounds is suspicious (a guard too strong, or bounds too small)[/]")
     elif result.complete:
         console.print("every action fired")
@@ -164,10 +166,10 @@ def _print_bmc_summary(console, result):
                   f"{result.seconds:.2f} s · peak memory {_bytes(result.peak_memory_bytes)}")
     pending = [inv for inv, verdict in result.verdicts.items() if verdict == "unknown"]
     if result.timed_out:
-        console.print(f"[yellow]stopped by {result.budget_hit}: no violation of {', '.join(pending)} "
+        console.print(f"[yellow]stopped by {result.budget_hit}: no violation of {markup_safe(', '.join(pending))} "
                       f"up to depth {result.depth}[/]")
     elif pending:
-        console.print(f"[yellow]no violation of {', '.join(pending)} up to depth {result.depth}: a bounded check, "
+        console.print(f"[yellow]no violation of {markup_safe(', '.join(pending))} up to depth {result.depth}: a bounded check, "
                       f"not a proof (isrcheck prove covers every depth)[/]")
 
 
@@ -212,8 +214,9 @@ def print_liveness(console, spec, results, trace_files, alone=False):
         fairness = ", ".join(f"{f.kind}({f.action})" for f in spec.properties[name].fairness) or "none"
         lasso = ""
         if name in trace_files:
-            lasso = f"{trace_files[name]} (loop from state {r.lasso.loop} of {len(r.lasso.steps)})"
-        table.add_row(name, f"[{styles[r.verdict]}]{r.verdict}[/]{mark}", expected, fairness, lasso)
+            lasso = f"{markup_safe(trace_files[name])} (loop from state {r.lasso.loop} of {len(r.lasso.steps)})"
+        table.add_row(markup_safe(name), f"[{styles[r.verdict]}]{r.verdict}[/]{mark}", markup_safe(expected),
+                      markup_safe(fairness), lasso)
     console.print(table)
     r = next(iter(results.values()))
     console.print(f"liveness: {r.distinct_states:,} distinct states · {r.seconds:.2f} s · peak memory "

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 
-from isrcheck.checker import __version__
+from isrcheck.checker import __version__, atomic, userfile
 from isrcheck.checker.itf_types import is_replica_set, replica_count, replica_id, typed_state
 from isrcheck.checker.registry import known as known_specs
 from isrcheck.model.spec import BoundsError
@@ -61,15 +60,11 @@ def to_itf(trace, typed_for=None):
 
 
 def save(trace, path, typed_for=None):
-    """Write atomically (a temp file renamed into place), so an interrupted run never leaves half a trace.
+    """Write atomically and durably (:mod:`checker.atomic`), so an interrupted run never leaves half a trace;
+    ``atomic.WriteFailed`` (nothing left behind) when the disk refuses it.
 
     ``typed_for`` (the trace's spec): the typed form (:func:`to_itf`)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        fh.write(itf_text(trace, typed_for))
-    os.replace(tmp, path)
-    return path
+    return atomic.write_text(path, itf_text(trace, typed_for))
 
 
 def itf_text(trace, typed_for=None):
@@ -83,40 +78,12 @@ MAX_TRACE_BYTES = 4 << 20       # 300 times the longest saved trace (14 KB); `sh
 
 
 def read_text(path):
-    """A regular file's text, at most MAX_TRACE_BYTES of UTF-8 (TraceError otherwise).
-
-    Opened non-blocking and checked with fstat before reading, so a FIFO, a device
-    or a symlink to one is refused rather than waited on or read without end.
-    """
+    """A regular file's text, at most MAX_TRACE_BYTES of UTF-8 (TraceError otherwise; :mod:`checker.userfile`:
+    a FIFO, a device or a symlink to one is refused rather than waited on or read without end)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read trace file ({e.strerror})") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
-            raise TraceError(f"{path}: not a regular file (it is {kind})")
-        if os.fstat(fd).st_size > MAX_TRACE_BYTES:
-            raise TraceError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MB, not a trace")
-        chunks, size = [], 0
-        while size <= MAX_TRACE_BYTES:
-            chunk = os.read(fd, min(1 << 20, MAX_TRACE_BYTES + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read trace file ({e.strerror})") from None
-    finally:
-        os.close(fd)
-    if size > MAX_TRACE_BYTES:
-        raise TraceError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MB, not a trace")
-    try:
-        return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise TraceError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        return userfile.read_text(path, "trace file", MAX_TRACE_BYTES)
+    except userfile.UserFileError as e:
+        raise TraceError(str(e)) from None
 
 
 def _no_constant(name):
@@ -415,5 +382,12 @@ def _differences(spec, row, recorded):
     return ", ".join(k for k in decoded if k in recorded and recorded[k] != decoded[k])
 
 
+def file_name(name):
+    """A spec's, configuration's or invariant's name as one file name: ``/`` (and ``%``, NUL) percent-encoded,
+    so a name never makes folders or climbs out of ``--out``; ``.`` and ``..`` encoded too."""
+    safe = name.replace("%", "%25").replace("/", "%2F").replace("\0", "%00")
+    return safe.replace(".", "%2E") if safe in (".", "..") else safe
+
+
 def default_path(out_dir, spec_name, invariant):
-    return os.path.join(out_dir, spec_name, f"{invariant}.itf.json")
+    return os.path.join(out_dir, file_name(spec_name), f"{file_name(invariant)}.itf.json")
