@@ -16,14 +16,14 @@ import time
 
 import click
 
-from isrcheck.checker import __version__, atomic, report, settings, show as show_mod, stop, unused_options
+from isrcheck.checker import (__version__, atomic, provenance, report, settings, show as show_mod, state_counts, stop,
+                              unused_options)
 from isrcheck.checker.atomic import WriteFailed
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, itf_text, load,
-                                    replay as replay_trace, replay_lasso, save, spec_for)
-from isrcheck.model.configuration import configurations
+                                    replay as replay_trace, replay_lasso, save)
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
@@ -274,6 +274,7 @@ def cli(ctx, config, profile):
         ctx.default_map = settings.default_map(cli, path, profile)
     except settings.SettingsError as e:
         raise UserError(str(e)) from None
+    provenance.remember(ctx, path, profile, FLAGGED)     # named on the header line of what it changes
 
 
 @cli.command()
@@ -403,12 +404,13 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry, "
                      "--checkpoint or --resume checks them", markup=False)
     if result is None:
-        code, obj, unkept = finish_liveness(spec, live, out_dir, fmt, sink.typed)
+        code, obj, unkept = finish_liveness(spec, live, out_dir, fmt, sink.typed, alone=True)
         if fmt == "json":
             click.echo(json.dumps(obj, indent=1))
         if unkept:
             _unkept(unkept)
         sys.exit(EXIT_BUDGET if stop.interrupted() or unkept else code)
+    state_counts.record(spec, result, symmetry)        # for `isrcheck list --brief`
     finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live,
            coverage=coverage)
 
@@ -424,9 +426,10 @@ def pick_properties(spec, names, every):
     return list(dict.fromkeys(names))
 
 
-def finish_liveness(spec, results, out_dir, fmt, typed=False):
-    """Save a lasso per violated property and print the verdicts (text); (exit code: 1 violated, 3 unknown, else 0;
-    the ``--format json`` object; {property: WriteFailed} of the lassos the disk refused)."""
+def finish_liveness(spec, results, out_dir, fmt, typed=False, alone=False):
+    """Save a lasso per violated property and print the verdicts (text; ``alone``: with the header line, no
+    invariant report came first); (exit code: 1 violated, 3 unknown, else 0; the ``--format json`` object;
+    {property: WriteFailed} of the lassos the disk refused)."""
     from isrcheck.checker.liveness import lasso_trace
     files, unkept = {}, {}
     for name, r in results.items():
@@ -437,7 +440,7 @@ def finish_liveness(spec, results, out_dir, fmt, typed=False):
             except WriteFailed as e:
                 unkept[name] = e
     if fmt == "text":
-        report.print_liveness(_out(), spec, results, files)
+        report.print_liveness(_out(), spec, results, files, alone)
     verdicts = {r.verdict for r in results.values()}
     code = EXIT_VIOLATED if "violated" in verdicts else EXIT_BUDGET if "unknown" in verdicts else EXIT_HOLDS
     return code, report.liveness_json(spec, results, files), unkept
@@ -511,70 +514,28 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=
 
 @cli.command(name="list")
 @click.argument("names", nargs=-1, metavar="[SPEC]...")
+@click.option("--brief", is_flag=True,
+              help="one line a spec: name, distinct states at its defaults (once counted), expected violations, "
+                   "summary")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def list_specs(names, fmt):
-    """Protocol versions (or the ones named) and their invariants: summaries, references, default bounds,
-    expected verdicts."""
-    registry = known_specs()
-    for name in names:
-        if name not in registry:
-            raise UserError(f"unknown spec {name!r} (known: {', '.join(registry)})")
+def list_specs(names, brief, fmt):
+    """Protocol versions (or the ones named: a name, FILE.py[:CLASS] or MODULE:CLASS) and their invariants:
+    summaries, references, default bounds, expected verdicts."""
+    from isrcheck.checker import listing
+    from isrcheck.checker.registry import resolve_all
+    classes = list(known_specs().values())
+    if names:
+        try:
+            classes = list(dict.fromkeys(cls for name in names for cls in resolve_all(name)))
+        except SpecRefError as e:
+            raise UserError(str(e)) from None
     for error in plugins()[1]:
         _err().print(f"isrcheck: warning: {error}", soft_wrap=True, markup=False)
-    entries = []
-    for name, cls in registry.items():
-        if names and name not in names:
-            continue
-        entries.append({
-            "spec": name, "summary": cls.summary, "references": list(cls.references),
-            "default_bounds": dict(cls.defaults),
-            "bounds": {n: {"default": b.default, "lo": b.lo, "hi": b.hi, "kind": b.kind, "doc": b.doc}
-                       for n, b in cls.bound_declarations().items()},
-            "expected": dict(cls.expected),
-            "expected_why": dict(cls.expected_why),
-            "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected), "why": dict(c.why)}
-                               for n, c in configurations(cls).items()],
-            "not_modelled": dict(cls.not_modelled),
-            "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in cls.declared_invariants().items()},
-            "properties": {n: {"meaning": meaning, "fairness": [str(f) for f in fairness],
-                               "expected": cls.liveness_expected()[0].get(n),
-                               "expected_why": cls.liveness_expected()[1].get(n)}
-                           for n, (meaning, fairness) in cls.declared_properties().items()},
-        })
+    entries = [listing.entry(cls) for cls in classes]
     if fmt == "json":
         click.echo(json.dumps(entries, indent=1))
-        return
-    console = _out()
-    for e in entries:
-        console.rule(f"[bold cyan]{e['spec']}[/]", align="left")
-        console.print(e["summary"])
-        console.print(f"[dim]references:[/] {'; '.join(e['references'])}")
-        console.print(f"[dim]default bounds:[/] {' '.join(f'{k}={v}' for k, v in e['default_bounds'].items())}")
-        options = [f"{k} {b['lo']}..{b['hi']}" + (f": {b['doc']}" if b["doc"] else "")
-                   for k, b in e["bounds"].items() if b["kind"] == "option"]
-        if options:
-            console.print("[dim]options (--set KEY=VALUE):[/] " + "; ".join(options), soft_wrap=True)
-        from rich.table import Table
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        table.add_column("invariant")
-        table.add_column("expected")
-        table.add_column("meaning")
-        for inv, info in e["invariants"].items():
-            why = e["expected_why"].get(inv)
-            expected = e["expected"].get(inv, "-")
-            table.add_row(inv, f"{expected}" + (f" — {why}" if why else ""), info["meaning"])
-        for prop, info in e["properties"].items():
-            expected = info["expected"] or "-"
-            table.add_row(f"{prop} (liveness)", expected + (f" — {info['expected_why']}" if info["expected_why"] else ""),
-                          f"{info['meaning']} Fairness: {', '.join(info['fairness'])}.")
-        console.print(table)
-        for c in e["configurations"][1:]:
-            console.print(f"[dim]configuration[/] [bold]{c['name']}[/]: "
-                          + " ".join(f"{k}={v}" for k, v in c["bounds"].items()) + " → "
-                          + "; ".join(f"{inv} {v}" + (f" — {c['why'][inv]}" if inv in c["why"] else "")
-                                      for inv, v in c["expected"].items()), soft_wrap=True)
-        for ticket, why in e["not_modelled"].items():
-            console.print(f"[dim]not modelled[/] {ticket}: {why}", soft_wrap=True)
+    else:
+        (listing.print_brief if brief else listing.print_full)(_out(), entries)
 
 
 def _write(path, text):
@@ -589,13 +550,23 @@ def _write(path, text):
         sys.exit(EXIT_BUDGET)
 
 
-TRACE_SPEC = click.option("--spec", "spec_ref", default=None, metavar="FILE.py:CLASS",
-                          help="the trace's spec when it is not a registered one (FILE.py:CLASS or MODULE:CLASS)")
+def TRACE_SPEC(fn):
+    """--spec and the bound flags: a trace's spec when it is not a registered one, and a trace from another tool's
+    spec and bounds (checker/foreign.py)."""
+    return click.option("--spec", "spec_ref", default=None, metavar="SPEC",
+                        help="the trace's spec when it is not a registered one (FILE.py:CLASS or MODULE:CLASS), or "
+                             "when the trace has no isrcheck #meta (an ITF trace from another tool)")(bound_options(fn))
 
 
-def _load_trace(path, spec_ref=None):
+def _load_trace(path, spec_ref=None, kw=None):
+    """The trace and its spec; ``kw``: the command's bound flags, for a trace from another tool (checker/foreign.py)."""
+    from isrcheck.checker import foreign
     trace = load(path)
-    spec = spec_for(trace, path, spec_class(spec_ref) if spec_ref else None)
+    filed = provenance.from_file(kw or {})          # a settings file's bounds: for a trace that records none
+    sets = parse_settings(kw.get("settings", ())) if kw else {}
+    bounds = collect_bounds(kw) if kw else {}
+    filed = {k for k in bounds if k in filed or (k in sets and "settings" in filed)}
+    spec = foreign.spec_for(trace, path, spec_class(spec_ref) if spec_ref else None, bounds, filed)
     return trace, spec
 
 
@@ -610,14 +581,14 @@ def _load_trace(path, spec_ref=None):
 @click.option("--compact", is_flag=True,
               help="text: each step as only the cells it changed (old → new), one replica a line: fits 80 columns")
 @TRACE_SPEC
-def show(trace_path, fmt, output, compact, spec_ref):
+def show(trace_path, fmt, output, compact, spec_ref, **kw):
     """Print a trace step by step in its protocol's terms, and say what went wrong."""
     from isrcheck.checker import export
     if compact and fmt != "text":
         raise UserError("--compact is a layout of --format text")
     if fmt == "html" and output is None:
         raise UserError("--format html writes a page: name the file with --output FILE")
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     if output is not None:
         try:
             usable_file(output, "--output")
@@ -650,9 +621,9 @@ def _trace_json(trace_path, trace, **more):
 @click.argument("trace_path", metavar="TRACE")
 @TRACE_SPEC
 @FORMAT_JSON
-def replay(trace_path, spec_ref, fmt):
+def replay(trace_path, spec_ref, fmt, **kw):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     result = (replay_lasso if is_lasso(trace) else replay_trace)(spec, trace)
     if fmt == "json":
         click.echo(json.dumps(_trace_json(trace_path, trace, reproduces=result.ok, message=result.message,
@@ -729,7 +700,8 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
         sys.exit(code)
     console = _out()
     head = (f"{show_mod.markup_safe(f'{spec.name} · {invariant} · k={result.k} · lemmas: {used}')} · {wall:.1f} s "
-            f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})")
+            f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})"
+            + (f" · {show_mod.markup_safe(provenance.note())}" if provenance.note() else ""))
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
                       f"\n{head}")
@@ -814,11 +786,11 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, it
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
 @TRACE_SPEC
 @FORMAT_JSON
-def minimize(trace_path, output, spec_ref, fmt):
+def minimize(trace_path, output, spec_ref, fmt, **kw):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     if is_lasso(trace):
         raise UserError(f"{trace_path}: a liveness lasso; minimize works on invariant traces")
     out = trace_path.replace(".itf.json", "") + ".min.itf.json" if output is None else output

@@ -41,12 +41,27 @@ import os
 
 import click
 
-from isrcheck.checker import atomic, stop
+from isrcheck.checker import atomic, provenance, stop
 from isrcheck.checker.gate_results import EXIT_MET, EXIT_STOPPED, EXIT_UNMET, GateError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.registry import SpecRefError, plugins, resolve_all
 from isrcheck.checker.show import printable
 from isrcheck.specs import SPECS
+
+
+def named(refs):
+    """(registry, names) of the gate's SPEC arguments: the built-in specs and installed plugins, with the classes
+    ``refs`` name (a name, FILE.py[:CLASS] or MODULE:CLASS) added; SpecRefError for one that does not resolve."""
+    installed, broken = plugins()
+    if broken:                          # a spec the gate cannot check is never passed over
+        raise SpecRefError(f"{'; '.join(broken)} (the gate does not run with an installed plugin it cannot load: "
+                           f"fix it or uninstall it)")
+    registry, names = {**SPECS, **installed}, []
+    for ref in refs:
+        for cls in [registry[ref]] if ref in registry else resolve_all(ref):
+            registry[cls.name] = cls
+            names.append(cls.name)
+    return registry, list(dict.fromkeys(names))
 
 
 def _write(path, text):
@@ -89,21 +104,11 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     from isrcheck.checker.gate_run import run_gate
     stop.polled()
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
-    if registry is None:                 # the built-in specs, installed plugins, and FILE.py[:CLASS] / MODULE:CLASS
-        installed, broken = plugins()
-        if broken:                       # a spec the gate cannot check is never passed over
-            raise GateError(f"{'; '.join(broken)} (the gate does not run with an installed plugin it cannot load: "
-                            f"fix it or uninstall it)")
-        registry, names = {**SPECS, **installed}, []
-        for ref in spec_names:
-            try:
-                classes = [registry[ref]] if ref in registry else resolve_all(ref)
-            except SpecRefError as e:
-                raise GateError(str(e)) from None
-            for cls in classes:
-                registry[cls.name] = cls
-                names.append(cls.name)
-        spec_names = list(dict.fromkeys(names))
+    if registry is None:
+        try:
+            registry, spec_names = named(spec_names)
+        except SpecRefError as e:
+            raise GateError(str(e)) from None
     err = Console(stderr=True, highlight=False)
     if os.path.lexists(cx_dir) and not os.path.isdir(cx_dir):
         raise GateError(f"--counterexamples {cx_dir}: not a directory")
@@ -115,10 +120,12 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
             usable_dir(cx_dir, "--counterexamples")
     except OutputPathError as e:
         raise GateError(str(e)) from None
+    if provenance.note():               # what the settings file changed, even without progress lines
+        err.print(printable(f"gate: {provenance.note()}"), soft_wrap=True, markup=False)
     progress = None if no_progress else (lambda message: err.print(_fit(printable(f"gate: {message}")),
                                                                    soft_wrap=True, markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,
-                      progress=progress, update_traces=update_traces)
+                      progress=progress, update_traces=update_traces, settings_file=provenance.settings_file())
 
     machine = {"json": lambda: json.dumps(as_json(report), indent=1) + "\n",
                "junit": lambda: as_junit(report),

@@ -42,6 +42,8 @@ def print_table(console, report):
         console.print(f"changed since {report.changed_since}: {len(report.changed_files or [])} files; "
                       f"skipped {len(report.skipped)} unaffected specs"
                       + (f" ({show_mod.markup_safe(', '.join(report.skipped))})" if report.skipped else ""))
+        for why in report.changed_why:
+            console.print(f"  checked: {show_mod.markup_safe(why)}", soft_wrap=True)
     for (name, conf), never in report.never_fired.items():
         if never:
             never = show_mod.markup_safe(f"{label(name, conf)}: never fired: {', '.join(never)}")
@@ -69,6 +71,7 @@ def as_json(report):
         "stopped": report.stopped, "seconds": round(report.seconds, 3),
         "summary": report.headline(),
         "changed_since": report.changed_since, "changed_files": report.changed_files,
+        "changed_why": report.changed_why,
         "specs": {name: {"bounds": dict(spec.bounds), "never_fired": report.never_fired.get((name, conf), []),
                          "configurations": {c: {"bounds": dict(other.bounds),
                                                 "never_fired": report.never_fired.get((n, c), [])}
@@ -242,6 +245,7 @@ def as_markdown(report):
         out += [f"Changed since `{report.changed_since}`: {len(report.changed_files or [])} files; checked "
                 + (", ".join(f"`{label(*key)}`" for key in report.specs) or "no spec")
                 + (f"; skipped {len(report.skipped)} unaffected specs." if report.skipped else "."), ""]
+        out += [f"- {_md(why)}" for why in report.changed_why] + ([""] if report.changed_why else [])
     head = ["spec", "invariant", "expected", "got", "states", "depth", "seconds", "saved trace", ""]
 
     def table(rows):

@@ -118,6 +118,8 @@ class GateReport:
     changed_since: str | None = None
     changed_files: list | None = None
     skipped: list = field(default_factory=list)        # specs --changed-since left out
+    changed_why: list = field(default_factory=list)    # why --changed-since checked more: every spec, or one whose
+    #                                                    dependencies cannot be followed (sentences)
     traces: dict = field(default_factory=dict)         # (spec, configuration, invariant) -> Trace under --out
     sources: dict = field(default_factory=dict)        # spec -> (source file, line) of its class
     stopped: str | None = None           # why the gate stopped early (a signal, the memory limit), and where

@@ -6,13 +6,14 @@ import inspect
 import os
 import time
 
+from isrcheck.checker import state_counts
 from isrcheck.checker.registry import reference
 from isrcheck.checker.atomic import WriteFailed
 from isrcheck.checker.trace import TraceError, conform, from_steps, is_lasso, load, replay, replay_lasso, save
-from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
+from isrcheck.model.configuration import DEFAULTS, configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
-from isrcheck.checker.gate_changes import affected_specs, changed_files, select
+from isrcheck.checker.gate_changes import affected_specs, changed_files, everything, select
 from isrcheck.checker.gate_results import (MISSING, NO_REPLAY, OTHER_BOUNDS, REPLAYS, GateError, GateReport, Row,
                                            label, trace_path)
 from isrcheck.specs import SPECS
@@ -20,7 +21,8 @@ from isrcheck.specs import SPECS
 
 def instantiate(registry, names):
     """Each spec at the bounds of each of its configurations, keyed (name, configuration), with the verdicts
-    expected there; the defaults' ``expected`` must cover every invariant (GateError if not)."""
+    expected there; the defaults' ``expected`` must cover every invariant (GateError if not; a key that names no
+    invariant is refused when the class is created, model/configuration.py)."""
     specs, expectations = {}, {}
     for name in names:
         cls = registry[name]
@@ -35,13 +37,6 @@ def instantiate(registry, names):
                     if inv not in conf.expected:
                         raise GateError(f"{where}: invariant {inv!r} has no expected verdict "
                                         f"(add it to {cls.__name__}.expected: 'holds' or 'violated')")
-            for inv, verdict in conf.expected.items():
-                if inv not in spec.invariants:
-                    raise GateError(f"{where}: expected names {inv!r}, which is not one of its invariants "
-                                    f"({', '.join(spec.invariants)})")
-                if verdict not in VERDICTS:
-                    raise GateError(f"{where}: expected verdict of {inv!r} is {verdict!r} "
-                                    f"(must be 'holds' or 'violated')")
             specs[name, conf_name] = spec
             expectations[name, conf_name] = dict(conf.expected)
     return specs, expectations
@@ -102,12 +97,14 @@ def _progress_bounds(cls):
 
 
 def run_gate(names=(), registry=None, counterexamples="counterexamples", out="gate-counterexamples",
-             changed_since=None, progress=None, cwd=None, update_traces=False):
+             changed_since=None, progress=None, cwd=None, update_traces=False, settings_file=None):
     """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
 
     One search per (spec, configuration), over the invariants that configuration expects something of,
     and at the defaults a liveness check of the properties the spec expects something of.
-    ``progress(message)`` is called before and after each search. Counterexamples of
+    ``progress(message)`` is called before and after each search. With ``changed_since``, only the specs the
+    changes can affect (checker/gate_changes.py; ``settings_file``: the settings file in use, whose change
+    affects every spec). Counterexamples of
     unexpected violations, and fresh ones for expected violations whose saved trace is
     missing or no longer replays, are written under ``out``; stale files there for
     the checked (spec, configuration, invariant) are removed. With ``update_traces``, every expected
@@ -120,18 +117,23 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     say = progress or (lambda message: None)
     start = time.perf_counter()
     chosen = select(registry, list(names))
-    changed, skipped = None, []
+    changed, skipped, why = None, [], []
     if changed_since is not None:
         root, changed = changed_files(changed_since, cwd)
-        hit = set(affected_specs(registry, changed, root, counterexamples))
+        whole, reasons = everything(changed, root, changed_since, settings_file), {}
+        hit = set(registry) if whole else set(affected_specs(registry, changed, root, counterexamples, reasons))
         skipped = [n for n in chosen if n not in hit]
         chosen = [n for n in chosen if n in hit]
+        why = [f"every spec: {whole}"] if whole else [f"{n} on any change: {reasons[n]}" for n in chosen if n in reasons]
         say(f"changed since {changed_since}: {len(changed)} files; checking {len(chosen)} of "
             f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
+        for line in why:
+            say(f"checking {line}")
     specs, expectations = instantiate(registry, chosen)
     live_expectations = {(name, DEFAULTS): dict(registry[name].liveness_expected()[0])
                          for name, conf in specs if conf == DEFAULTS and registry[name].liveness_expected()[0]}
-    report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
+    report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped,
+                        changed_why=why)
     unwritten = []                          # the files the disk refused: the gate stops at the first
     saved = {} if update_traces else {      # read before any search: a bad file is exit 2
         (name, conf, inv): check_saved_trace(spec, conf, inv, counterexamples)
@@ -152,6 +154,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
                 _save(from_steps(spec, v.invariant, "local", v.steps, gate=True),
                       trace_path(out, name, conf, v.invariant), unwritten)
         result = search(spec, list(expected), on_violation=unexpected)
+        state_counts.record(spec, result)           # for `isrcheck list --brief`
         report.never_fired[name, conf] = list(result.never_fired)
         stats = (result.distinct_states, result.depth, result.seconds)
         for inv, verdict in expected.items():

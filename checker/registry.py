@@ -22,7 +22,7 @@ import os
 import sys
 from functools import lru_cache
 
-from isrcheck.checker import fence
+from isrcheck.checker import fence, variants
 from isrcheck.model.spec import Spec
 from isrcheck.specs import SPECS
 
@@ -38,6 +38,9 @@ def _spec_class(obj, ref):
         raise SpecRefError(f"{ref}: {getattr(obj, '__name__', type(obj).__name__)} is not a Spec subclass")
     if not obj.name:
         raise SpecRefError(f"{ref}: {obj.__name__} has no name (set the class attribute name = \"...\")")
+    unnamed = variants.unnamed(obj)
+    if unnamed:
+        raise SpecRefError(unnamed)
     return obj
 
 
@@ -70,10 +73,15 @@ def _load_file(path):
 
 def _import(name):
     """The module ``name``, or None when there is no such module (a module it imports may be missing: that
-    is its error)."""
+    is its error). One the import path does not have is looked for from the working directory too (as
+    ``python -m`` does), so MODULE:CLASS works from a team repository's top level."""
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
+        here = os.getcwd()
+        if e.name and name.startswith(e.name) and here not in sys.path:
+            sys.path.append(here)
+            return _import(name)
         if e.name and name.startswith(e.name):
             return None
         raise
@@ -120,6 +128,8 @@ def resolve(ref):
     registry = known()
     if ref in registry:
         return registry[ref]
+    if ref.endswith(".py") and ":" not in ref:     # a file without a class: say which classes it has
+        raise SpecRefError(variants.listing(ref, resolve_all(ref)))
     target, sep, attr = ref.rpartition(":")
     if not sep or not target or not attr:
         broken = "".join(f"; {e}" for e in plugins()[1])
@@ -145,8 +155,9 @@ def resolve_all(ref):
     if not os.path.isfile(ref):
         raise SpecRefError(f"{ref}: no such file")
     module = _load_file(ref)
-    found = [obj for obj in vars(module).values() if isinstance(obj, type) and issubclass(obj, Spec)
-             and obj.__module__ == module.__name__ and obj.name]
+    found, unnamed = variants.defined(module)
+    if unnamed:
+        raise SpecRefError(unnamed[0])
     if not found:
         raise SpecRefError(f"{ref}: defines no Spec subclass with a name")
     return found

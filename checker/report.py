@@ -1,8 +1,8 @@
 """Reports of a check: a JSON object for machines, rich text for people."""
 from __future__ import annotations
 
-from isrcheck.checker import __version__
-from isrcheck.checker.registry import show_command
+from isrcheck.checker import __version__, provenance
+from isrcheck.checker.registry import reference, show_command
 from isrcheck.checker.show import markup_safe
 from isrcheck.model.configuration import DEFAULTS, configuration_of
 
@@ -39,7 +39,7 @@ def as_json(spec, engine, result, trace_files, observed=()):
     configuration, expected, _, as_expected = expectations(spec, result)
     return {
         "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-        "engine": engine, "verdicts": result.verdicts, "benign": sorted(observed),
+        "engine": engine, "settings": provenance.as_json(), "verdicts": result.verdicts, "benign": sorted(observed),
         "configuration": configuration, "expected": expected, "as_expected": as_expected,
         "seed": result.seed, "found": result.found or None,
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
@@ -65,10 +65,17 @@ def _bytes(n):
         n /= 1024
 
 
+def header(console, spec, engine):
+    """The first line of a report: tool, spec, bounds, engine, and what a settings file changed."""
+    bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
+    settings = provenance.note()
+    console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{markup_safe(spec.name)}[/] · {bounds} · engine "
+                  f"{engine}" + (f" · [yellow]{markup_safe(settings)}[/]" if settings else ""), soft_wrap=True)
+
+
 def print_text(console, spec, engine, result, trace_files, observed=(), coverage=False):
     from rich.table import Table            # rich loads only where a report is printed with it
-    bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
-    console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{markup_safe(spec.name)}[/] · {bounds} · engine {engine}")
+    header(console, spec, engine)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("invariant")
     table.add_column("verdict")
@@ -105,7 +112,7 @@ def _print_expectations(console, spec, result, configuration, want, why, as_expe
     name = markup_safe(spec.name)
     if configuration is None:
         console.print(f"[dim]no expected verdicts: these bounds are none of {name}'s configurations "
-                      f"(`isrcheck list {name}`)[/]", soft_wrap=True)
+                      f"(`isrcheck list {markup_safe(reference(type(spec)))}`)[/]", soft_wrap=True)
     elif as_expected:
         known = [inv for inv, v in want.items() if v == "violated" and inv not in observed]
         exits = (f"; it exits 1 for the known {'bug' if len(known) == 1 else 'bugs'} this spec reproduces: "
@@ -166,11 +173,21 @@ def _print_bmc_summary(console, result):
                       f"not a proof (isrcheck prove covers every depth)[/]")
 
 
+def liveness_expected(spec):
+    """The verdicts the spec declares for its liveness properties at these bounds: at its defaults, where the gate
+    compares them (and no other configuration states any); else none."""
+    name, _ = configuration_of(type(spec), spec.bounds)
+    return type(spec).liveness_expected()[0] if name == DEFAULTS else {}
+
+
 def liveness_json(spec, results, trace_files):
-    """The liveness part of ``--format json``: ``properties``, one object per property checked."""
+    """The liveness part of ``--format json``: ``properties``, one object per property checked (``expected``:
+    :func:`liveness_expected`)."""
+    expected = liveness_expected(spec)
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
+            "settings": provenance.as_json(),
             "properties": {name: {
-                "verdict": r.verdict, "expected": type(spec).liveness_expected()[0].get(name),
+                "verdict": r.verdict, "expected": expected.get(name),
                 "fairness": [f"{f.kind}({f.action})" for f in spec.properties[name].fairness],
                 "distinct_states": r.distinct_states, "edges": r.edges, "fair_states": r.fair_states,
                 "seconds": round(r.seconds, 3), "bytes_per_state": round(r.bytes_per_state, 2),
@@ -180,15 +197,19 @@ def liveness_json(spec, results, trace_files):
             } for name, r in results.items()}}
 
 
-def print_liveness(console, spec, results, trace_files):
-    """The verdict of each liveness property, with its fairness and lasso."""
+def print_liveness(console, spec, results, trace_files, alone=False):
+    """The verdict of each liveness property, with its fairness and lasso, and how to read a lasso; ``alone``: no
+    invariant report came first, so the header line comes here."""
     from rich.table import Table
+    if alone:
+        header(console, spec, "local")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("property", "verdict", "expected", "fairness", "lasso"):
         table.add_column(column)
     styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+    declared = liveness_expected(spec)
     for name, r in results.items():
-        expected = type(spec).liveness_expected()[0].get(name, "")
+        expected = declared.get(name, "")
         mark = "" if not expected or expected == r.verdict or r.verdict == "unknown" else " [bold yellow](unexpected)[/]"
         fairness = ", ".join(f"{f.kind}({f.action})" for f in spec.properties[name].fairness) or "none"
         lasso = ""
@@ -203,6 +224,12 @@ def print_liveness(console, spec, results, trace_files):
     if r.budget_hit:
         console.print(f"[yellow]stopped by {r.budget_hit}: a property not violated among the states explored "
                       f"is unknown[/]")
+    if not declared:
+        console.print(f"[dim]no expected liveness verdicts: {spec.name} states them at its defaults only "
+                      f"(`isrcheck list {markup_safe(reference(type(spec)))}`)[/]", soft_wrap=True)
+    if trace_files:
+        console.print(f"read a lasso: [bold]{markup_safe(show_command(type(spec), next(iter(trace_files.values()))))}"
+                      f"[/]", soft_wrap=True)
 
 
 def proof_json(spec, result, lemmas_used, seconds, cpu_seconds, trace_file):
@@ -217,7 +244,7 @@ def proof_json(spec, result, lemmas_used, seconds, cpu_seconds, trace_file):
     if result.verdict == "not-inductive":
         cti = [{"action": a.label if a is not None else None, "state": state} for a, state in result.steps]
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-            "invariant": result.invariant, "verdict": result.verdict, "k": result.k, "lemmas": list(result.lemmas),
+            "settings": provenance.as_json(), "invariant": result.invariant, "verdict": result.verdict, "k": result.k, "lemmas": list(result.lemmas),
             "lemmas_used": lemmas_used, "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3),
             "base_seconds": round(first, 3), "step_seconds": round(second, 3),
             "phase_seconds": {name: round(s, 3) for name, s in result.phase_seconds.items()},

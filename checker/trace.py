@@ -108,12 +108,14 @@ def load(path):
         raise TraceError(f"{path}: JSON nested too deeply") from None
     except ValueError as e:         # NaN/Infinity, or an integer of thousands of digits
         raise TraceError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("#meta"), dict) or not isinstance(data.get("states"), list):
-        raise TraceError(f"{path}: not an ITF trace (needs '#meta' and 'states')")
-    meta = data["#meta"]
-    for key in ("spec", "invariant"):
-        if not isinstance(meta.get(key), str):
-            raise TraceError(f"{path}: '#meta' has no {key!r}")
+    if not isinstance(data, dict) or not isinstance(data.get("#meta", {}), dict) \
+            or not isinstance(data.get("states"), list):
+        raise TraceError(f"{path}: not an ITF trace (needs 'states', and '#meta' an object)")
+    meta = data.get("#meta", {})
+    if "spec" in meta or "invariant" in meta:   # isrcheck's; without, a trace from another tool (checker/foreign.py)
+        for key in ("spec", "invariant"):
+            if not isinstance(meta.get(key), str):
+                raise TraceError(f"{path}: '#meta' has no {key!r}")
     if not isinstance(meta.get("engine", "?"), str):
         raise TraceError(f"{path}: '#meta.engine' is not a string")
     if meta.get("seed") is not None and not _is_int(meta["seed"]):
@@ -149,7 +151,8 @@ def load(path):
         if meta["trigger"] > meta["loop"]:
             raise TraceError(f"{path}: '#meta.trigger' comes after the loop's start")
         extra = {"loop": meta["loop"], "trigger": meta["trigger"]}
-    return Trace(meta["spec"], bounds, meta["invariant"], meta.get("engine", "?"), steps, meta.get("seed"), extra)
+    return Trace(meta.get("spec"), bounds, meta.get("invariant"), meta.get("engine", "?"), steps, meta.get("seed"),
+                 extra)
 
 
 def _scalar(value, where):
@@ -216,13 +219,14 @@ def _replica(field, text, replicas, where):
         raise TraceError(str(e)) from None
 
 
-def conform(spec, trace, path="trace"):
+def conform(spec, trace, path="trace", actions_named=True):
     """Check every state and action of ``trace`` against ``spec`` (TraceError naming the first misfit).
 
     Each state must give every variable of the spec's layout, and nothing else, with
     values of the declared shape and range; it is rewritten as the layout decodes it
     (ITF encodings read). Every step after the first must name an action of the spec
-    with parameters it has; the first (the initial state) names none.
+    with parameters it has; the first (the initial state) names none. ``actions_named=False``: a step may name no
+    action (a trace from another tool: checker/foreign.py finds them).
     """
     fields = spec.layout.fields
     replicas = replica_count(spec.layout)
@@ -231,7 +235,7 @@ def conform(spec, trace, path="trace"):
         where = f"{path}: state {i}"
         if i == 0 and name is not None:
             raise TraceError(f"{where} is the initial state, but names an action")
-        if i > 0:
+        if i > 0 and (name is not None or actions_named):
             if name not in actions:
                 raise TraceError(f"{where}: " + ("no action named" if name is None
                                                   else f"spec {spec.name} has no action {name!r}"))
@@ -250,7 +254,8 @@ def conform(spec, trace, path="trace"):
 
 def spec_for(trace, path="trace", cls=None):
     """Instantiate the trace's spec (or ``cls``, a spec class the user named) at the trace's bounds (TraceError
-    if unknown, another spec's or out of range), and check the trace fits it."""
+    if unknown, another spec's or out of range), and check the trace fits it (a trace from another tool, without
+    isrcheck's ``#meta``: checker/foreign.py)."""
     if cls is not None and cls.name != trace.spec:
         raise TraceError(f"{path}: a trace of spec {trace.spec!r}, not of {cls.name!r}")
     cls = cls or known_specs().get(trace.spec)
@@ -298,6 +303,10 @@ def replay(spec, trace):
     the recorded one, and the trace's invariant fails at the last state (and
     not before).
     """
+    if trace.invariant is None:          # a trace from another tool whose last state breaks no invariant
+        failed, rows, _ = _walk(spec, trace)
+        return failed or ReplayResult(False, f"no invariant of {spec.name} fails at its last step", rows,
+                                      len(rows) - 1)
     inv = spec.invariants[trace.invariant]
     failed, rows, _ = _walk(spec, trace, lambda row: not backends.scalar(spec).holds(row, inv) and f"{trace.invariant} already fails")
     if failed:
