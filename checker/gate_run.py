@@ -19,8 +19,9 @@ from isrcheck.specs import SPECS
 
 def instantiate(registry, names):
     """Each spec at the bounds of each of its configurations, keyed (name, configuration), with the verdicts
-    expected there; the defaults' ``expected`` must cover every invariant (GateError if not)."""
-    specs, expectations = {}, {}
+    expected there, of invariants and of liveness properties; the defaults' ``expected`` must cover every invariant
+    (GateError if not)."""
+    specs, expectations, live = {}, {}, {}
     for name in names:
         cls = registry[name]
         for conf_name, conf in configurations(cls).items():
@@ -41,9 +42,15 @@ def instantiate(registry, names):
                 if verdict not in VERDICTS:
                     raise GateError(f"{where}: expected verdict of {inv!r} is {verdict!r} "
                                     f"(must be 'holds' or 'violated')")
+            for prop in conf.liveness:
+                if prop not in spec.properties:
+                    raise GateError(f"{where}: liveness names {prop!r}, which is not one of its liveness properties "
+                                    f"({', '.join(spec.properties)})")
             specs[name, conf_name] = spec
             expectations[name, conf_name] = dict(conf.expected)
-    return specs, expectations
+            if conf.liveness:
+                live[name, conf_name] = dict(conf.liveness)
+    return specs, expectations, live
 
 
 def check_saved_trace(spec, configuration, invariant, counterexamples):
@@ -105,7 +112,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
 
     One search per (spec, configuration), over the invariants that configuration expects something of,
-    and at the defaults a liveness check of the properties the spec expects something of.
+    and a liveness check of the properties it expects something of.
     ``progress(message)`` is called before and after each search. Counterexamples of
     unexpected violations, and fresh ones for expected violations whose saved trace is
     missing or no longer replays, are written under ``out``; stale files there for
@@ -127,9 +134,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
         chosen = [n for n in chosen if n in hit]
         say(f"changed since {changed_since}: {len(changed)} files; checking {len(chosen)} of "
             f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
-    specs, expectations = instantiate(registry, chosen)
-    live_expectations = {(name, DEFAULTS): dict(registry[name].liveness_expected()[0])
-                         for name, conf in specs if conf == DEFAULTS and registry[name].liveness_expected()[0]}
+    specs, expectations, live_expectations = instantiate(registry, chosen)
     report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
     saved = {} if update_traces else {      # read before any search: a bad file is exit 2
         (name, conf, inv): check_saved_trace(spec, conf, inv, counterexamples)

@@ -23,6 +23,13 @@ def expectations(spec, result):
     return name, want, conf.why, all(g == w for g, w in zip(got, want.values()))
 
 
+def liveness_expectations(spec):
+    """{property: verdict} the spec declares at these bounds (its defaults' or a named configuration's; none
+    elsewhere)."""
+    _, conf = configuration_of(type(spec), spec.bounds)
+    return dict(conf.liveness) if conf is not None else {}
+
+
 def as_json(spec, engine, result, trace_files, observed=()):
     """The ``--format json`` object (stable keys; docs/reference/json.md).
 
@@ -166,9 +173,10 @@ def _print_bmc_summary(console, result):
 
 def liveness_json(spec, results, trace_files):
     """The liveness part of ``--format json``: ``properties``, one object per property checked."""
+    expected = liveness_expectations(spec)
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
             "properties": {name: {
-                "verdict": r.verdict, "expected": type(spec).liveness_expected()[0].get(name),
+                "verdict": r.verdict, "expected": expected.get(name),
                 "fairness": [f"{f.kind}({f.action})" for f in spec.properties[name].fairness],
                 "distinct_states": r.distinct_states, "edges": r.edges, "fair_states": r.fair_states,
                 "seconds": round(r.seconds, 3), "bytes_per_state": round(r.bytes_per_state, 2),
@@ -185,8 +193,9 @@ def print_liveness(console, spec, results, trace_files):
     for column in ("property", "verdict", "expected", "fairness", "lasso"):
         table.add_column(column)
     styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+    declared = liveness_expectations(spec)
     for name, r in results.items():
-        expected = type(spec).liveness_expected()[0].get(name, "")
+        expected = declared.get(name, "")
         mark = "" if not expected or expected == r.verdict or r.verdict == "unknown" else " [bold yellow](unexpected)[/]"
         fairness = ", ".join(f"{f.kind}({f.action})" for f in spec.properties[name].fairness) or "none"
         lasso = ""

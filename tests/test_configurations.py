@@ -102,8 +102,9 @@ def test_list_shows_configurations():
     assert list(confs) == ["defaults", *Kip101.configurations] and "kafka-6361" in confs
     assert confs["defaults"]["expected"] == Kip101.expected and confs["defaults"]["bounds"] == {}
     assert confs["kafka-6361"] == {"name": "kafka-6361", "bounds": {"max_records": 3},
-                                           "expected": {"log-matching": "violated"},
+                                           "expected": {"log-matching": "violated"}, "liveness": {},
                                            "why": Kip101.configurations["kafka-6361"].why}
+    assert confs["defaults"]["liveness"] == Kip101.liveness_expected()[0]
     zombie = next(e for e in json.loads(r.stdout) if e["spec"] == "zombie-controller")
     assert list(zombie["not_modelled"]) == ["KAFKA-6082"]
     text = run("list")
