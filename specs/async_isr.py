@@ -19,6 +19,7 @@ class AsyncIsr(Kip320):
     restart_noticed = True      # 2.7 has KIP-380 (2.2): the controller notices every bounce
     truncation_clamps_hw = True     # 2.7 keeps the HW in Log (2.4+): truncation brings it down to the new LEO
     truncation_cleans_epoch_cache = True    # 2.7.0 has KAFKA-10706's fix (Log.truncateTo, apache/kafka#9633)
+    stop_replica_completes_produce = True   # ReplicaManager.stopReplicas (2.4+, KAFKA-9198)
     defaults = {**Kip320.defaults, "async_isr": 1, "max_epochs": 2}
     #: liveness at the defaults (max_epochs=2 leaves no room for kip-320's truncation loop): all four hold
     expected_liveness = {"hw-advances": "holds", "isr-regrows": "holds"}

@@ -16,6 +16,7 @@ class Kafka261(Kip320):
     restart_noticed = True                  # KIP-380 (2.2): KafkaController.onBrokerStartup with broker epochs
     truncation_clamps_hw = True             # Log.updateLogEndOffset (2.4+)
     truncation_cleans_epoch_cache = True    # Log.truncateTo (2.6.1, apache/kafka#9633)
+    stop_replica_completes_produce = True   # ReplicaManager.stopReplicas (2.4+, KAFKA-9198)
     expected = {k: v for k, v in Kip320.expected.items() if not k.startswith("lemma-")}
     expected_why = {"single-acting-leader": KafkaReplication.expected_why["single-acting-leader"]}
     expected_liveness = {"eventually-leader": "holds", "truncation-terminates": "holds",

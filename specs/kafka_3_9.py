@@ -16,6 +16,8 @@ class Kafka39(KRaftReplication):
                "replicas and stops below min.insync.replicas; ELR off.")
     references = ("KIP-320", "KIP-497", "KIP-841", "KIP-903", "KAFKA-13141 (fixed here)", "KAFKA-14704 (fixed here)",
                   "KAFKA-15021", "KAFKA-15583", "KIP-966 (ELR, off in 3.9: the last replica standing)")
+    #: reassignment is modelled for the ZooKeeper-era controller only (model/reassignment.py)
+    limits = {**KRaftReplication.limits, "reassignments": (0, 0)}
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY}}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-13141 fixed: a fetch answered with DivergingEpoch does not update the follower's "
