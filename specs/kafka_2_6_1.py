@@ -1,7 +1,7 @@
 """Kafka 2.6.1: 2.1 (KIP-320) with KIP-380's broker epochs (2.2), the HW kept within the log (2.4) and KAFKA-10706's fix."""
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kip_320 import Kip320
+from isrcheck.specs.kip_320 import KAFKA_9198_BOUNDS, Kip320
 from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 
@@ -12,7 +12,7 @@ class Kafka261(Kip320):
                "brings the HW down to the new LEO (2.4), and Log.truncateTo at the LEO still drops the "
                "leader-epoch cache entry makeLeader wrote there (KAFKA-10706), so a follower's truncation ends.")
     references = ("KAFKA-10706 (liveness: a follower's truncation never ends after elections without writes; "
-                  "fixed here)",)
+                  "fixed here)", "KAFKA-9198 (fixed here: StopReplica answers the produce requests in purgatory)")
     restart_noticed = True                  # KIP-380 (2.2): KafkaController.onBrokerStartup with broker epochs
     truncation_clamps_hw = True             # Log.updateLogEndOffset (2.4+)
     truncation_cleans_epoch_cache = True    # Log.truncateTo (2.6.1, apache/kafka#9633)
@@ -28,3 +28,19 @@ class Kafka261(Kip320):
                        "apply_leader_and_isr, truncate_by_epoch, alter_isr",
         "isr-regrows": "KAFKA-10706 fixed, as for hw-advances: the follower fetches again and rejoins the ISR "
                        "(kip-320 loops at these bounds)"}
+    configurations = {
+        "kafka-9198": Configuration(
+            bounds=KAFKA_9198_BOUNDS,
+            expected={name: "holds" for name in ("no-committed-loss", "no-committed-loss-anywhere", "log-matching",
+                                                 "hw-log-matching", "consistent-reads", "strong-isr")},
+            liveness={name: "holds" for name in ("eventually-leader", "hw-advances", "isr-regrows",
+                                                 "truncation-terminates", "write-resolves", "acked-fully-replicated",
+                                                 "metadata-converges", "reassignment-completes")},
+            why={"write-resolves": "KAFKA-9198 fixed (2.4): StopReplica completes the produce requests in the removed "
+                                   "leader's purgatory (ReplicaManager.stopReplicas -> "
+                                   "completeDelayedFetchOrProduceRequests), so they are answered NOT_LEADER_OR_FOLLOWER "
+                                   "(kip-320 leaves them to time out at these bounds)",
+                 "reassignment-completes": "the new replica joins the ISR, the controller completes the reassignment "
+                                           "from the ISR znode's watch and moves the leader to it, and the removed "
+                                           "replica is out of the ISR before it deletes its log"}),
+    }
