@@ -25,7 +25,12 @@ Where the model departs from Kafka (each a sound over-approximation for safety u
   differ only on a log holding a record whose epoch has no entry, which 2.0.1-2.6.0 reach through truncateAndAppend's
   conflict removal (KAFKA-10706's no-op truncation keeps an entry at the LEO) followed by a truncation;
 - liveness, not exact: truncation-terminates assumes a weakly fair elect_leader, stronger than Kafka's controller,
-  which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not.
+  which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not;
+- liveness, not exact: without a timed lag rule ``shrink_isr`` is not fair (it may drop a follower that fetches), so
+  write-resolves and acked-fully-replicated end their obligation where the leader could drop an ISR member that
+  does not fetch from it (``laggard``), as Kafka's lag rule does after replica.lag.time.max.ms: a wait that only
+  the lag rule ends is not reported;
+- partition reassignment (the bound ``reassignments``): model/reassignment.py, with its own departures.
 """
 from __future__ import annotations
 
