@@ -1487,7 +1487,7 @@ class KafkaReplication(ZkReassignment, Spec):
     @leads_to("truncation-terminates", fairness=[weak("truncate_by_epoch", optional=True),
                                                  weak("apply_leader_and_isr"), weak("elect_leader"),
                                                  weak("restart"), weak("controller_shrink_isr"),
-                                                 weak("controller_offline")])
+                                                 weak("controller_offline"), weak("apply_stop_replica")])
     def truncation_terminates(self, s):
         """A live follower in the truncation phase (0.11+, OffsetsForLeaderEpoch) eventually fetches again.
 
@@ -1495,7 +1495,8 @@ class KafkaReplication(ZkReassignment, Spec):
         broker eventually applies a LeaderAndIsr that reaches it, the controller eventually handles a broker
         failure and elects a live ISR member it keeps being able to elect, and a stopped broker eventually
         restarts (each instance weakly fair): a follower whose leader died waits for the next leader, or for
-        the last ISR member to come back (unclean election off). Stopping ends the obligation. Stated for the
+        the last ISR member to come back (unclean election off); a replica a reassignment removed, fenced from its
+        old leader, waits for its StopReplica (weakly fair too). Stopping ends the obligation. Stated for the
         last replica, as isr-regrows is; the obligation also ends at the last leader epoch (epochs_exhausted).
         Weak elect_leader is stronger than Kafka, whose controller does not elect while the leader is alive: it
         ends a truncation loop whose follower is still in the ISR, so KAFKA-10706 shows here only once the leader

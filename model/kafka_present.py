@@ -288,9 +288,11 @@ def _reassignment_phrase(prev, cur, name, params):
     bumped = f"epoch {epoch}" if epoch != prev.get("q_epoch") else f"epoch still {epoch}"
     if name == "start_reassignment":
         target = _set([i for i in range(cur.R) if params["t"] >> i & 1])
+        sent = (f"sends LeaderAndIsr (epoch {epoch})" if epoch != prev.get("q_epoch")
+                else "sends nothing: the target is already in the ISR, the completion comes next")
         return (f"The admin reassigns the partition to {target}: the controller records replicas "
                 f"{_replica_set(cur, 'q_replicas')} (adding {_replica_set(cur, 'q_adding')}, removing "
-                f"{_replica_set(cur, 'q_removing')}) and sends LeaderAndIsr ({bumped}).")
+                f"{_replica_set(cur, 'q_removing')}) and {sent}.")
     if name == "resume_reassignment":
         return f"The controller resumes the reassignment: LeaderAndIsr to {_replica_set(cur, 'q_replicas')} ({bumped})."
     if name == "complete_reassignment":

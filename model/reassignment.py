@@ -79,6 +79,11 @@ class ZkReassignment:
     #: 2.4+ (KAFKA-9198): StopReplica completes the produce requests waiting in the broker's purgatory
     #: (ReplicaManager.stopReplicas -> completeDelayedFetchOrProduceRequests); before, they wait for their timeout
     stop_replica_completes_produce = False
+    #: B3 bumps the leader epoch even when the leader stays, so the leader learns the target replica set and adds
+    #: no removed replica back to the ISR ("This will prevent the leader from adding any replica in TRS - ORS back
+    #: in the isr", KafkaController 2.4-2.8; the point of KAFKA-12803's review for KRaft). False: a version built
+    #: without it, where only a new leader or a removed ISR member brings a new epoch
+    reassignment_bumps_epoch = True
 
     def configure_reassignment(self, b):
         self.reassign = b.reassignments > 0
@@ -246,7 +251,7 @@ class ZkReassignment:
         if l < self.R:
             moves = ~stays & (leader != l) & candidates[l]
             keeps = (leader == l) & (stays | ~any_of(candidates))
-            bump = moves | stays
+            bump = moves | stays if self.reassignment_bumps_epoch else moves
         else:       # the partition has no leader and no target replica can be elected
             moves, keeps, bump = False, (leader == self.NONE) & ~any_of(candidates), False
         s.require(self.reassigning(s) & self.target_in_isr(s) & (moves | keeps))

@@ -4,6 +4,11 @@ from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import KAFKA_9198_BOUNDS, Kip320
 from isrcheck.specs.kip_320_lemmas import LEMMAS
 
+#: one reassignment shrinks the replica set from both brokers to one, the leader staying if it is the one kept, at
+#: bounds where that is all that happens (no crash, one record)
+SHRINK_REPLICAS = {"reassignments": 1, "reassign_add": 0, "max_crashes": 0, "log_size": 1, "max_records": 1,
+                   "max_epochs": 2}
+
 
 class Kafka261(Kip320):
     name = "kafka-2.6.1"
@@ -43,4 +48,9 @@ class Kafka261(Kip320):
                  "reassignment-completes": "the new replica joins the ISR, the controller completes the reassignment "
                                            "from the ISR znode's watch and moves the leader to it, and the removed "
                                            "replica is out of the ISR before it deletes its log"}),
+        "shrink-replicas": Configuration(
+            bounds=SHRINK_REPLICAS, expected={"strong-isr": "holds", "strong-live-isr": "holds"},
+            why={"strong-isr": "the completion's LeaderAndIsr bumps the leader epoch even when the leader stays, so the "
+                               "leader learns the smaller replica set and never adds the removed replica back to the "
+                               "ISR (no-reassignment-bump does at these bounds)"}),
     }
