@@ -92,7 +92,7 @@ def run_tlc(jar, spec_dir, name, invariant, bounds, seed, depth, budget):
         proc.wait()
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         return {"setup": setup, "find": None if find is None else max(find - setup, 0.0),
-                "length": states - 1 if find is not None else None, "exit": proc.returncode,
+                "length": max(states - 1, 0) if find is not None else None, "exit": proc.returncode,
                 "children_cpu": usage.ru_utime + usage.ru_stime}
     finally:
         shutil.rmtree(work, ignore_errors=True)
