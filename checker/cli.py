@@ -362,15 +362,17 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                 from isrcheck.checker.bmc import bmc
                 result = bmc(spec, names, depth, budget, progress=progress.bmc(depth), on_violation=sink)
             elif engine == "spark":
-                from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
+                from isrcheck.checker.spark_engine import (INSTALL_HINT, SparkSetupError, check_options,
+                                                           missing_dependencies, spark_search)
                 if missing_dependencies():
                     raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
                 try:
+                    check_options(master, workdir or checkpoint or resume)
                     result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
                                           budget=budget, progress=progress, on_violation=sink, workdir=workdir,
                                           snapshot=checkpoint or resume, resume=resume is not None,
                                           snapshot_seconds=checkpoint_every, kernels=kernels)
-                except CheckpointError as e:
+                except (CheckpointError, SparkSetupError) as e:
                     raise UserError(str(e)) from None
             else:
                 from isrcheck.checker.bfs import search
