@@ -305,6 +305,9 @@ def cli(ctx, config, profile):
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
+@click.option("--decide-from", type=click.IntRange(min=0, max=1 << 62), default=None, hidden=True,
+              help="spark: levels of this many states or more are jobs of their own, decided on (fingerprint, tag) "
+                   "records (default: the engine's own threshold)")
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
               help="local engine: threads expanding states (default: every core); results do not depend on it")
 @click.option("--kernels", type=click.Choice(["auto", "native", "numpy"]), default="auto", hidden=True,
@@ -316,8 +319,8 @@ def cli(ctx, config, profile):
                    "(always in --format json)")
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions, workdir,
-          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, workers, kernels,
-          itf, coverage, no_progress, **kw):
+          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, decide_from,
+          workers, kernels, itf, coverage, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
     spec = make_spec(spec_name, collect_bounds(kw))
@@ -334,6 +337,8 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         raise UserError("--checkpoint/--resume DIR is the Spark run's workdir: leave out --workdir")
     if workdir is not None and engine != "spark":
         raise UserError("--workdir is for --engine spark")
+    if decide_from is not None and engine != "spark":
+        raise UserError("--decide-from is for --engine spark")
     if workdir is not None:
         try:
             os.makedirs(workdir, exist_ok=True)
@@ -362,8 +367,8 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                 from isrcheck.checker.bmc import bmc
                 result = bmc(spec, names, depth, budget, progress=progress.bmc(depth), on_violation=sink)
             elif engine == "spark":
-                from isrcheck.checker.spark_engine import (INSTALL_HINT, SparkSetupError, check_options,
-                                                           missing_dependencies, spark_search)
+                from isrcheck.checker.spark_engine import (BATCH_STATES, INSTALL_HINT, SparkSetupError,
+                                                           check_options, missing_dependencies, spark_search)
                 if missing_dependencies():
                     raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
                 try:
@@ -371,7 +376,9 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                     result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
                                           budget=budget, progress=progress, on_violation=sink, workdir=workdir,
                                           snapshot=checkpoint or resume, resume=resume is not None,
-                                          snapshot_seconds=checkpoint_every, kernels=kernels)
+                                          snapshot_seconds=checkpoint_every, kernels=kernels,
+                                          **({} if decide_from is None else dict(
+                                              decide_from=decide_from, batch_states=min(BATCH_STATES, decide_from))))
                 except (CheckpointError, SparkSetupError) as e:
                     raise UserError(str(e)) from None
             else:

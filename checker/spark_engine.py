@@ -5,59 +5,69 @@
 fired, the violating state's number and level, and the same shortest trace with
 ties broken the same way) for any number of partitions.
 
-Data flow: the RDD API, numpy batches as records, one shuffle per level
------------------------------------------------------------------------
+Data flow: the RDD API, files beside the tasks, Spark's shuffle for their paths
+-------------------------------------------------------------------------------
 Partition ``p`` owns the states whose (canonical) fingerprint is ``p`` modulo
 the partition count. After level L the search is one persisted RDD, ``R_L``,
 with a single record per partition (a :class:`_Part`) standing for its share of
 level L (rows, one state per row, fingerprints and sort keys), which is in the
 partition's frontier files, beside its visited set (a level-stamped table): see
-"Visited sets and frontiers beside the tasks" below. A level is two halves:
+"Visited sets and frontiers beside the tasks" below. Every file a task reads or
+writes is in the workdir, which every executor and the driver share; Spark's
+shuffle carries only paths and counts. A level of ``decide_from`` states or more
+is a job of three stages:
 
-- map (level L -> L+1): expand the partition's share of level L chunk by chunk
+- map (level L -> L+1, partition q): expand q's share of level L chunk by chunk
   (``Search.expand``, on the kernels the local engine's policy picks for the
-  level's size: ``kernels``); keep the smallest (parent, action)
-  per fingerprint (one sort); drop the successors this partition owns and has
-  already visited (on one machine, also those the other partitions' visited
-  tables hold); materialize the rest by gathering parent rows and patching
-  the written cells; route them by fingerprint (fingerprint, tag, row batches):
-  on a master that is one machine through successor files beside the tasks
-  (``frontier-files/part-R/level-L-successors-from-M.npy``, atomic, kept and
-  dropped with the frontier files), Spark's shuffle
-  carrying only their paths; on a cluster as records through the shuffle
-  (``shuffle``).
-- reduce (level L+1 of partition p): from every map task's successors keep the
-  smallest tag per fingerprint (one sort by fingerprint), add those fingerprints
-  to the partition's visited table in that order (the ones it lacked are the
-  new states; their rows are gathered from the successor batches, never
-  concatenated), number the new states (below), check
-  the pending invariants on them, and write the level's (fingerprint, parent,
-  action) to ``levels/level-LLLLL/part-PPPPP.parquet`` under a temporary name
-  renamed into place, so a retried or speculative task rewrites the same file.
+  level's size: ``kernels``); keep the smallest (parent, action) per fingerprint
+  (one sort); write each owner its successors as 16-byte (fingerprint, tag)
+  records, the tag being ``parent number << 16 | action``
+  (``frontier-files/part-P/level-L-successors-from-Q.npy``, atomic).
+- decide (level L+1, partition p): from every map task's records keep the
+  smallest tag per fingerprint (one sort), add those fingerprints to p's visited
+  table in that order: the ones it lacked are the new states, and a winner's tag
+  is its key. Write the level's (fingerprint, parent, action) to
+  ``levels/level-LLLLL/part-PPPPP.parquet`` and p's keys, and give each parent
+  partition q the keys of the winners it routed and their places among p's
+  (``level-L-{winners,winner-places}-from-P.npy`` in q's directory).
+- materialize (partition q): the winners' rows, from q's rows of level L and
+  the winning action (``Search.apply``: one kernel call per run of equal
+  actions), checked against the pending invariants and written once, to their
+  owner, as a piece of its level (``level-L-{rows,fps,places}-from-Q.npy``);
+  the next job's map assembles a partition's pieces in key order.
 
-Large levels run one level per job, two stages: the map tasks read ``R_L`` from
-the cache; the reduce reads the union of ``R_L`` and the shuffled successors
-(they share one partitioner, so the union is partition-aligned: no shuffle of
-``R_L``) and its output is ``R_{L+1}``, persisted (memory and disk). While
-levels are small (``batch_states``) the driver chains up to eight levels into
-one job, one stage per level: each task reduces level L and expands it at once,
-one Python pass, and the partition's keys ride the shuffle to its next task as a
-record; only the job's last level is cached.
+So only a winner's row is materialized, where its parent's row is, and written
+once; a successor that loses costs 16 bytes. The job's last stage counts the
+pieces' paths in the JVM; ``R_{L+1}``, made from them, is computed by the next
+job's first stage.
+
+Smaller levels cost more in Spark's per-stage scheduling than in rows: while they
+are small (``batch_states``) the driver chains up to eight levels into one job,
+one stage per level: each task reduces level L and expands it at once, one
+Python pass, and the partition's keys ride the shuffle to its next task as a
+record; the map drops the successors that their owners' visited tables hold and
+routes the rest with their rows, and the reduce keeps the smallest tag per
+fingerprint, gathers the new states' rows, checks them and writes them as the
+partition's frontier files. A level between the two is a job of its own on the
+same path (two stages). Only a job's last level is cached.
 
 Visited sets and frontiers beside the tasks (bytes per level grow with the new states only)
 -------------------------------------------------------------------------------------------
 Between the JVM and the Python workers, and through the shuffle, a level moves
-only its successors. The reduce task writes the partition's share of the new
-level to ``frontier-files/part-PPPPP/level-LLLLL-{rows,fps,keys}.npy`` (atomic,
-deterministic) and returns a record without arrays, so the cache holds no
-states and the next map task reads them from the files; files older than the
-newest reliable checkpoint of the level RDD are deleted by the driver (a
-recomputation after a lost executor starts there at the earliest). Each
+only paths and counts. A partition's share of a level is in its frontier files
+(``frontier-files/part-PPPPP/level-LLLLL-{rows,fps,keys}.npy``, or the pieces
+above; atomic, deterministic) and the record that stands for it has no arrays,
+so the cache holds no states and the next map task reads them from the files;
+files older than the newest reliable checkpoint of the level RDD are deleted by
+the driver (a recomputation after a lost executor starts there at the earliest).
+A level of ``CHECKPOINT_FROM`` states or more is checkpointed at once (its
+records are a few bytes), so the frontier files of about two levels are kept at
+the widest. Each
 partition's visited set is a level-stamped table in a file,
 ``visited/part-PPPPP.table`` under the workdir (:mod:`checker.spark_visited`):
-the reduce task of level L+1 adds the level's new fingerprints in place (their
-slots, not a copy of the whole set), and the map task of
-level L+1 maps it to drop successors it owns and has seen (stamps 1..L). The
+the reduce (or decide) task of level L+1 adds the level's new fingerprints in
+place (their slots, not a copy of the whole set), and a chained level's map task
+maps the tables to drop successors their owners have seen (stamps 1..L). The
 tables are a cache, not the record of truth: the reliable copy is the per-level
 Parquet files, whose fingerprint columns are exactly each partition's new
 states, so a reduce task that finds no table, or one short of its level (another
@@ -69,11 +79,12 @@ co-partitioned RDD records instead costs their whole size JVM -> Python -> JVM
 every level: about 4.7 GB for 12M states, the first design.)
 
 The driver learns each level's outcome from task summaries sent through an
-accumulator keyed by (level, partition), so a recomputed task changes nothing;
+accumulator keyed by (level, partition) and, for a materialize task, (level,
+"materialize", partition), so a recomputed task changes nothing;
 the job's action is a JVM-side count, so no extra Python pass runs over the
 cached records. A summary carries the CPU seconds of the task's sections
-(``stage_cpu_seconds``: expand, group, visited filter, successor rows and files,
-sort and dedup, ...), reported per level. Nothing lives in executor-side globals but the spec,
+(``stage_cpu_seconds``: expand, group, successor files, sort and dedup, visited
+table, apply, ...), reported per level. Nothing lives in executor-side globals but the spec,
 re-instantiated from its class and bounds once per Python worker: a retried
 task reads its inputs from the cache, the shuffle, the visited tables and the
 Parquet files of the previous level again and produces the same record. Every ``checkpoint_every``
@@ -128,7 +139,12 @@ deadline is cancelled (the levels it finished are kept).
 Fault tolerance in local mode needs a master with task retries, e.g.
 ``local[2,4]`` (``local[N]`` fails the job on the first task failure). On a
 cluster, ``workdir`` must be a POSIX path that every executor and the driver
-can read and write (the Parquet files are the numbering barrier).
+can read and write at the same path: shared storage (every file of the search is
+there; the Parquet files are the numbering barrier). The driver writes the run's
+id there (``RUN_FILE``) and every task checks it: an executor that does not see
+it (a workdir on the driver's own disk, or another run's) ends the search with
+``SparkSetupError``. Nothing else on an executor's machine is used but Spark's
+own directories.
 
 Executors in their own processes (``local-cluster``, standalone, YARN...): their
 Python workers run the driver's interpreter (``sys.executable``) unless
@@ -393,25 +409,33 @@ def _save_frontier(workdir, level, index, part):
     return _Part(None, None, None, part.level_start)
 
 
-def _frontier(workdir, level, index, part, width):
-    """``part`` with its arrays: as it is, or read from its frontier files (writable: the native kernels take
-    no read-only arrays). A level in pieces, one from each partition that materialized some of its states
-    (``_materialize_task``), is put in key order."""
-    if part.keys is not None:
-        return part
+def _frontier_blocks(workdir, level, index, part):
+    """``part``'s share of a level as blocks ``(rows, fps, places)``, and its keys in order: its arrays as they are,
+    or its frontier files (one block in key order, ``places`` None), or its pieces, one from each partition that
+    materialized some of its states (``_materialize_task``), each with its states' places in key order. (Arrays
+    read whole: the native kernels take no read-only ones.)"""
+    if part.rows is not None:
+        return [(part.rows, part.fps, None)], part.keys
     keys = np.load(_frontier_path(workdir, level, index, "keys"))
     if part.pieces is None:
-        return _Part(*(np.load(_frontier_path(workdir, level, index, name)) for name in ("rows", "fps")), keys,
-                     part.level_start)
-    rows, fps, placed = np.empty((keys.size, width), dtype=np.int8), np.empty(keys.size, dtype=np.uint64), 0
-    for q in part.pieces:
-        at = np.searchsorted(keys, np.load(_frontier_path(workdir, level, index, f"keys-from-{q:05d}")))
-        rows[at] = np.load(_frontier_path(workdir, level, index, f"rows-from-{q:05d}"), mmap_mode="r")
-        fps[at] = np.load(_frontier_path(workdir, level, index, f"fps-from-{q:05d}"), mmap_mode="r")
-        placed += at.size
-    if placed != keys.size:
-        raise RuntimeError(f"internal error: partition {index}'s pieces of level {level} hold {placed} of its "
+        return [tuple(np.load(_frontier_path(workdir, level, index, name)) for name in ("rows", "fps")) + (None,)], keys
+    blocks = [tuple(np.load(_frontier_path(workdir, level, index, f"{name}-from-{q:05d}"))
+                    for name in ("rows", "fps", "places")) for q in part.pieces]
+    if sum(b[2].size for b in blocks) != keys.size:
+        raise RuntimeError(f"internal error: partition {index}'s pieces of level {level} do not hold its "
                            f"{keys.size} states")
+    return blocks, keys
+
+
+def _frontier(workdir, level, index, part, width):
+    """``part`` with its arrays, in key order (``_frontier_blocks`` put together)."""
+    blocks, keys = _frontier_blocks(workdir, level, index, part)
+    if blocks[0][2] is None:
+        return _Part(blocks[0][0], blocks[0][1], keys, part.level_start)
+    rows, fps = np.empty((keys.size, width), dtype=np.int8), np.empty(keys.size, dtype=np.uint64)
+    for r, f, places in blocks:
+        rows[places] = r
+        fps[places] = f
     return _Part(rows, fps, keys, part.level_start)
 
 
@@ -608,16 +632,16 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             stages.t = time.process_time()
         moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
         files, filed = _SuccessorFiles(job.workdir, job.level + 1, index), 0
-        part = _frontier(job.workdir, job.level, index, part, spec.layout.width)
+        blocks, keys = _frontier_blocks(job.workdir, job.level, index, part)
         stages.lap("map: frontier files")
-        n = part.keys.size
-        counts = np.zeros(n, dtype=np.int64)
+        n = keys.size
+        counts = np.zeros(n, dtype=np.int64)            # transitions per state, in key order
         fired = np.zeros(n_actions, dtype=bool)
-        if n and not job.numbered and part.keys[-1] >= MAX_KEY:       # the driver chains no such level
+        if n and not job.numbered and keys[-1] >= MAX_KEY:       # the driver chains no such level
             raise OverflowError("a chained level's keys overflow its tags: more than 2**32 states")
-        prefix, own = part.keys, None
+        prefix, own = keys, None
         if job.numbered:
-            own, n_level = _level_ranks(job, index, part.keys)   # the frontier's numbers, less the level's start
+            own, n_level = _level_ranks(job, index, keys)   # the frontier's numbers, less the level's start
             if part.level_start + n_level >= int(MAX_KEY):
                 raise OverflowError("more than 2**48 states: parent numbers overflow the tags")
             step = chunk_step(n_level, chunk)                     # the local engine's chunks of this level
@@ -631,52 +655,59 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         tables = [] if job.records_only else [(q, spark_visited.open_table(job.workdir, q)) for q in range(P)]
         tables = [(q, t) for q, t in tables if t is not None]
         stages.lap("map: visited tables")
-        for cs in range(0, n, chunk):
-            rows = part.rows[cs:cs + chunk]
-            batch = _transpose(rows)
-            stages.lap("map: transpose")
-            parts = search.expand(batch, part.fps[cs:cs + chunk])
-            stages.lap("map: expand")
-            if not parts:
-                continue
-            sizes = np.array([p[1].size for p in parts])
-            part_start = np.cumsum(sizes) - sizes
-            fired[[p[0] for p in parts]] = True
-            parent = np.concatenate([p[1] for p in parts])
-            counts[cs:cs + rows.shape[0]] += np.bincount(parent, minlength=rows.shape[0])
-            action = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes)
-            m = parent.size
-            fp = np.concatenate([p[3] for p in parts])
-            if sym is not None:
-                fp = search._canonical(batch, parts, sizes, fp)
-            stages.lap("map: expand bookkeeping")
-            # one sort: the smallest (parent, action) of each fingerprint, packed with its index
-            order, starts, unique = Search.group(fp)
-            win = np.minimum.reduceat(((parent * n_actions + action) * m + np.arange(m))[order], starts) % m
-            stages.lap("map: group")
-            if tables:                             # drop the successors their owners have visited
-                owner_of = unique % np.uint64(P)
-                keep = np.ones(win.size, dtype=bool)
-                for q, table in tables:
-                    mine = np.flatnonzero(owner_of == np.uint64(q)) if P > 1 else np.arange(unique.size)
-                    keep[mine[spark_visited.lookup(table, unique[mine], job.level)]] = False    # sorted: in order
-                win = win[keep]
-                stages.lap("map: visited filter")
-            chosen = np.zeros(m, dtype=bool)
-            chosen[win] = True
-            picks = np.flatnonzero(chosen)          # ascending: parts stay contiguous
-            owner = fp[picks] % np.uint64(P)
-            for q in range(P):
-                sel = picks if P == 1 else picks[owner == np.uint64(q)]     # each owner's rows gathered once
-                if sel.size:
-                    tag = (prefix[cs + parent[sel]] << np.uint64(ACTION_BITS)) | action[sel].astype(np.uint64)
-                    if job.records_only:
-                        filed += files.add(q, fp[sel], tag)
-                    else:
-                        out = _successor_rows(rows, parts, part_start, sel, parent)
-                        stages.lap("map: successor rows")
-                        filed += files.add(q, fp[sel], tag, out)
-                    stages.lap("map: successor files")
+        # block by block (a level in pieces is expanded as it is, not put in key order first)
+        for block_rows, block_fps, places in blocks:
+            block_prefix = prefix if places is None else prefix[places]
+            for cs in range(0, block_rows.shape[0], chunk):
+                rows = block_rows[cs:cs + chunk]
+                batch = _transpose(rows)
+                stages.lap("map: transpose")
+                parts = search.expand(batch, block_fps[cs:cs + chunk])
+                stages.lap("map: expand")
+                if not parts:
+                    continue
+                sizes = np.array([p[1].size for p in parts])
+                part_start = np.cumsum(sizes) - sizes
+                fired[[p[0] for p in parts]] = True
+                parent = np.concatenate([p[1] for p in parts])
+                moves = np.bincount(parent, minlength=rows.shape[0])
+                if places is None:
+                    counts[cs:cs + rows.shape[0]] += moves
+                else:
+                    counts[places[cs:cs + rows.shape[0]]] += moves
+                action = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes)
+                m = parent.size
+                fp = np.concatenate([p[3] for p in parts])
+                if sym is not None:
+                    fp = search._canonical(batch, parts, sizes, fp)
+                stages.lap("map: expand bookkeeping")
+                # one sort, then the smallest tag of each fingerprint (a block of pieces is not in key order)
+                tags = (block_prefix[cs + parent] << np.uint64(ACTION_BITS)) | action.astype(np.uint64)
+                order, starts, unique = Search.group(fp)
+                win = Search.least_per_group(order, starts, np.diff(np.append(starts, m)), lambda k: np.take(tags, k))
+                stages.lap("map: group")
+                if tables:                             # drop the successors their owners have visited
+                    owner_of = unique % np.uint64(P)
+                    keep = np.ones(win.size, dtype=bool)
+                    for q, table in tables:
+                        mine = np.flatnonzero(owner_of == np.uint64(q)) if P > 1 else np.arange(unique.size)
+                        keep[mine[spark_visited.lookup(table, unique[mine], job.level)]] = False   # sorted: in order
+                    win = win[keep]
+                    stages.lap("map: visited filter")
+                chosen = np.zeros(m, dtype=bool)
+                chosen[win] = True
+                picks = np.flatnonzero(chosen)          # ascending: parts stay contiguous
+                owner = fp[picks] % np.uint64(P)
+                for q in range(P):
+                    sel = picks if P == 1 else picks[owner == np.uint64(q)]     # each owner's rows gathered once
+                    if sel.size:
+                        if job.records_only:
+                            filed += files.add(q, fp[sel], tags[sel])
+                        else:
+                            out = _successor_rows(rows, parts, part_start, sel, parent)
+                            stages.lap("map: successor rows")
+                            filed += files.add(q, fp[sel], tags[sel], out)
+                        stages.lap("map: successor files")
         for q, path in files.close().items():
             yield q, ("f", path, index)
         _maybe_fail(job, "map", index)
@@ -686,11 +717,11 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             own // step, weights=counts, minlength=n_chunks).astype(np.int64))
         if numbered is not None:
             counts = None
-        moved += _nbytes(counts, fired) + (_nbytes(part.keys) if carry else 0)
+        moved += _nbytes(counts, fired) + (_nbytes(keys) if carry else 0)
         stages.lap("map: successor files")
         yield index, ("s", counts, fired, moved, _kernels_name(search), filed, stages.seconds, numbered)
         if carry:
-            yield index, _Part(None, None, part.keys, part.level_start)     # the keys, for its reduce
+            yield index, _Part(None, None, keys, part.level_start)     # the keys, for its reduce
 
 
 def _fused_task(jobs, index, records):
@@ -705,13 +736,13 @@ def _carry_map_task(job, index, records):
 
 
 def _gather_rows(batches, picks):
-    """Rows ``picks`` (in any order) of the concatenation of ``batches`` (row arrays), gathered batch by batch:
-    the candidates' rows are never concatenated."""
+    """Rows ``picks`` (in any order) of the concatenation of ``batches`` (arrays of rows, or of values), gathered
+    batch by batch: the batches are never concatenated."""
     ends = np.cumsum([b.shape[0] for b in batches])
     which = np.searchsorted(ends, picks, side="right")
     by = np.argsort(which.astype(np.int16 if len(batches) < 1 << 15 else np.int32), kind="stable")
     bounds = np.searchsorted(which[by], np.arange(len(batches) + 1))
-    out = np.empty((picks.size, batches[0].shape[1]), dtype=batches[0].dtype)
+    out = np.empty((picks.size,) + batches[0].shape[1:], dtype=batches[0].dtype)
     for b, rows in enumerate(batches):
         dest = by[bounds[b]:bounds[b + 1]]
         if dest.size:
@@ -856,8 +887,9 @@ def _decide_task(job, index, records):
 
     The smallest tag of each fingerprint the partition has not visited is a new state, and its tag is its key
     (``parent number << 16 | action``): the level's Parquet file and key file are written here, and each
-    partition that routed winners gets their keys back (``level-L-winners-from-P.npy`` in its directory, in key
-    order) to materialize them; a record per such partition is the barrier before it does.
+    partition that routed winners gets their keys back with their places among this partition's
+    (``level-L-{winners,winner-places}-from-P.npy`` in its directory, in key order) to materialize them; a record per
+    such partition is the barrier before it does.
     """
     stages = _Stages()
     _worker_search(job)
@@ -872,8 +904,9 @@ def _decide_task(job, index, records):
     filed = _save_array(job.workdir, job.level + 1, index, "keys", keys)
     by = np.argsort(source, kind="stable")
     parents, first = np.unique(source[by], return_index=True)
-    for q, mine in zip(parents.tolist(), np.split(by, first[1:])):
+    for q, mine in zip(parents.tolist(), np.split(by, first[1:])):        # mine: their places in key order
         filed += _save_array(job.workdir, job.level + 1, q, f"winners-from-{index:05d}", keys[mine])
+        filed += _save_array(job.workdir, job.level + 1, q, f"winner-places-from-{index:05d}", mine)
     stages.lap("reduce: winner files")
     _maybe_fail(job, "reduce", index)
     n_level, transitions = inputs.numbered
@@ -886,7 +919,8 @@ def _decide_task(job, index, records):
 def _materialize_task(job, index, records):
     """The rows of the winners this partition is the parent of, materialized from its rows of level
     ``job.level`` (``Search.apply``: the winning action on the parent), checked against the pending invariants
-    and written to each owner as a piece of its level ``job.level + 1`` (``level-L-{rows,fps,keys}-from-Q.npy``).
+    and written to each owner as a piece of its level ``job.level + 1`` (``level-L-{rows,fps,places}-from-Q.npy``,
+    the places being the states' among the owner's, in key order).
     Records: the partition's record of level ``job.level`` (cached) and the owners that sent winners; out: a
     record per piece."""
     part, owners = None, []
@@ -904,7 +938,9 @@ def _materialize_task(job, index, records):
         lists = [np.load(_frontier_path(job.workdir, job.level + 1, index, f"winners-from-{p:05d}"))
                  for p in owners]
         keys = np.concatenate(lists)
-        part = _frontier(job.workdir, job.level, index, part, spec.layout.width)
+        places = np.concatenate([np.load(_frontier_path(job.workdir, job.level + 1, index,
+                                                        f"winner-places-from-{p:05d}")) for p in owners])
+        blocks, _ = _frontier_blocks(job.workdir, job.level, index, part)
         ranks = np.load(_frontier_path(job.workdir, job.level, index, "ranks"))
         parent = (keys >> np.uint64(ACTION_BITS)).astype(np.int64) - part.level_start
         at = np.searchsorted(ranks, parent)
@@ -917,10 +953,17 @@ def _materialize_task(job, index, records):
         sizes = [w.size for w in lists]
         ends = np.cumsum(sizes)
         order = np.concatenate([lo + np.argsort(actions[lo:hi], kind="stable") for lo, hi in zip(ends - sizes, ends)])
-        at, actions, keys = at[order], actions[order], keys[order]
-        batch = _transpose(np.take(part.rows, at, axis=0))
+        at, actions, keys, places = at[order], actions[order], keys[order], places[order]
+        if blocks[0][2] is not None:            # the parents' places in key order -> indices into the pieces
+            into, base = np.empty(ranks.size, dtype=np.int64), 0
+            for _, _, their in blocks:
+                into[their] = np.arange(base, base + their.size)
+                base += their.size
+            at = into[at]
+        batch = _transpose(_gather_rows([b[0] for b in blocks], at))
+        parent_fps = _gather_rows([b[1] for b in blocks], at)
         stages.lap("materialize: parents")
-        fps = search.apply(batch, np.take(part.fps, at), actions)
+        fps = search.apply(batch, parent_fps, actions)
         stages.lap("materialize: apply")
         violations = _first_violations(job, spec, search, batch, keys)
         stages.lap("materialize: invariants")
@@ -928,7 +971,7 @@ def _materialize_task(job, index, records):
         stages.lap("materialize: transpose")
         start = 0
         for p, n in zip(owners, sizes):
-            for name, a in (("rows", rows), ("fps", fps), ("keys", keys)):
+            for name, a in (("rows", rows), ("fps", fps), ("places", places)):
                 filed += _save_array(job.workdir, job.level + 1, p, f"{name}-from-{index:05d}", a[start:start + n])
             start += n
         stages.lap("materialize: piece files")
@@ -951,6 +994,9 @@ logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
 logger.gateway.level = error
+# "Task N in stage S failed K times; aborting job": the job's exception says why, and the run says it in one line
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -962,7 +1008,7 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 
 
 class _Stopped(Exception):
-    """A stop request ended the JVM before the search began."""
+    """A stop request came before the search began."""
 
 
 class SparkSetupError(Exception):
@@ -1041,7 +1087,12 @@ def spark_context(master="local[*]", partitions=None, conf=None, log_dir=None):
     for k, v in settings.items():
         c.set(k, str(v))
     try:
-        sc = SparkContext(conf=c)
+        # the JVM (and the Python workers it starts) in a session of its own: a signal to isrcheck's process group
+        # (a terminal's Ctrl-C, a supervisor's SIGTERM) reaches isrcheck alone, which stops the search and the
+        # context in order; the JVM still ends with isrcheck, when its stdin closes
+        from pyspark.java_gateway import launch_gateway
+        sc = SparkContext(conf=c, gateway=SparkContext._gateway or launch_gateway(
+            c, popen_kwargs={"start_new_session": True}))
     except Exception as e:                              # noqa: BLE001 - whatever the JVM's start raised
         raise SparkSetupError(f"--master {master}: Spark did not start ({str(e).strip().splitlines()[0]})") from None
     finally:
@@ -1126,6 +1177,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             if stopping.reason():                       # a signal to the process group ended the JVM's start
                 raise _Stopped from None
             raise
+        if stopping.reason():                           # asked to stop while Spark was starting
+            raise _Stopped
         if created:
             stopping.reinstall()          # SparkContext took SIGINT for itself
         P = int(partitions or sc.defaultParallelism)
@@ -1317,6 +1370,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         if level_rdd is not None:
             _quietly(lambda: level_rdd.unpersist(blocking=False))
         if created:
+            # the search is over: what the JVM logs as it drops running tasks' connections is not for the user
+            _quietly(lambda: sc.setLogLevel("OFF"))
             _quietly(sc.stop)
         if own_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
