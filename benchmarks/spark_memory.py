@@ -149,7 +149,7 @@ class ExecutorFootprint:
         self._sample()
         self.done.set()
         self.thread.join()
-        return dict(executors=self.peak, driver=self.driver_peak)
+        return dict(per_executor=self.peak, driver=self.driver_peak)
 
 
 def machine():
@@ -220,7 +220,7 @@ def main(argv):
         print(f"local-cluster[{r['executors']},1,1024]: same answers {same}, {r['seconds']} s, driver "
               f"{r['driver'] / gb:.2f} GB, workdir {r['workdir_bytes_at_end'] / gb:.2f} GB at the end; "
               f"load {r['machine_before']['load']}-{r['machine_after']['load']}")
-        for k, e in sorted(r["executors"].items(), key=lambda kv: int(kv[0])):
+        for k, e in sorted(r["per_executor"].items(), key=lambda kv: int(kv[0])):
             print(f"  executor {k}: processes {e['processes'] / gb:.2f} GB, files in the page cache "
                   f"{e['files'] / gb:.2f} GB, together {e['total'] / gb:.2f} GB = "
                   f"{e['total'] / local['peak_bytes']:.0%} of the local engine's peak")

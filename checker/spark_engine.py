@@ -1007,6 +1007,22 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 """
 
 
+#: what the JVM prints on stderr as it starts (Spark 4 resolves an incubator module): nothing for the user
+_JVM_START_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+#: set once a search is over: what the JVM prints as its context stops (stack traces of running tasks' dropped
+#: connections) is not for the user, whose run ends with its report or one line
+_JVM_DONE = threading.Event()
+
+
+def _relay(stream):
+    """Copy the JVM's stderr (its log, its Python workers' output in local mode) to ours, but for
+    ``_JVM_START_WARNING`` and what comes once ``_JVM_DONE`` is set."""
+    for line in iter(stream.readline, b""):
+        if line != _JVM_START_WARNING and not _JVM_DONE.is_set():
+            sys.stderr.write(line.decode(errors="replace"))
+            sys.stderr.flush()
+
+
 class _Stopped(Exception):
     """A stop request came before the search began."""
 
@@ -1091,8 +1107,16 @@ def spark_context(master="local[*]", partitions=None, conf=None, log_dir=None):
         # (a terminal's Ctrl-C, a supervisor's SIGTERM) reaches isrcheck alone, which stops the search and the
         # context in order; the JVM still ends with isrcheck, when its stdin closes
         from pyspark.java_gateway import launch_gateway
-        sc = SparkContext(conf=c, gateway=SparkContext._gateway or launch_gateway(
-            c, popen_kwargs={"start_new_session": True}))
+        _JVM_DONE.clear()
+        gateway = SparkContext._gateway
+        if gateway is None:
+            read, write = os.pipe()         # relayed from before the JVM starts: it never waits on a full pipe
+            threading.Thread(target=_relay, args=(os.fdopen(read, "rb"),), daemon=True).start()
+            try:
+                gateway = launch_gateway(c, popen_kwargs={"start_new_session": True, "stderr": write})
+            finally:
+                os.close(write)
+        sc = SparkContext(conf=c, gateway=gateway)
     except Exception as e:                              # noqa: BLE001 - whatever the JVM's start raised
         raise SparkSetupError(f"--master {master}: Spark did not start ({str(e).strip().splitlines()[0]})") from None
     finally:
@@ -1370,8 +1394,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         if level_rdd is not None:
             _quietly(lambda: level_rdd.unpersist(blocking=False))
         if created:
-            # the search is over: what the JVM logs as it drops running tasks' connections is not for the user
-            _quietly(lambda: sc.setLogLevel("OFF"))
+            _JVM_DONE.set()
             _quietly(sc.stop)
         if own_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
