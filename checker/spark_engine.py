@@ -171,6 +171,7 @@ import numpy as np
 from isrcheck.checker import spark_snapshot, spark_visited, stop as stopping
 from isrcheck.checker.bfs import Search, chunk_step, search as bfs_search
 from isrcheck.checker.budget import UNLIMITED
+from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.fingerprint import Symmetry
 from isrcheck.model import backends
@@ -994,9 +995,12 @@ logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
 logger.gateway.level = error
-# "Task N in stage S failed K times; aborting job": the job's exception says why, and the run says it in one line
+# a task's error ("Exception in task", "Task N in stage S failed K times; aborting job"): the job's exception
+# carries it, and the run says it (in one line when it is the user's to fix)
 logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
 logger.tasks.level = off
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -1206,7 +1210,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         if created:
             stopping.reinstall()          # SparkContext took SIGINT for itself
         P = int(partitions or sc.defaultParallelism)
-        state = None if saved is None else spark_snapshot.state(saved, workdir, spec, invariants, symmetry, P, chunk)
+        state, digests = (None, None) if saved is None else spark_snapshot.state(saved, workdir, spec, invariants,
+                                                                                  symmetry, P, chunk)
         # an earlier run's files would be read as this one's (a resumed run's own are its past, but for its
         # visited tables, a cache written in place: rebuilt from the Parquet files, they cannot be torn)
         for sub in ("checkpoints", "visited") if resume else ("levels", "visited", "checkpoints", "frontier",
@@ -1231,7 +1236,8 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             fired[:] = state["fired"]
             pending = state["pending"]
             violations = {n: Violation(n, sid, lv) for n, (sid, lv) in state["violations"].items()}
-            level_rdd = level_rdd.mapPartitionsWithIndex(_bind(_load_part, (workdir, depth, run, spec.layout.width)),
+            checks = [(d, state["level_start"][-1], spec.layout.lo, spec.layout.hi) for d in digests]
+            level_rdd = level_rdd.mapPartitionsWithIndex(_bind(_load_part, (workdir, depth, run, checks)),
                                                          preservesPartitioning=True)
         level_rdd.persist(StorageLevel.MEMORY_AND_DISK)
         last_snapshot = time.perf_counter()
@@ -1500,10 +1506,13 @@ def _quietly(call, default=None):
 
 def _count(rdd):
     """Run a job: a JVM-side count of ``rdd`` (no Python pass over its records). SparkSetupError when its tasks
-    found that the executors do not share the workdir."""
+    found that the executors do not share the workdir, CheckpointError when one refused a snapshot's file."""
     try:
         rdd._jrdd.count()
     except Exception as e:
+        damaged = re.search(re.escape(spark_snapshot.DAMAGED) + r": ([^\n]*)", str(e))
+        if damaged:
+            raise CheckpointError(damaged.group(1)) from None
         if NOT_SHARED in str(e):
             host = re.search(re.escape(NOT_SHARED) + r" \(host ([^)]*)\)", str(e))
             raise SparkSetupError(
@@ -1524,12 +1533,14 @@ def _save_part(where, index, records):
 
 
 def _load_part(where, index, records):
-    """Resume task: this partition's frontier from its snapshot file, as its frontier files."""
-    workdir, level, run, _ = where
+    """Resume task: this partition's frontier from its snapshot file, checked (``where``: workdir, level, run, and
+    each partition's checks of its file: spark_snapshot.load_frontier), as its frontier files."""
+    workdir, level, run, checks = where
     _check_workdir(workdir, run)
     for _ in records:
         pass
-    yield index, _save_frontier(workdir, level, index, _Part(*spark_snapshot.load_frontier(workdir, level, index)))
+    part = _Part(*spark_snapshot.load_frontier(workdir, level, index, checks[index]))
+    yield index, _save_frontier(workdir, level, index, part)
 
 
 def _shuffle_write_bytes(sc, first_stage, n_levels):

@@ -147,10 +147,14 @@ class IsolatedCluster:
 
 @pytest.fixture
 def isolated_cluster(tmp_path):
-    if os.geteuid() != 0:
-        pytest.fail("the cluster test makes network and mount namespaces: run it as root (as .ci/run does)")
-    if shutil.which("ip") is None or shutil.which("unshare") is None:
-        pytest.fail("the cluster test needs iproute2 (ip) and util-linux (unshare)")
+    missing = ("root (it makes network and mount namespaces)" if os.geteuid() != 0 else
+               "iproute2 (ip) and util-linux (unshare)" if not (shutil.which("ip") and shutil.which("unshare")) else
+               None)
+    if missing:
+        why = f"the isolated Spark cluster test needs {missing}; .ci/run runs it as root and installs iproute2"
+        if os.environ.get("CI", "").lower() == "true":          # CI never passes a cluster test it did not run
+            pytest.fail(f"{why} (CI=true: not skipped)")
+        pytest.skip(why)
     cluster = IsolatedCluster(tmp_path)
     try:
         cluster.up()
