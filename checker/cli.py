@@ -344,8 +344,6 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         raise UserError("--checkpoint/--resume DIR is the Spark run's workdir: leave out --workdir")
     if workdir is not None and engine != "spark":
         raise UserError("--workdir is for --engine spark")
-    if decide_from is not None and engine != "spark":
-        raise UserError("--decide-from is for --engine spark")
     if workdir is not None:
         try:
             os.makedirs(workdir, exist_ok=True)
