@@ -1179,7 +1179,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
     max_states, max_depth, time_limit = budget.max_states, budget.max_depth, budget.seconds
     chunk = chunk or local_chunk()
     search = Search(spec, invariants, chunk=chunk, kernels=kernels)     # checks the invariant names first
-    saved = spark_snapshot.manifest(snapshot) if resume else None
+    saved = spark_snapshot.manifest(snapshot, spec, invariants, symmetry, chunk) if resume else None
     own_workdir = workdir is None and snapshot is None
     workdir = os.path.abspath(snapshot or workdir or tempfile.mkdtemp(prefix="isrcheck-spark-"))
     sym = Symmetry(spec.layout, search.fingerprint) if symmetry else None
@@ -1210,8 +1210,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
         if created:
             stopping.reinstall()          # SparkContext took SIGINT for itself
         P = int(partitions or sc.defaultParallelism)
-        state, digests = (None, None) if saved is None else spark_snapshot.state(saved, workdir, spec, invariants,
-                                                                                  symmetry, P, chunk)
+        state, digests = (None, None) if saved is None else spark_snapshot.state(saved, workdir, P)
         # an earlier run's files would be read as this one's (a resumed run's own are its past, but for its
         # visited tables, a cache written in place: rebuilt from the Parquet files, they cannot be torn)
         for sub in ("checkpoints", "visited") if resume else ("levels", "visited", "checkpoints", "frontier",

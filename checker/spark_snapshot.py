@@ -121,9 +121,10 @@ def write(workdir, spec, invariants, symmetry, partitions, chunk, state):
             shutil.rmtree(os.path.join(workdir, "frontier", name), ignore_errors=True)
 
 
-def manifest(workdir):
-    """The snapshot manifest in ``workdir``, a regular file of this isrcheck's format matching its digest;
-    CheckpointError otherwise (checked before Spark starts)."""
+def manifest(workdir, spec, invariants, symmetry, chunk):
+    """The snapshot manifest in ``workdir``, checked before Spark starts: a regular file of this isrcheck's format
+    matching its digest, of this search (all but the partition count, :func:`state`'s), its counters of their
+    types and ranges; CheckpointError otherwise."""
     where, path = f"--resume {workdir}", os.path.join(workdir, MANIFEST)
     if not os.path.lexists(path):
         raise CheckpointError(f"{where}: no Spark snapshot there ({MANIFEST})")
@@ -138,6 +139,8 @@ def manifest(workdir):
         raise CheckpointError(f"{where}: {MANIFEST} is not a Spark snapshot manifest of this isrcheck")
     if doc.get("digest") != _manifest_digest(doc):
         raise CheckpointError(f"{where}: {MANIFEST} does not match its digest (edited or damaged)")
+    _same_search(doc, where, {**identity(spec, invariants, symmetry), "chunk": chunk})
+    _check_counters(doc.get("state"), where, spec, invariants)
     return doc
 
 
@@ -145,18 +148,28 @@ def _no_constant(name):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def state(doc, workdir, spec, invariants, symmetry, partitions, chunk):
-    """The driver's counters of a snapshot manifest and its frontier files' digests; CheckpointError if it is
-    another search's, or a counter is not of its type and range."""
-    where = f"--resume {workdir}"
-    want = {**identity(spec, invariants, symmetry), "partitions": partitions, "chunk": chunk}
+def _same_search(doc, where, want):
     got = doc.get("identity")
     got = got if isinstance(got, dict) else {}
     for key, value in want.items():
         if got.get(key) != value:
             raise CheckpointError(f"{where}: the snapshot's {key} is {got.get(key)!r}, this run's {value!r}")
-    s, digests = doc.get("state"), doc.get("frontier_sha256")
 
+
+def state(doc, workdir, partitions):
+    """The driver's counters of a checked manifest (:func:`manifest`) and its frontier files' digests, once the
+    partition count is known; CheckpointError if it is not the snapshot's."""
+    where = f"--resume {workdir}"
+    _same_search(doc, where, {"partitions": partitions})
+    digests = doc.get("frontier_sha256")
+    if not isinstance(digests, list) or len(digests) != partitions or not all(isinstance(d, str) for d in digests):
+        raise CheckpointError(f"{where}: {MANIFEST}: no digest for each of the {partitions} partitions' frontier "
+                              f"files")
+    return doc["state"], digests
+
+
+def _check_counters(s, where, spec, invariants):
+    """CheckpointError unless the counters ``s`` are of their types and ranges for this search."""
     def count(v):
         return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
@@ -184,6 +197,3 @@ def state(doc, workdir, spec, invariants, symmetry, partitions, chunk):
         if not (isinstance(found, list) and len(found) == 2 and all(count(x) for x in found)
                 and 1 <= found[1] <= depth and sum(sizes[:found[1] - 1]) <= found[0] < sum(sizes[:found[1]])):
             raise bad(f"the violation of {name!r} is not [state number, its level]")
-    if not isinstance(digests, list) or len(digests) != partitions or not all(isinstance(d, str) for d in digests):
-        raise bad(f"no digest for each of the {partitions} partitions' frontier files")
-    return s, digests
