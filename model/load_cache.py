@@ -54,7 +54,22 @@ _OWN = ("numpy", "z3")      # versioned by their releases, not their sources
 
 
 def digest(spec):
-    """The hex digest a record of ``spec``'s load checks is kept under, or None when it cannot be keyed."""
+    """The hex digest a record of ``spec``'s load checks is kept under, or None when it cannot be keyed (computed
+    once per spec instance: the numpy and compiled kernels are kept under it too)."""
+    found = getattr(spec, "__dict__", {}).get(_MEMO, _MEMO)
+    if found is _MEMO:
+        found = _digest(spec)
+        try:
+            spec.__dict__[_MEMO] = found
+        except AttributeError:
+            pass
+    return found
+
+
+_MEMO = "_isrcheck_load_digest"
+
+
+def _digest(spec):
     classes = [k for k in type(spec).__mro__ if k is not object]
     if not all(_reachable(k) for k in classes):
         return None

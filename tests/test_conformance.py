@@ -227,6 +227,57 @@ def native_mismatches(spec, rows, nu):
     return bad
 
 
+def compiled_mismatches(spec, rows, nu):
+    """The compiled kernels (model/c_kernels.py) against numpy's results ``nu`` on the same rows: per instance
+    the enabled count and the rows whose successor differs from the state; in (row, instance) order every
+    successor's two fingerprint lanes, and the row ``isr_build`` makes of it; every invariant, row by row."""
+    from isrcheck.model.c_kernels import CKernels
+    batch = np.ascontiguousarray(np.stack(rows, axis=1))
+    fingerprint = Fingerprint(spec.layout)
+    fps, fps2 = fingerprint.full(batch), fingerprint.full(batch, lane=2)
+    kernels = CKernels(spec).load()
+    enabled, fired = (np.zeros(len(spec.actions), dtype=np.int64) for _ in range(2))
+    h1, h2, parent, action = kernels.expand(batch, fps, fps2, fingerprint.multipliers, fingerprint.lane2,
+                                            enabled, fired)
+    names, bad = spec.layout.names, []
+    expected = []
+    for k in range(len(rows)):
+        for a in spec.actions:
+            if nu[0][a.id, k] and any(v != rows[k][c] for c, v in nu[1][a.id][k].items()):
+                expected.append((k, a.id))
+    for a in spec.actions:
+        if enabled[a.id] != nu[0][a.id].sum():
+            bad.append(f"{spec.name}: action {a.label}: compiled enabled on {enabled[a.id]} states, numpy on "
+                       f"{nu[0][a.id].sum()}")
+    got = list(zip(parent.tolist(), action.tolist()))
+    if got != expected:
+        first = next((i for i, (x, y) in enumerate(zip(got, expected)) if x != y), min(len(got), len(expected)))
+        return bad + [f"{spec.name}: compiled successors differ from numpy's from the {first}th: "
+                      f"{got[first:first + 3]} against {expected[first:first + 3]}"]
+    rows_out, b1, b2, p, a_out = kernels.build(batch, np.ones(h1.size, dtype=np.uint8), h1, h2, parent, action,
+                                                h1.size)
+    assert (b1 == h1).all() and (b2 == h2).all() and (p == parent).all() and (a_out == action).all()
+    for j, (k, a) in enumerate(expected):
+        succ = rows[k].copy()
+        for c, v in nu[1][a][k].items():
+            succ[c] = v
+        label = spec.actions[a].label
+        if (rows_out[:, j] != succ).any():
+            bad.append(f"{spec.name}: action {label}: compiled successor differs from numpy's in state "
+                       f"{state_text(spec, rows[k])}: cells {[names[c] for c in np.flatnonzero(rows_out[:, j] != succ)]}")
+        elif (h1[j], h2[j]) != (fingerprint.full(succ[:, None])[0], fingerprint.full(succ[:, None], lane=2)[0]):
+            bad.append(f"{spec.name}: action {label}: compiled fingerprint differs from the successor's")
+    if (kernels.fingerprint(batch, fingerprint.lane2) != fps2).any():
+        bad.append(f"{spec.name}: compiled fingerprints of whole rows differ from numpy's")
+    for name in spec.invariants:
+        for k in range(len(rows)):
+            got = kernels.first_violation(name, batch[:, k:k + 1]) < 0
+            if got != nu[2][name][k]:
+                bad.append(f"{spec.name}: invariant {name}: compiled={got} numpy={bool(nu[2][name][k])} "
+                           f"in state {state_text(spec, rows[k])}")
+    return bad
+
+
 class Z3Backend:
     """Every guard, written term and invariant of a spec, evaluated on concrete states by substitution."""
 

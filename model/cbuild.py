@@ -1,0 +1,98 @@
+"""C source compiled by the system's C compiler into a shared library, kept across processes, loaded with ctypes.
+
+The compiled kernels (model/c_kernels.py) and the visited table's loops (checker/table.c) are C: a library
+loads in about a millisecond, where importing numba and loading a spec's cached numba kernels costs half a
+second of CPU in every process, more than a whole search of a million states. Each library is written once
+to the kernels' cache directory (model/native.py ``cache_dir``) under a digest of its source, the compiler
+and its flags, and compiled there (a lock beside it makes a second process wait for the first's compile,
+then load it). ctypes releases the GIL while a C function runs, so chunks expand on several threads at once.
+
+The compiler is ``$CC``, else ``cc``, ``gcc`` or ``clang`` on the PATH. Without one (or when it fails)
+``CompileError`` says why, and the search keeps its numpy and numba kernels.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+
+from isrcheck.model.native import _compiling, cache_dir
+
+FLAGS = ["-O2", "-std=c99", "-fPIC", "-shared"]
+COMPILE_SECONDS = 600           # a compile that takes longer is stuck
+_loaded = {}                    # path -> CDLL: a library is loaded once per process
+
+
+class CompileError(Exception):
+    """No C compiler, or it failed on a library's source."""
+
+
+def compiler():
+    """The C compiler's command (a list), or None."""
+    cc = os.environ.get("CC")
+    if cc:
+        return shlex.split(cc)
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            return [path]
+    return None
+
+
+def library_path(name):
+    """Where the library called ``name`` (a digest of what its source depends on) is kept, compiled or not; None
+    without a compiler."""
+    cc = compiler()
+    if cc is None:
+        return None
+    digest = hashlib.sha256(repr((cc, FLAGS)).encode()).hexdigest()[:12]
+    return os.path.join(cache_dir(), f"{name}-{digest}.so")
+
+
+def compiled(name):
+    """Whether the library called ``name`` is compiled already (in this process or in the cache)."""
+    path = library_path(name)
+    return path is not None and (path in _loaded or os.path.exists(path))
+
+
+def load(name, source):
+    """The ctypes library called ``name``, compiled from ``source`` (C text, or a function giving it: called only
+    when the cache lacks the library) unless the cache has it."""
+    path = library_path(name)
+    if path is None:
+        raise CompileError("no C compiler (set CC, or install cc, gcc or clang)")
+    lib = _loaded.get(path)
+    if lib is not None:
+        return lib
+    if not os.path.exists(path):
+        with _compiling(path):
+            if not os.path.exists(path):        # another process compiled it while this one waited
+                _compile(source() if callable(source) else source, path)
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise CompileError(f"cannot load {path}: {e}") from e
+    _loaded[path] = lib
+    return lib
+
+
+def _compile(source, path):
+    src, tmp = f"{path}.{os.getpid()}.c", f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(src, "w") as fh:
+            fh.write(source)
+        proc = subprocess.run([*compiler(), *FLAGS, "-o", tmp, src], capture_output=True, text=True,
+                              timeout=COMPILE_SECONDS)
+        if proc.returncode != 0:
+            raise CompileError(f"the C compiler failed on {os.path.basename(path)}: "
+                               f"{(proc.stderr or proc.stdout).strip()[:2000]}")
+        os.replace(tmp, path)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CompileError(f"the C compiler could not run: {e}") from e
+    finally:
+        for f in (src, tmp):
+            if os.path.exists(f):
+                os.unlink(f)
