@@ -393,8 +393,8 @@ class Search:
                 level = levels.LevelWriter(spec.layout.width)
                 # the same chunks for any number of workers: they decide where a --max-states search stops
                 step = chunk_step(frontier.size, self.chunk)
-                # what the next level may add, for the fingerprint width: twice the successors so far per state
-                coming = 2 * frontier.size * max(1, -(-transitions // max(1, level_start[-1])))
+                # what the next level may add, for the fingerprint width: its states' successors, at the rate so far
+                coming = int(frontier.size * max(1.0, transitions / max(1, level_start[-1])))
                 self._choose_compiled(frontier.size, next_id + coming)
                 if self.compiled is None:
                     self._choose_kernels(frontier.size)
@@ -653,8 +653,7 @@ class Search:
             scratch = self._scratch.buffers = Scratch()
         h1, h2, parent, action = kernels.expand(batch, fps, fps2, fp.multipliers, fp.lane2 if lanes else None,
                                                 coverage.counts[ENABLED], coverage.counts[FIRED], scratch)
-        fresh = visited.insert_ordered(h1, h2, lambda group: turns.turn(k, group),
-                                       scratch.get("perm", h1.size, np.uint32), scratch.get("fresh", h1.size, np.uint8))
+        fresh = visited.insert_ordered(h1, h2, lambda group: turns.turn(k, group), scratch)
         new = int(np.count_nonzero(fresh))
         if not new:
             return None, h1.size
@@ -662,9 +661,9 @@ class Search:
 
     def _widen(self, visited, frontier, step, found, coming, depth):
         """At the start of a level (``depth``: the one being built; ``found`` states so far, ``coming``: what the
-        level may add): make the visited set's keys wide when ``fingerprint.widen_now`` says so, and from a
-        quarter of that count on keep the new states' lane 2 (lanes of earlier levels are found again then:
-        keeping them costs a tenth of finding a state again, but most searches never widen)."""
+        level may add): make the visited set's keys wide when ``fingerprint.widen_now`` says so, and from half
+        that count on keep the new states' lane 2 (lanes of earlier levels are found again then: keeping them
+        costs a tenth of finding a state again, but most searches never widen)."""
         bits = self.fingerprint.bits
         if visited.wide or self.width == "64":
             return
@@ -676,7 +675,7 @@ class Search:
             self.kept_lanes = None
             visited.widen(lanes[0], lanes[1])
             self.wide_from = found
-        elif self.kept_lanes is None and widen_now(self.width, 4 * found, 4 * coming, bits):
+        elif self.kept_lanes is None and widen_now(self.width, 2 * found, 2 * coming, bits):
             self.kept_lanes, self.lanes_from = [], depth - 1        # the frontier's level on
             for cs in range(0, frontier.size, step):
                 rows, fps = frontier.block(cs, step, contiguous=False)

@@ -6,6 +6,7 @@
    marks an empty slot, so that key is the flag). Keys are inserted in the order given: the first of
    equal keys is the one marked fresh. */
 #include <stdint.h>
+#include <string.h>
 
 typedef int64_t i64;
 typedef uint64_t u64;
@@ -25,27 +26,33 @@ static inline i64 key_at(const u32 *perm, i64 i) { return perm ? (i64)perm[i] : 
 #define PREFETCH(p) ((void)0)
 #endif
 
-/* A stable partition of n keys by shard: perm lists them shard by shard, shard s at bounds[s]..bounds[s+1]. */
-void isr_partition(const u64 *h1, i64 n, u32 *perm, i64 *bounds) {
+/* A stable partition of n keys by shard: perm lists them shard by shard, shard s at bounds[s]..bounds[s+1],
+   and s1 (and s2, lane 2's high halves, when h2 is given) hold their lanes in that order, so the inserts read
+   them in sequence. */
+void isr_partition(const u64 *h1, const u64 *h2, i64 n, u32 *perm, u64 *s1, u32 *s2, i64 *bounds) {
     i64 start[257] = {0};
     for (i64 i = 0; i < n; i++) start[(h1[i] >> SHARD_SHIFT) + 1]++;
     for (int s = 0; s < 256; s++) start[s + 1] += start[s];
     for (int s = 0; s <= 256; s++) bounds[s] = start[s];
-    for (i64 i = 0; i < n; i++) perm[start[h1[i] >> SHARD_SHIFT]++] = (u32)i;
+    for (i64 i = 0; i < n; i++) {
+        const i64 at = start[h1[i] >> SHARD_SHIFT]++;
+        perm[at] = (u32)i;
+        s1[at] = h1[i];
+        if (h2) s2[at] = (u32)(h2[i] >> 32);
+    }
 }
 
-/* Insert keys lo..hi-1 (through perm, or in place when perm is NULL) into a narrow shard until it holds
-   limit; fresh[key] = 1 for each it lacked. Returns the position reached (hi unless the limit stopped it). */
-static i64 insert64(u64 *table, i64 cap, i64 *count, i64 limit, const u64 *h1, const u32 *perm, i64 lo, i64 hi,
+/* Insert keys lo..hi-1 of s1 into a narrow shard until it holds limit; fresh[key] = 1 (key: perm[i], or i
+   when perm is NULL) for each it lacked. Returns the position reached (hi unless the limit stopped it). */
+static i64 insert64(u64 *table, i64 cap, i64 *count, i64 limit, const u64 *s1, const u32 *perm, i64 lo, i64 hi,
                     uint8_t *fresh, uint8_t *zero) {
     const u64 ucap = (u64)cap;
     i64 n = *count;
     for (i64 i = lo; i < hi; i++) {
-        if (i + AHEAD < hi) PREFETCH(&table[home(h1[key_at(perm, i + AHEAD)], ucap)]);
-        const i64 k = key_at(perm, i);
-        const u64 fp = h1[k];
+        if (i + AHEAD < hi) PREFETCH(&table[home(s1[i + AHEAD], ucap)]);
+        const u64 fp = s1[i];
         if (fp == 0) {
-            fresh[k] = !*zero;
+            fresh[key_at(perm, i)] = !*zero;
             *zero = 1;
             continue;
         }
@@ -55,7 +62,7 @@ static i64 insert64(u64 *table, i64 cap, i64 *count, i64 limit, const u64 *h1, c
             if (++slot == ucap) slot = 0;
         if (table[slot] == 0) {
             table[slot] = fp;
-            fresh[k] = 1;
+            fresh[key_at(perm, i)] = 1;
             n++;
         }
     }
@@ -63,28 +70,37 @@ static i64 insert64(u64 *table, i64 cap, i64 *count, i64 limit, const u64 *h1, c
     return hi;
 }
 
-/* The same for a wide shard (three uint32 a slot); h2: lane 2, of which the high half is kept. */
-static i64 insert96(u32 *table, i64 cap, i64 *count, i64 limit, const u64 *h1, const u64 *h2, const u32 *perm,
+/* Lane 1 of a wide slot (its first 8 bytes, 4-byte aligned). */
+static inline u64 lane1_at(const u32 *e) {
+    u64 a;
+    memcpy(&a, e, 8);
+    return a;
+}
+
+/* The same for a wide shard (three uint32 a slot): s2 holds the keys' lane 2 high halves. */
+static i64 insert96(u32 *table, i64 cap, i64 *count, i64 limit, const u64 *s1, const u32 *s2, const u32 *perm,
                     i64 lo, i64 hi, uint8_t *fresh, uint8_t *zero) {
     const u64 ucap = (u64)cap;
     i64 n = *count;
     for (i64 i = lo; i < hi; i++) {
-        if (i + AHEAD < hi) PREFETCH(&table[3 * home(h1[key_at(perm, i + AHEAD)], ucap)]);
-        const i64 k = key_at(perm, i);
-        const u32 a = (u32)h1[k], b = (u32)(h1[k] >> 32), c = (u32)(h2[k] >> 32);
-        if ((a | b | c) == 0) {
-            fresh[k] = !*zero;
+        if (i + AHEAD < hi) PREFETCH(&table[3 * home(s1[i + AHEAD], ucap)]);
+        const u64 a = s1[i];
+        const u32 c = s2[i];
+        if ((a | c) == 0) {
+            fresh[key_at(perm, i)] = !*zero;
             *zero = 1;
             continue;
         }
         if (n >= limit) { *count = n; return i; }
-        u64 slot = home(h1[k], ucap);
+        u64 slot = home(a, ucap);
         for (;;) {
             u32 *e = &table[3 * slot];
-            if (e[0] == a && e[1] == b && e[2] == c) break;
-            if ((e[0] | e[1] | e[2]) == 0) {
-                e[0] = a; e[1] = b; e[2] = c;
-                fresh[k] = 1;
+            const u64 x = lane1_at(e);
+            if (x == a && e[2] == c) break;
+            if ((x | e[2]) == 0) {
+                memcpy(e, &a, 8);
+                e[2] = c;
+                fresh[key_at(perm, i)] = 1;
                 n++;
                 break;
             }
@@ -95,18 +111,19 @@ static i64 insert96(u32 *table, i64 cap, i64 *count, i64 limit, const u64 *h1, c
     return hi;
 }
 
-/* Insert into shards first..last-1 their keys pos[s]..bounds[s+1]-1 (through perm, or in place when perm is
-   NULL), each shard until it holds limits[s] (tables[s]: its slots, caps[s] of them, counts[s] taken; wide or
-   narrow), advancing pos[s]. Returns the first shard that reached its limit with keys left, or -1. */
-i64 isr_insert(void **tables, const i64 *caps, i64 *counts, const i64 *limits, i64 wide, const u64 *h1,
-               const u64 *h2, const u32 *perm, i64 *pos, const i64 *bounds, i64 first, i64 last, uint8_t *fresh,
+/* Insert into shards first..last-1 their keys pos[s]..bounds[s+1]-1 of s1 (and s2) (``isr_partition``'s,
+   or sorted keys in place when perm is NULL), each shard until it holds limits[s] (tables[s]: its slots,
+   caps[s] of them, counts[s] taken; wide or narrow), advancing pos[s]. Returns the first shard that reached
+   its limit with keys left, or -1. */
+i64 isr_insert(void **tables, const i64 *caps, i64 *counts, const i64 *limits, i64 wide, const u64 *s1,
+               const u32 *s2, const u32 *perm, i64 *pos, const i64 *bounds, i64 first, i64 last, uint8_t *fresh,
                uint8_t *zero) {
     for (i64 s = first; s < last; s++) {
         const i64 hi = bounds[s + 1];
         if (pos[s] >= hi) continue;
-        pos[s] = wide ? insert96((u32 *)tables[s], caps[s], &counts[s], limits[s], h1, h2, perm, pos[s], hi, fresh,
+        pos[s] = wide ? insert96((u32 *)tables[s], caps[s], &counts[s], limits[s], s1, s2, perm, pos[s], hi, fresh,
                                  zero)
-                      : insert64((u64 *)tables[s], caps[s], &counts[s], limits[s], h1, perm, pos[s], hi, fresh, zero);
+                      : insert64((u64 *)tables[s], caps[s], &counts[s], limits[s], s1, perm, pos[s], hi, fresh, zero);
         if (pos[s] < hi) return s;
     }
     return -1;

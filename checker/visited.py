@@ -52,9 +52,10 @@ DENSE_LOAD = 0.9                # how full a shard may get when the memory limit
 RESERVE_SHARE = 8               # a growth leaves 1/8 of the memory limit to the rest of the search
 UNASKED = 1 << 20               # bytes: a growth this small is not checked against the limits (``_room``)
 FIRST_CAPACITY = 64
-SMALL_SHARD = 1 << 12           # slots: a shard smaller than this grows 4-fold (a growth costs its Python call)
-SMALL_GROWTH = 4
+SMALL_SHARD = 1 << 12           # slots: a smaller compiled table's shard grows to this size at once (a growth costs
+COMPILED_FIRST = 512            # page faults and a Python call); a compiled table's shards start this large
 HUGE_FROM = 4 << 20             # bytes: a shard this large asks for huge pages (numpy's own threshold)
+MAPPED_FROM = 256 << 10         # bytes: a shard this large is a memory map of its own (``_zeros``)
 TABLE_FROM = 1 << 23            # fingerprints: below, a sorted array (8 bytes each)
 TABLE_LOADED_FROM = 1 << 20     # the same once numba is imported
 COMPILE_MEMORY = 512 << 20      # what importing numba and compiling the insert can take
@@ -83,7 +84,7 @@ def table_loops():
         import hashlib
         lib = cbuild.load("table-" + hashlib.sha256(text.encode()).hexdigest()[:24], text)
         p, i = ctypes.c_void_p, ctypes.c_int64
-        lib.isr_partition.argtypes = [p, i, p, p]
+        lib.isr_partition.argtypes = [p, p, i, p, p, p, p]
         lib.isr_partition.restype = None
         lib.isr_insert.argtypes = [p, p, p, p, i, p, p, p, p, p, i, i, p, p]
         lib.isr_insert.restype = i
@@ -98,8 +99,8 @@ def _addr(a):
 
 
 def _zeros(size, wide=False):
-    """A shard of ``size`` empty slots (8 bytes each, 12 when ``wide``) in its own anonymous memory map, not from
-    malloc: a shard of up to 32 MB
+    """A shard of ``size`` empty slots (8 bytes each, 12 when ``wide``); from MAPPED_FROM bytes in its own anonymous
+    memory map, not from malloc: a shard of up to 32 MB
     would come from glibc's arenas (under its dynamic mmap threshold), and the shards a growth frees stayed
     resident there as free memory (7.3 GB of them when the 3-epoch production run's table grew to 10.9 GB);
     a map is returned to the system as soon as the shard is dropped. From 4 MB it asks for transparent huge
@@ -107,6 +108,8 @@ def _zeros(size, wide=False):
     slot then rarely misses the TLB, and a growth faults in 2 MB pages, not 4 KB ones (a 256 MB shard filled
     to 0.7: 1.8-2.1 s against 2.4-2.5 s, 256 page faults against 131,072)."""
     nbytes = size * (12 if wide else 8)
+    if nbytes < MAPPED_FROM:        # from malloc's heap, whose pages a small search reuses (no page faults)
+        return np.zeros(size * 3 if wide else size, dtype=np.uint32 if wide else np.uint64)
     try:
         shard = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)      # not shmem
     except OSError as e:            # ENOMEM: an address-space limit, like numpy's MemoryError
@@ -206,8 +209,9 @@ class VisitedSet:
 
     def _new_shards(self):
         self.shards = [None] * SHARDS
+        first = COMPILED_FIRST if self.loops is not None else FIRST_CAPACITY
         for s in range(SHARDS):
-            self._set_shard(s, _zeros(FIRST_CAPACITY, self.wide), FIRST_CAPACITY)
+            self._set_shard(s, _zeros(first, self.wide), first)
 
     def _set_shard(self, s, table, size):
         self.shards[s] = table
@@ -244,19 +248,22 @@ class VisitedSet:
                 _, self.counts[s] = kernels.insert(table, fps[lo:hi], new[lo:hi], int(self.counts[s]), table.size,
                                                    SLOT_SHIFT)
 
-    def insert_ordered(self, h1, h2, turn=None, perm=None, fresh=None):
+    def insert_ordered(self, h1, h2, turn=None, scratch=None):
         """Add keys in the order given, repeats allowed (the table's C loops: ``compiled``); returns a uint8 mask
         of the first of each key the set lacked. ``h1``, ``h2``: the lanes (``h2`` only for a wide set).
-        ``turn`` as for ``insert``; ``perm`` (uint32) and ``fresh`` (uint8, the mask returned): buffers of
-        ``h1``'s size to use, or None."""
+        ``turn`` as for ``insert``; ``scratch``: a ``c_kernels.Scratch`` whose buffers to use, or None."""
         turn = turn or _any_time
-        perm = np.empty(h1.size, dtype=np.uint32) if perm is None else perm
+        h2 = h2 if self.wide else None
+        n = h1.size
+
+        def buffer(name, dtype):
+            return np.empty(n, dtype=dtype) if scratch is None else scratch.get(name, n, dtype)
+        perm, s1 = buffer("perm", np.uint32), buffer("s1", np.uint64)
+        s2 = buffer("s2", np.uint32) if h2 is not None else None
+        fresh = buffer("fresh", np.uint8)
         bounds = np.empty(SHARDS + 1, dtype=np.int64)
-        self.loops.isr_partition(_addr(h1), h1.size, _addr(perm), _addr(bounds))
-        if fresh is None:
-            fresh = np.zeros(h1.size, dtype=np.uint8)
-        else:
-            fresh[:] = 0
+        self.loops.isr_partition(_addr(h1), _addr(h2), n, _addr(perm), _addr(s1), _addr(s2), _addr(bounds))
+        fresh[:] = 0
         switch = self.sorted is not None
         with contextlib.ExitStack() as held:
             if switch:                              # the switch to the table takes every group's turn
@@ -265,16 +272,16 @@ class VisitedSet:
                 self.to_table()
             for g in range(GROUPS):
                 with contextlib.nullcontext() if switch else turn(g):
-                    self._insert_compiled(h1, h2 if self.wide else None, perm, bounds, g, fresh, self.limits)
+                    self._insert_compiled(s1, s2, perm, bounds, g, fresh, self.limits)
         return fresh
 
-    def _insert_compiled(self, h1, h2, perm, bounds, group, fresh, limits):
-        """The keys of shard group ``group`` (``bounds``: each shard's, through ``perm``) into the table by the C
-        loops, each shard up to its entry in ``limits``: ``self.limits``, where it grows (or, where the memory
-        limit leaves no room, fills denser: ``_make_room``) and goes on; or its size, where the caller made
-        room for them all."""
+    def _insert_compiled(self, s1, s2, perm, bounds, group, fresh, limits):
+        """The keys of shard group ``group`` (``bounds``: each shard's in ``s1``, and ``s2`` for a wide set, in
+        ``isr_partition``'s order: ``perm`` maps them back) into the table by the C loops, each shard up to its
+        entry in ``limits``: ``self.limits``, where it grows (or, where the memory limit leaves no room, fills
+        denser: ``_make_room``) and goes on; or its size, where the caller made room for them all."""
         pos = np.array(bounds[:-1], dtype=np.int64)
-        args = (self.wide, _addr(h1), _addr(h2), _addr(perm), _addr(pos), _addr(bounds), group * GROUP_SHARDS,
+        args = (self.wide, _addr(s1), _addr(s2), _addr(perm), _addr(pos), _addr(bounds), group * GROUP_SHARDS,
                 (group + 1) * GROUP_SHARDS, _addr(fresh), _addr(self.zero))
         while True:
             s = self.loops.isr_insert(_addr(self.addrs), _addr(self.sizes), _addr(self.counts), _addr(limits), *args)
@@ -296,8 +303,9 @@ class VisitedSet:
         """
         size, slot = int(self.sizes[s]), self.slot_bytes
         alike = int(np.count_nonzero(self.sizes <= size))
-        growth = SMALL_GROWTH if size < SMALL_SHARD else GROWTH
-        usual, least = max(int(size * growth), int(need / MAX_LOAD)) + 1, int(need / MAX_LOAD) + 1
+        small = self.loops is not None and size < SMALL_SHARD
+        usual = max(SMALL_SHARD if small else int(size * GROWTH) + 1, int(need / MAX_LOAD) + 1)
+        least = int(need / MAX_LOAD) + 1
         if self.room((usual - size) * slot * alike):
             self._grow(s, usual)
             return True

@@ -49,7 +49,7 @@ def test_ordered_inserts_mark_the_first_of_each_new_key_and_grow_midway():
             seen.setdefault(f, len(seen))
         assert fresh.astype(bool).tolist() == expected and len(visited) == len(seen)
     assert visited.values().tolist() == sorted(seen)
-    assert visited.nbytes <= 8 / 0.75 * 4 * len(visited) + 8 * 64 * 256     # small shards grow fourfold
+    assert visited.nbytes <= 16 * len(visited) + 8 * 4096 * 256     # small shards grow to 4096 slots at once
     keys = np.array(list(seen), dtype=np.uint64)                    # in the order they were found
     lane2 = rng.integers(0, 2 ** 64, keys.size, dtype=np.uint64, endpoint=False)
     lane2[keys == 0] = 0                                           # (0, 0): the wide set's flag
