@@ -90,7 +90,7 @@ NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto"
 # With a C compiler the search runs on the compiled kernels instead (model/c_kernels.py, checker/table.c): from
 # the first level when they are compiled already (loading them takes a millisecond), else from a level of
 # COMPILED_FROM states (compiling a spec's takes a few seconds of CPU once per machine, more than a small search).
-COMPILED_FROM = 1 << 16
+COMPILED_FROM = 1 << 20
 
 
 class Abandoned(Exception):
