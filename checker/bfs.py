@@ -39,6 +39,7 @@ LEVEL_SPLIT = 8         # a level is cut into about this many chunks (for the wo
 # chunk per level, 0.78 s (0.64 s wall) in chunks from 32K, 1.14 s (0.81 s) from 16K; tla-kip320 3/2/2/3 and
 # kip-320:max_epochs=5,max_crashes=2 took about 5% less wall and 8% less CPU from 128K than from 64K.
 MIN_CHUNK = 1 << 17
+PIECE = 1 << 15         # states: on the compiled kernels with several workers a chunk is expanded in pieces this large
 
 
 def chunk_step(size, most):
@@ -88,8 +89,12 @@ NATIVE_FROM = 1 << 22
 NATIVE_CACHED_FROM = 1 << 18
 NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto" keeps numpy if the limit has no room
 # With a C compiler the search runs on the compiled kernels instead (model/c_kernels.py, checker/table.c): from
-# the first level when they are compiled already (loading them takes a millisecond), else from a level of
-# COMPILED_FROM states (compiling a spec's takes a few seconds of CPU once per machine, more than a small search).
+# the first level when they are compiled already (loading them takes a millisecond). Compiling a spec's takes 1.5
+# to 3 s of CPU, once per machine (per spec and bounds), more than a search of a million states on numpy: a
+# level of COMPILE_AHEAD_FROM states starts the compiler in the background, and the search moves to the
+# compiled kernels at the first level after they are ready (a later search starts on them); a level of
+# COMPILED_FROM states waits for them. Smaller searches never compile (the gate's dozens of configurations).
+COMPILE_AHEAD_FROM = 1 << 16
 COMPILED_FROM = 1 << 20
 
 
@@ -164,6 +169,7 @@ class Search:
         self.compiled = None        # the compiled kernels (model/c_kernels.py), once chosen
         self.compile_failed = False
         self._candidate = None      # the compiled kernels not loaded yet (knows whether they are compiled)
+        self._compiler = None       # the compiler compiling them in the background, once started (False: none)
         self.wide_from = None       # states found when the keys became wide (0: from the start)
         self._scratch = threading.local()   # each worker's buffers for the compiled kernels
         self.kept_lanes = None
@@ -193,13 +199,18 @@ class Search:
         if self._candidate is None:
             from isrcheck.model.c_kernels import CKernels
             self._candidate = CKernels(self.spec)
-        wanted = (self.kernels == "native" or level_size >= COMPILED_FROM or self._candidate.compiled
+        ready = bool(self._compiler) and self._compiler.poll() is not None
+        wanted = (self.kernels == "native" or level_size >= COMPILED_FROM or self._candidate.compiled or ready
                   or widen_now(self.width, hashed, 0, self.fingerprint.bits))
         if wanted:
+            if self._compiler:
+                self._compiler.wait()               # the compile started ahead, rather than another one
             try:
                 self._use_compiled()
             except cbuild.CompileError:
                 self.compile_failed = True          # numpy and numba's kernels, as without a compiler
+        elif level_size >= COMPILE_AHEAD_FROM and self._compiler is None:
+            self._compiler = self._candidate.start() or False
 
     def _choose_kernels(self, level_size):
         """Switch to the native kernels when the policy says so (they give the numpy kernels' results)."""
@@ -401,9 +412,10 @@ class Search:
                 else:
                     visited.use_loops()
                     self._widen(visited, frontier, step, next_id, coming, depth)
-                chunks = self._chunks(frontier, step, visited, list(pending))
+                pieces = self._pieces(frontier.size, step)
+                chunks = self._chunks(frontier, pieces, visited, list(pending))
                 spill_failed = None
-                for cs in range(0, frontier.size, step):
+                for cs, _, last in pieces:
                     kept, before = level.size, dict(violations)
                     try:
                         counts, moves, found, bad = next(chunks)
@@ -439,6 +451,8 @@ class Search:
                     if progress is not None:
                         progress(depth=depth, frontier=frontier.size, distinct=next_id + level.size,
                                  seconds=elapsed + time.perf_counter() - start, snapshot=self.snapshot_time)
+                    if not last:                    # the budgets are looked at between chunks
+                        continue
                     if max_states is not None and next_id + level.size >= max_states:
                         budget_hit = f"max states {max_states}"
                         break
@@ -561,23 +575,23 @@ class Search:
         return (frontier, visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _chunk(self, frontier, cs, step, visited, turns, invariants):
-        """The chunk at ``cs`` (``step`` states), start to end: expanded, its successors grouped by fingerprint, the groups inserted
-        into the visited set when ``turns`` says it is this chunk's turn, the fresh ones' rows built and checked
-        against ``invariants``. Runs on a worker thread (everything but the insert runs alongside other chunks).
+    def _chunk(self, frontier, k, start, count, visited, turns, invariants):
+        """Piece ``k`` of the level (``count`` states from ``start``: see ``_pieces``), start to end: expanded, its
+        successors grouped by fingerprint, the groups inserted into the visited set when ``turns`` says it is
+        this piece's turn, the fresh ones' rows built and checked against ``invariants``. Runs on a worker thread
+        (everything but the insert runs alongside other pieces).
 
         Returns (enabled and fired counts per action instance, transitions, found, first violations) where found
-        is (rows, fingerprints, parent rows in the chunk, action ids) or None, and first violations is
+        is (rows, fingerprints, parent rows in the piece, action ids) or None, and first violations is
         {invariant name: column in rows} for the invariants the rows break.
         """
-        k = cs // step
         try:
             coverage = Coverage(self.spec.actions)
             if self.compiled is not None:
-                found, moves = self._compiled_successors(*frontier.block(cs, step, contiguous=False), visited,
+                found, moves = self._compiled_successors(*frontier.block(start, count, contiguous=False), visited,
                                                          turns, k, coverage)
             else:
-                batch, fps = frontier.block(cs, step)
+                batch, fps = frontier.block(start, count)
                 parts = self.expand(batch, fps, coverage)
                 found, moves = self._successors(batch, parts, visited, turns, k)
         except BaseException:
@@ -586,33 +600,45 @@ class Search:
         bad = {} if found is None else self._violations(found[0], invariants)
         return coverage.counts[:FIRED + 1], moves, found, bad
 
-    def _chunks(self, frontier, step, visited, invariants):
-        """The level's chunks (see ``_chunk``) in order; with several workers, up to that many at once on the
-        thread pool (the native kernels release the GIL, numpy does in its loops) while the caller takes them."""
-        starts = range(0, frontier.size, step)
+    def _pieces(self, size, step):
+        """[(start, states, whether it ends a chunk)] of the pieces a level of ``size`` states is expanded in: its
+        chunks of ``step`` states, or on the compiled kernels with several workers, those cut into pieces of
+        PIECE states, which keep both cores busy on the levels of a single chunk. The budgets are looked at
+        where a chunk ends, so the pieces change no answer."""
+        piece = step if self.compiled is None or self.workers == 1 else min(step, PIECE)
+        out = []
+        for cs in range(0, size, step):
+            end = min(cs + step, size)
+            out += [(ps, min(piece, end - ps), ps + piece >= end) for ps in range(cs, end, piece)]
+        return out
+
+    def _chunks(self, frontier, pieces, visited, invariants):
+        """The level's pieces (see ``_chunk``) in order; with several workers, up to that many at once on the
+        thread pool (the compiled and native kernels release the GIL, numpy does in its loops) while the caller
+        takes them."""
         turns = Turns()
-        if self.workers == 1 or len(starts) == 1:
-            for cs in starts:
-                yield self._chunk(frontier, cs, step, visited, turns, invariants)
+        tasks = [(self._chunk, frontier, k, ps, n, visited, turns, invariants) for k, (ps, n, _) in enumerate(pieces)]
+        if self.workers == 1 or len(tasks) == 1:
+            for fn, *args in tasks:
+                yield fn(*args)
             return
         if self.pool is None:
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-search")
-        ahead = [self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants)
-                 for cs in starts[:self.workers + 1]]
+        ahead = [self.pool.submit(*task) for task in tasks[:self.workers + 1]]
         try:
-            for cs in starts[self.workers + 1:]:
+            for task in tasks[self.workers + 1:]:
                 done = ahead.pop(0).result()
-                ahead.append(self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants))
+                ahead.append(self.pool.submit(*task))
                 yield done
             while ahead:
                 yield ahead.pop(0).result()
         finally:
-            turns.fail(-1)                  # a stop: chunks waiting for their turn give up, the rest are dropped
+            turns.fail(-1)                  # a stop: pieces waiting for their turn give up, the rest are dropped
             for future in ahead:
                 future.cancel()
             for future in ahead:
                 if not future.cancelled():
-                    future.exception()      # wait: no chunk inserts into the visited set after the search moves on
+                    future.exception()      # wait: no piece inserts into the visited set after the search moves on
 
     def _successors(self, batch, parts, visited, turns, k):
         """The new states reached from chunk ``k`` of the frontier (``parts``: its ``expand``), added to the

@@ -264,6 +264,10 @@ class CKernels:
         return source(spec.layout, [(inst.label, v.guard, v._written) for inst, v in zip(spec.actions, views)],
                       invariants)
 
+    def start(self):
+        """Compile in the background (``cbuild.start``); returns the compiler's process, or None."""
+        return None if self.name is None else cbuild.start(self.name, self._source)
+
     def load(self):
         """Load (compiling first if needed); raises cbuild.CompileError without a working compiler."""
         if self.lib is None:

@@ -81,6 +81,32 @@ def load(name, source):
     return lib
 
 
+def start(name, source):
+    """Compile the library called ``name`` in the background: a compiler process, in a session of its own and at a
+    lower priority, that puts the library in place when it is done, whether or not this process is still there
+    (a later one loads it). Returns the process, or None when the library is compiled already, there is no
+    compiler, or this is no POSIX system (``load`` compiles then)."""
+    path = library_path(name)
+    if path is None or os.path.exists(path) or os.name != "posix" or not os.path.exists("/bin/sh"):
+        return None
+    tag = f"{path}.{os.getpid()}"
+    src, tmp = tag + ".c", tag + ".tmp"
+    try:
+        with open(src, "w") as fh:
+            fh.write(source() if callable(source) else source)
+    except OSError:
+        return None
+    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
+    q = shlex.quote
+    script = (f"{' '.join(q(x) for x in [*nice, *compiler(), *FLAGS, '-o', tmp, src])} >/dev/null 2>&1 "
+              f"&& mv -f {q(tmp)} {q(path)}; rm -f {q(src)} {q(tmp)}")
+    try:
+        return subprocess.Popen(["/bin/sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return None
+
+
 def _compile(source, path):
     src, tmp = f"{path}.{os.getpid()}.c", f"{path}.{os.getpid()}.tmp"
     try:
