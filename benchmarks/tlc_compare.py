@@ -8,7 +8,8 @@
 Both tools run as their users run them, whole processes, one after the other, alternating which goes
 first: ``java -XX:+UseParallelGC -cp $TLA2TOOLS_JAR tlc2.TLC -deadlock -workers N`` (the garbage
 collector TLC asks for) and ``isrcheck check --workers N``, after one untimed isrcheck run (which fills
-its caches and writes Python's bytecode, as installing it does). Two modes: one worker each (``-workers
+its caches, compiles the spec's kernels and writes Python's bytecode, as installing it and a first search
+do). Two modes: one worker each (``-workers
 1`` against ``--workers 1``: the CPU ratio) and every core (``-workers C`` against isrcheck's default).
 Each run's CPU seconds are the whole process's (user + system of the child, its JVM threads or isrcheck's
 compiler included) with the load average (``os.getloadavg``) when it started; per mode the medians, and
@@ -519,9 +520,10 @@ def compare(name, bounds, args, jar, spec_dir, workdir, tlc_workers, ours_worker
     tlc_inv, inv = config_for(name, bounds, spec_dir)
     tla, cfg = write_cfg(workdir, name, bounds, spec_dir, tlc_inv)
     extra = [f"--fingerprint={args.fingerprint}"] if args.fingerprint else []
-    # untimed: fills the caches (the spec's load verdict, compiled kernels) and writes Python's bytecode, as
-    # installing isrcheck does (pip compiles it), even where PYTHONDONTWRITEBYTECODE is set
-    run_isrcheck(name, bounds, inv, ours_workers, extra,
+    # untimed: fills the caches (the spec's load verdict, its compiled kernels: a first search of this size
+    # compiles them in the background, --kernels native at once) and writes Python's bytecode, as installing
+    # isrcheck does (pip compiles it), even where PYTHONDONTWRITEBYTECODE is set
+    run_isrcheck(name, bounds, inv, ours_workers, extra + ["--kernels", "native"],
                  env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
     mode = f"TLC -workers {tlc_workers} / isrcheck --workers {ours_workers or 'default (every core)'}"
     print(f"\n{name} {'/'.join(str(v) for v in bounds.values())}, {mode}; TLC checks {tlc_inv or 'no invariant'}, "
