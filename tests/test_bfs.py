@@ -275,6 +275,20 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
     assert 0 < result.distinct_states < 694_386
 
 
+def test_wide_search_resumed_from_a_snapshot_is_the_uninterrupted_one(tmp_path):
+    """A search with 96-bit keys snapshots them whole (lane 2's high halves beside lane 1) and, resumed, finds the
+    same states, transitions and violations, and says its keys were wide from the start."""
+    spec, names = SPECS["kip-101"](), ["log-matching", "strong-isr"]
+    whole = search(spec, names, kernels="native", fingerprint="96")
+    cut = search(spec, names, kernels="native", fingerprint="96", budget=Budget(max_depth=20),
+                 checkpoint=str(tmp_path), checkpoint_every=0)
+    assert cut.budget_hit and cut.distinct_states < whole.distinct_states
+    resumed = search(spec, names, checkpoint=str(tmp_path), resume=True, checkpoint_every=0)   # "auto": wide still
+    assert (resumed.distinct_states, resumed.transitions, resumed.depth, resumed.wide_from) == \
+        (whole.distinct_states, whole.transitions, whole.depth, 0)
+    assert {n: v.state_id for n, v in resumed.violations.items()} == {n: v.state_id for n, v in whole.violations.items()}
+
+
 def test_symmetric_search_resumed_from_a_snapshot_is_the_uninterrupted_one(tmp_path):
     """A resumed symmetric search finds the same states, transitions and violations (the frontier's own
     fingerprints, which group a chunk's successors before their canonical forms, come back with it)."""
