@@ -28,12 +28,14 @@ class CheckpointError(ValueError):
 
 
 def identity(spec, invariants, symmetry):
-    """What a snapshot must agree on to be resumed: tool version, spec, bounds, invariants, the model's shape."""
+    """What a snapshot must agree on to be resumed: tool version, spec, bounds, invariants, the model's shape, and
+    the fingerprints' multipliers (the visited set it keeps is theirs)."""
     shape = [[a.label for a in spec.actions], list(spec.layout.fields),
              spec.layout.lo.tolist(), spec.layout.hi.tolist()]
     model = hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
+    from isrcheck.checker.fingerprint import SCHEME
     return {"version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-            "invariants": list(invariants), "symmetry": bool(symmetry), "model": model}
+            "invariants": list(invariants), "symmetry": bool(symmetry), "model": model, "fingerprints": SCHEME}
 
 
 def _digest(a):

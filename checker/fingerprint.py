@@ -47,13 +47,24 @@ def widen_now(width, hashed, coming, bits):
     return width == "auto" and pairs(hashed + coming) / 2.0 ** bits > TARGET / 4
 
 
+SCHEME = 2                      # which multipliers (``random_words``): a snapshot keeps the fingerprints it made
+
+
+def random_words(seed, n):
+    """``n`` pseudo-random 64-bit words from ``seed`` (splitmix64, vectorized: importing numpy.random for them cost
+    8 ms of a small check's CPU)."""
+    with np.errstate(over="ignore"):
+        z = (np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) + np.uint64(seed)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
 class Fingerprint:
     def __init__(self, layout, seed=0x15C4EC):
-        self.multipliers = np.random.default_rng(seed).integers(0, 2 ** 64, layout.width, dtype=np.uint64,
-                                                                endpoint=False)
+        self.multipliers = random_words(seed, layout.width)
         # the second lane of wide fingerprints: independent multipliers (see ``collision_bound``)
-        self.lane2 = np.random.default_rng(seed + 1).integers(0, 2 ** 64, layout.width, dtype=np.uint64,
-                                                              endpoint=False)
+        self.lane2 = random_words(seed ^ 0x5DEECE66D, layout.width)
         self.layout = layout
         widest = int((layout.hi - layout.lo).max()) if layout.width else 1
         self.bits = 64 - (max(widest, 1).bit_length() - 1)      # the largest 2-adic valuation of a difference
@@ -137,8 +148,7 @@ class Symmetry:
                     kinds.append(kind)
                     terms.append((f.name, "row", j, rest(cells[0])))
         names = sorted(set(terms), key=repr)
-        mult = np.random.default_rng(0x5147).integers(0, 2 ** 64, max(len(names), 1), dtype=np.uint64,
-                                                      endpoint=False)
+        mult = random_words(0x5147, max(len(names), 1))
         self.sig_columns = np.array(columns, dtype=np.int64).reshape(len(columns), replicas).T.copy()
         self.sig_kinds = np.array(kinds, dtype=np.int64)
         self.sig_mult = np.array([mult[names.index(t)] for t in terms], dtype=np.uint64)

@@ -50,7 +50,8 @@ MAX_LOAD = 0.75
 GROWTH = 1.5
 DENSE_LOAD = 0.9                # how full a shard may get when the memory limit has no room for the growth
 RESERVE_SHARE = 8               # a growth leaves 1/8 of the memory limit to the rest of the search
-UNASKED = 1 << 20               # bytes: a growth this small is not checked against the limits (``_room``)
+UNASKED = 64 << 20              # bytes: a growth this small (and under 1/64 of the memory limit) is not checked
+                                # against the limits (``_room``)
 FIRST_CAPACITY = 64
 SMALL_SHARD = 1 << 12           # slots: a smaller compiled table's shard grows to this size at once (a growth costs
 COMPILED_FIRST = 512            # page faults and a Python call); a compiled table's shards start this large
@@ -127,11 +128,11 @@ def _zeros(size, wide=False):
 
 def _room(nbytes):
     """Whether the table may take ``nbytes`` more: they and 1/RESERVE_SHARE of the memory limit fit under it (and
-    under the address-space limit). Growths under UNASKED bytes are not asked about: the memory limit is polled
-    between chunks anyway, and a small search's hundreds of small growths would each read /proc."""
-    if nbytes < UNASKED:
-        return True
+    under the address-space limit). Growths under UNASKED bytes and 1/64 of the limit are not asked about: the
+    memory limit is polled between chunks anyway, and a small search's hundreds of growths would each read /proc."""
     limit = stop.memory_limit()
+    if nbytes < (UNASKED if limit is None else min(UNASKED, limit >> 6)):
+        return True
     return stop.room_for(nbytes + (0 if limit is None else limit // RESERVE_SHARE))
 
 
