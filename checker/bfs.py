@@ -17,7 +17,6 @@ import contextlib
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -623,6 +622,7 @@ class Search:
                 yield fn(*args)
             return
         if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor       # (and logging): only a search on several workers
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-search")
         ahead = [self.pool.submit(*task) for task in tasks[:self.workers + 1]]
         try:

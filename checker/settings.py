@@ -28,11 +28,6 @@ import sys
 
 import click
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:                                       # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 FILES = ("isrcheck.toml", "pyproject.toml")
 
 
@@ -51,6 +46,10 @@ def find(directory="."):
 
 
 def _read(path):
+    if sys.version_info >= (3, 11):             # imported here: a check without a settings file never needs it
+        import tomllib
+    else:                                       # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)

@@ -149,6 +149,7 @@ class VisitedSet:
         self.wide = False                   # 96-bit keys (``widen``)
         self.addrs = np.zeros(SHARDS, dtype=np.uint64)      # each shard's address, for the C loops
         self.limits = np.zeros(SHARDS, dtype=np.int64)      # how full each shard may get before it grows
+        self._where = {id(a): _addr(a) for a in (self.addrs, self.sizes, self.counts, self.limits, self.zero)}
 
     def use_loops(self):
         """From now on the table goes through checker/table.c's loops (``insert_ordered`` needs them)."""
@@ -288,10 +289,12 @@ class VisitedSet:
         entry in ``limits``: ``self.limits``, where it grows (or, where the memory limit leaves no room, fills
         denser: ``_make_room``) and goes on; or its size, where the caller made room for them all."""
         pos = np.array(bounds[:-1], dtype=np.int64)
-        args = (self.wide, _addr(s1), _addr(s2), _addr(perm), _addr(pos), _addr(bounds), group * GROUP_SHARDS,
-                (group + 1) * GROUP_SHARDS, _addr(fresh), _addr(self.zero))
+        where = self._where
+        args = (where[id(self.addrs)], where[id(self.sizes)], where[id(self.counts)], where[id(limits)], self.wide,
+                _addr(s1), _addr(s2), _addr(perm), _addr(pos), _addr(bounds), group * GROUP_SHARDS,
+                (group + 1) * GROUP_SHARDS, _addr(fresh), where[id(self.zero)])
         while True:
-            s = self.loops.isr_insert(_addr(self.addrs), _addr(self.sizes), _addr(self.counts), _addr(limits), *args)
+            s = self.loops.isr_insert(*args)
             if s < 0:
                 return
             if not self._make_room(s, int(self.counts[s]) + 1):

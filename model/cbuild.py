@@ -17,7 +17,6 @@ import hashlib
 import os
 import shlex
 import shutil
-import subprocess
 
 from isrcheck.model.native import _compiling, cache_dir
 
@@ -96,6 +95,7 @@ def start(name, source):
             fh.write(source() if callable(source) else source)
     except OSError:
         return None
+    import subprocess
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
     q = shlex.quote
     script = (f"{' '.join(q(x) for x in [*nice, *compiler(), *FLAGS, '-o', tmp, src])} >/dev/null 2>&1 "
@@ -108,6 +108,7 @@ def start(name, source):
 
 
 def _compile(source, path):
+    import subprocess
     src, tmp = f"{path}.{os.getpid()}.c", f"{path}.{os.getpid()}.tmp"
     try:
         with open(src, "w") as fh:
