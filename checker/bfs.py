@@ -1,13 +1,21 @@
-"""Exhaustive breadth-first search over numpy batches.
+"""Exhaustive breadth-first search over column-major batches of states.
 
-Level by level: each chunk of the frontier is expanded action by action (a
-guard is a boolean vector over the chunk, an update computes only the written
-columns of the enabled rows), successors get linear fingerprints by delta,
-and only fingerprints new to the visited set are materialized as rows. States
-are numbered in BFS order; a new state's canonical discovery is the one with the
-smallest (parent number, action instance), so numbering, parents and traces do
-not depend on the chunk size. Kept in RAM per visited state: its fingerprint in
-the visited set's table (10.7 to 16 bytes); its parent number (4) and action
+Level by level: each chunk of the frontier is expanded, successors get linear
+fingerprints by delta, and only fingerprints new to the visited set are
+materialized as rows. States are numbered in BFS order; a new state's canonical
+discovery is the one with the smallest (parent number, action instance), so
+numbering, parents and traces do not depend on the chunk size or the kernels.
+
+On the compiled kernels (model/c_kernels.py: C, where there is a compiler) a
+chunk's successors come out in (parent, action) order and go into the visited
+table in that order (checker/table.c), so the first of equal fingerprints is the
+canonical discovery; the new ones' rows are built from their parents'. On numpy's
+kernels (small searches, symmetry, no compiler; numba's where a level is large) a
+chunk is expanded action by action (a guard is a boolean vector over the chunk,
+an update computes only the written columns of the enabled rows), its successors
+are grouped by one sort of their fingerprints and the smallest (parent, action)
+of each new group is picked. Kept in RAM per visited state: its fingerprint in
+the visited set's table (10.7 to 16 bytes; 16 to 24 for 96-bit keys); its parent number (4) and action
 instance (2) go to a file per level (from 64K states), and the rows of a level being built do too
 when the memory limit comes near (:mod:`checker.levels`).
 """
