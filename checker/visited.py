@@ -9,7 +9,7 @@ full with the whole batch, when that is more), so it is about 1/2 to 3/4 full:
 the whole of it. Near the memory limit, where every shard growing by half
 would not fit, shards fill up to 9/10 instead (down to 8.9 bytes per
 fingerprint) and then grow only to 3/4 full (``VisitedSet._make_room``). Each
-shard is its own anonymous memory map, returned to the system when a growth
+shard from 256 KB is its own anonymous memory map, returned to the system when a growth
 replaces it. Inserting a batch is one call of a compiled loop per shard it
 has fingerprints for, which marks those that were new; the kernel releases the
 GIL and a shard is touched by one call only, so threads that own disjoint shards
@@ -26,12 +26,16 @@ from a million fingerprints costs more than the table's cached insert.
 Under a memory limit with no room for numba's compiler it stays sorted (8 bytes
 a fingerprint, slower merges, but nothing to load).
 
-The search on compiled kernels (``checker.successors``) drives the table through its C loops
-(checker/table.c, loaded in a millisecond: numba is never imported) with ``insert_ordered``: every
-successor of a chunk, repeats included, in the order of its discovery, so the first of equal
-fingerprints is the one marked fresh; a shard that reaches 3/4 full in the middle of a batch grows there
-(keys in discovery order are spread over the table: no pile-up). A table may also be wide (``widen``):
-96-bit keys, lane 1 and the high half of lane 2 (checker/fingerprint.py), in 12-byte slots.
+The search on the compiled kernels (``checker.bfs``, model/c_kernels.py) drives the table through its C
+loops (checker/table.c, loaded in a millisecond: numba is never imported) with ``insert_ordered``: every
+successor of a chunk, repeats included, in the order of its discovery (first partitioned by shard, so each
+shard's keys are read in sequence), so the first of equal fingerprints is the one marked fresh; a shard
+that reaches 3/4 full in the middle of a batch grows there (keys in discovery order are spread over the
+table: no pile-up). Such a table starts at 512 slots a shard and grows straight to 4096 (a growth costs
+page faults and a Python call: a search of a million states would make three times as many), so under
+four million states it can take more than 16 bytes a fingerprint. A table may also be wide (``widen``):
+96-bit keys, lane 1 and the high half of lane 2 (checker/fingerprint.py), in 12-byte slots (16 to 24
+bytes a key).
 """
 from __future__ import annotations
 
