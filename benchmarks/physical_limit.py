@@ -13,19 +13,22 @@ each on one core and then on every core at once (one thread a core, ctypes relea
 - first touch: writing memory the process has not touched before (the kernel faults it in and clears it).
 
 Part 2 counts, for one search (``--config``, stopped at ``--states``, 0: to the end, one worker, compiled
-kernels, 64-bit and 96-bit keys), the bytes a state moves and the probes it makes: per expanded state its
-row is read (width bytes) and its fingerprint (8 or 16); per successor 8 + 8 + 4 + 2 bytes are written
-(lanes, parent, action) and read back by the partition, which writes them again in shard order (8 + 4 + 4)
-and the insert reads them, probing the table once (a random 8- or 12-byte slot: a cache line); per new state
-the build writes its row, its lanes, parent and action, and the level files keep 6 bytes. Then the time
-those bytes and probes take at the measured bandwidth and probe throughput, against the CPU time the search
-took; and the hash work (multiply-adds by delta) per successor.
+kernels, 64-bit and then 96-bit keys), what a state costs the memory (``search_costs``): its row read when
+it is expanded and when its successors' rows are built from it, its fingerprint lanes; per successor the
+lanes, parent and instance the expansion writes, the partition by shard reads and writes again, the insert
+reads, its one probe into the visited table (a random slot: a cache line), and the build's scan; per new
+state its row, lanes, parent and instance written, and the 6 bytes of the level files. Then the time those
+bytes take at the measured bandwidth and those probes at the measured probe throughput, against the CPU time
+the search took; and the hash work: multiply-adds of fingerprint deltas per successor (one per written cell
+and lane).
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -135,9 +138,15 @@ def machine(lib, cores, mb, table_mb):
 
 
 def search_costs(config, states, fingerprint):
-    """(result, CPU seconds, {quantity: per state}) of one search on the compiled kernels, one worker."""
+    """(result, CPU seconds, per-state costs) of one search on the compiled kernels, one worker: successors (each a
+    probe into the table), bytes read and written (see the module docstring) and multiply-adds of fingerprint
+    deltas per successor."""
     from isrcheck.checker.bfs import search
     from isrcheck.checker.budget import Budget
+    from isrcheck.checker.coverage import FIRED
+    from isrcheck.model.backends import trace_action
+    from isrcheck.model.c_kernels import _writes
+    from isrcheck.model.compile import Graph
     from isrcheck.specs import SPECS
     name, bounds, _ = parse(config)
     spec = SPECS[name](**bounds)
@@ -146,13 +155,42 @@ def search_costs(config, states, fingerprint):
     r = search(spec, [], workers=1, kernels="native", fingerprint=fingerprint,
                budget=Budget(max_states=states or None))
     cpu = time.process_time() - t
-    width = spec.layout.width
-    lanes = 2 if fingerprint == "96" else 1
-    succ = r.transitions / r.distinct_states                 # successors per state (self-loops left out)
-    read = width + 8 * lanes + succ * (8 * lanes + 4 + 2 + 8 + 4 * lanes + 4)
-    written = succ * (8 * lanes + 4 + 2 + 8 + 4 * lanes + 4 + 1) + width + 8 * lanes + 4 + 2 + 6
-    return r, cpu, {"row bytes": width, "successors": succ, "bytes read": read, "bytes written": written,
-                    "probes": succ, "multiply-adds": None}
+    width, lanes = spec.layout.width, 2 if fingerprint == "96" else 1
+    s = r.transitions / r.distinct_states                # successors a state: each one probe into the table
+    writes = np.array([len(_writes(trace_action(spec, a, Graph())._written)) for a in spec.actions])
+    adds = float((r.coverage.counts[FIRED] * writes).sum()) * lanes / r.transitions
+    wide = lanes == 2
+    per_successor_read = (16 + 8 * wide          # the partition: lane 1 twice (count, scatter), lane 2 once
+                          + 8 + 4 * wide + 4 + 1  # the insert: the key in shard order, its position, its mark
+                          + 8 * lanes + 4 + 2)    # the build's scan: lanes, parent, instance
+    per_successor_written = (8 * lanes + 4 + 2    # the expansion: lanes, parent, instance
+                             + 4 + 8 + 4 * wide   # the partition: position, key in shard order
+                             + 1 + 1)             # the fresh mark: cleared, set
+    read = 2 * width + 8 * lanes + s * per_successor_read       # the state's row when expanded and when built
+    written = width + 8 * lanes + 6 + 6 + s * per_successor_written     # its row, lanes, parent, action; level files
+    return r, cpu, {"successors": s, "read": read, "written": written, "adds": adds}
+
+
+def engine_seconds(config, states, engine):
+    """(states, CPU seconds) of the local engine on ``engine``'s kernels ("compiled", "numba" or "numpy"; 64-bit
+    keys, one worker), in a process of its own (numba's: one without a C compiler), kernels ready beforehand."""
+    env = dict(os.environ, CC="/nonexistent") if engine == "numba" else None
+    out = subprocess.run([sys.executable, __file__, "--engine", engine, "--config", config, "--states", str(states)],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def one_engine(config, states, engine):
+    from isrcheck.checker.bfs import search
+    from isrcheck.checker.budget import Budget
+    from isrcheck.specs import SPECS
+    name, bounds, _ = parse(config)
+    kernels = "numpy" if engine == "numpy" else "native"
+    search(SPECS[name](**bounds), [], kernels=kernels, budget=Budget(max_states=300_000))     # kernels ready
+    t = time.process_time()
+    r = search(SPECS[name](**bounds), [], workers=1, kernels=kernels, fingerprint="64",
+               budget=Budget(max_states=states or None))
+    print(json.dumps([r.distinct_states, time.process_time() - t]))
 
 
 def main(argv=None):
@@ -161,7 +199,12 @@ def main(argv=None):
     p.add_argument("--states", type=int, default=10_000_000, help="stop the search here (0: to the end)")
     p.add_argument("--buffer-mb", type=int, default=1024, help="bandwidth and latency buffer (MB)")
     p.add_argument("--table-mb", type=int, default=256, help="table the random probes go to (MB)")
+    p.add_argument("--engines", default="compiled,numba,numpy",
+                   help="the local engine's kernels to time on the same search (64-bit keys, one worker)")
+    p.add_argument("--engine", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.engine:
+        return one_engine(args.config, args.states, args.engine)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {cores} cores, load average {os.getloadavg()[0]:.1f}")
     figures = machine(loops(), cores, args.buffer_mb, args.table_mb)
@@ -170,18 +213,27 @@ def main(argv=None):
         print(f"{k:28s} {one:>10.2f} {'' if every is None else f'{every:>10.2f}'}")
     bandwidth = min(figures["read GB/s"][0], figures["write GB/s"][0]) * 1e9
     probe = figures["random probe ns (prefetch)"][0]
+    bounds = {}
     for fingerprint in ("64", "96"):
         r, cpu, c = search_costs(args.config, args.states, fingerprint)
-        moved = c["bytes read"] + c["bytes written"]
-        memory_ns = moved / bandwidth * 1e9
-        probe_ns = c["probes"] * probe
-        print(f"\n{args.config}, {fingerprint}-bit keys: {r.distinct_states:,} states, {r.transitions:,} transitions, "
-              f"{cpu:.2f} CPU s = {cpu / r.distinct_states * 1e9:.0f} ns a state "
+        per_state = cpu / r.distinct_states * 1e9
+        memory_ns = (c["read"] + c["written"]) / bandwidth * 1e9
+        probe_ns = c["successors"] * probe
+        print(f"\n{args.config}, {fingerprint}-bit keys, one worker: {r.distinct_states:,} states, "
+              f"{r.transitions:,} transitions, {cpu:.2f} CPU s: {per_state:.0f} ns a state "
               f"({r.distinct_states / cpu:,.0f} states/CPU-s); load average {os.getloadavg()[0]:.1f}")
-        print(f"  per state: {c['successors']:.2f} successors (probes), {c['bytes read']:.0f} bytes read, "
-              f"{c['bytes written']:.0f} written: {memory_ns:.0f} ns at {bandwidth / 1e9:.1f} GB/s, probes "
-              f"{probe_ns:.0f} ns at {probe:.1f} ns each; bound {max(memory_ns, probe_ns):.0f} to "
-              f"{memory_ns + probe_ns:.0f} ns a state; the search is {cpu / r.distinct_states * 1e9 / (memory_ns + probe_ns):.1f}x that")
+        print(f"  a state: {c['successors']:.2f} successors (probes), {c['read']:.0f} bytes read and "
+              f"{c['written']:.0f} written, {c['adds'] * c['successors']:.0f} multiply-adds "
+              f"({c['adds']:.1f} a successor)")
+        print(f"  at {bandwidth / 1e9:.1f} GB/s and {probe:.1f} ns a probe: bytes {memory_ns:.0f} ns, probes "
+              f"{probe_ns:.0f} ns, together {memory_ns + probe_ns:.0f} ns: the search takes "
+              f"{per_state / (memory_ns + probe_ns):.1f}x that")
+        bounds[fingerprint] = memory_ns + probe_ns
+    for engine in [e for e in args.engines.split(",") if e]:
+        states, seconds = engine_seconds(args.config, args.states, engine)
+        print(f"the local engine on {engine} kernels, 64-bit keys, one worker: {states / seconds:,.0f} states/CPU-s, "
+              f"{seconds / states * 1e9:.0f} ns a state: {seconds / states * 1e9 / bounds['64']:.1f}x the 64-bit "
+              f"bound above; load average {os.getloadavg()[0]:.1f}")
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
 
 
