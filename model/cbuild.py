@@ -31,16 +31,16 @@ class CompileError(Exception):
     """No C compiler, or it failed on a library's source."""
 
 
+_found = {}                     # $CC -> the compiler found for it; the cache directory, once chosen
+
+
 def compiler():
     """The C compiler's command (a list), or None."""
     cc = os.environ.get("CC")
-    if cc:
-        return shlex.split(cc)
-    for name in ("cc", "gcc", "clang"):
-        path = shutil.which(name)
-        if path:
-            return [path]
-    return None
+    if cc not in _found:
+        _found[cc] = shlex.split(cc) if cc else next(([p] for p in map(shutil.which, ("cc", "gcc", "clang")) if p),
+                                                       None)
+    return _found[cc]
 
 
 def library_path(name):
@@ -49,8 +49,10 @@ def library_path(name):
     cc = compiler()
     if cc is None:
         return None
+    if "dir" not in _found:         # chosen once: the last resort is a new temporary directory each time
+        _found["dir"] = cache_dir()
     digest = hashlib.sha256(repr((cc, FLAGS)).encode()).hexdigest()[:12]
-    return os.path.join(cache_dir(), f"{name}-{digest}.so")
+    return os.path.join(_found["dir"], f"{name}-{digest}.so")
 
 
 def compiled(name):
