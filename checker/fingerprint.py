@@ -41,10 +41,10 @@ def collision_bound(hashed, bits, wide_from=None):
 def widen_now(width, hashed, coming, bits):
     """Whether a search with fingerprint ``width`` ("auto", "64", "96") that has ``hashed`` states and may find
     ``coming`` more before it can next widen should make its keys wide now: "96" at once, "auto" before the
-    narrow keys' bound could pass a quarter of TARGET (the rest covers how far ``coming`` is off)."""
+    narrow keys' bound could pass half of TARGET (the other half covers how far ``coming`` is off)."""
     if width == "96":
         return True
-    return width == "auto" and pairs(hashed + coming) / 2.0 ** bits > TARGET / 4
+    return width == "auto" and pairs(hashed + coming) / 2.0 ** bits > TARGET / 2
 
 
 SCHEME = 2                      # which multipliers (``random_words``): a snapshot keeps the fingerprints it made

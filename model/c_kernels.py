@@ -265,8 +265,11 @@ class CKernels:
                       invariants)
 
     def start(self):
-        """Compile in the background (``cbuild.start``); returns the compiler's process, or None."""
-        return None if self.name is None else cbuild.start(self.name, self._source)
+        """Compile in the background (``cbuild.start``) if another process wanted these kernels before
+        (``cbuild.asked_before``); returns the compiler's process, or None."""
+        if self.name is None or not cbuild.asked_before(self.name):
+            return None
+        return cbuild.start(self.name, self._source)
 
     def load(self):
         """Load (compiling first if needed); raises cbuild.CompileError without a working compiler."""

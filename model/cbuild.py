@@ -82,6 +82,29 @@ def load(name, source):
     return lib
 
 
+def asked_before(name):
+    """Whether another process asked for the library called ``name`` before (a marker beside it says which); marks
+    this one's ask. A search compiles ahead only for a configuration searched again: a one-off run (the gate on
+    a fresh CI machine) never pays for it."""
+    path = library_path(name)
+    if path is None:
+        return False
+    marker, me = path + ".asked", str(os.getpid())
+    try:
+        with open(marker) as fh:
+            if fh.read(32).strip() not in ("", me):
+                return True
+    except OSError:
+        pass
+    try:
+        with open(f"{marker}.{me}", "w") as fh:
+            fh.write(me)
+        os.replace(f"{marker}.{me}", marker)
+    except OSError:
+        pass
+    return False
+
+
 def start(name, source):
     """Compile the library called ``name`` in the background: a compiler process, in a session of its own and at a
     lower priority, that puts the library in place when it is done, whether or not this process is still there
