@@ -17,6 +17,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import time
 
 from isrcheck.model.native import _compiling, cache_dir
 
@@ -108,10 +109,24 @@ def asked_before(name):
 def start(name, source):
     """Compile the library called ``name`` in the background: a compiler process, in a session of its own and at a
     lower priority, that puts the library in place when it is done, whether or not this process is still there
-    (a later one loads it). Returns the process, or None when the library is compiled already, there is no
-    compiler, or this is no POSIX system (``load`` compiles then)."""
+    (a later one loads it). Returns the process, or None when the library is compiled already or being compiled
+    (a marker beside it, younger than COMPILE_SECONDS), there is no compiler, or this is no POSIX system
+    (``load`` compiles then)."""
     path = library_path(name)
     if path is None or os.path.exists(path) or os.name != "posix" or not os.path.exists("/bin/sh"):
+        return None
+    building = path + ".building"               # one compile at a time, whichever process started it
+    try:
+        os.close(os.open(building, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        try:
+            if time.time() - os.path.getmtime(building) < COMPILE_SECONDS:
+                return None
+            os.unlink(building)                 # left by a compile that died: start again
+            return start(name, source)
+        except OSError:
+            return None
+    except OSError:
         return None
     tag = f"{path}.{os.getpid()}"
     src, tmp = tag + ".c", tag + ".tmp"
@@ -119,16 +134,19 @@ def start(name, source):
         with open(src, "w") as fh:
             fh.write(source() if callable(source) else source)
     except OSError:
+        os.unlink(building)
         return None
     import subprocess
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
     q = shlex.quote
     script = (f"{' '.join(q(x) for x in [*nice, *compiler(), *FLAGS, '-o', tmp, src])} >/dev/null 2>&1 "
-              f"&& mv -f {q(tmp)} {q(path)}; rm -f {q(src)} {q(tmp)}")
+              f"&& mv -f {q(tmp)} {q(path)}; rm -f {q(src)} {q(tmp)} {q(building)}")
     try:
         return subprocess.Popen(["/bin/sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
+        for f in (src, building):
+            os.unlink(f)
         return None
 
 
