@@ -31,9 +31,8 @@ loops (checker/table.c, loaded in a millisecond: numba is never imported) with `
 successor of a chunk, repeats included, in the order of its discovery (first partitioned by shard, so each
 shard's keys are read in sequence), so the first of equal fingerprints is the one marked fresh; a shard
 that reaches 3/4 full in the middle of a batch grows there (keys in discovery order are spread over the
-table: no pile-up). Such a table starts at 512 slots a shard and grows straight to 4096 (a growth costs
-page faults and a Python call: a search of a million states would make three times as many), so under
-four million states it can take more than 16 bytes a fingerprint. A table may also be wide (``widen``):
+table: no pile-up). Such a table starts at 4096 slots a shard (8 MB: a growth costs page faults and a Python
+call), so under three million states it takes more than 16 bytes a fingerprint. A table may also be wide (``widen``):
 96-bit keys, lane 1 and the high half of lane 2 (checker/fingerprint.py), in 12-byte slots (16 to 24
 bytes a key).
 """
@@ -57,8 +56,8 @@ RESERVE_SHARE = 8               # a growth leaves 1/8 of the memory limit to the
 UNASKED = 64 << 20              # bytes: a growth this small (and under 1/64 of the memory limit) is not checked
                                 # against the limits (``_room``)
 FIRST_CAPACITY = 64
-SMALL_SHARD = 1 << 12           # slots: a smaller compiled table's shard grows to this size at once (a growth costs
-COMPILED_FIRST = 512            # page faults and a Python call); a compiled table's shards start this large
+COMPILED_FIRST = 4096           # slots: a compiled table's shards start this large (8 MB in all): a growth costs page
+                                # faults and a Python call, 6% of a search of 737K states when they started at 512
 HUGE_FROM = 4 << 20             # bytes: a shard this large asks for huge pages (numpy's own threshold)
 MAPPED_FROM = 256 << 10         # bytes: a shard this large is a memory map of its own (``_zeros``)
 PAGE = 4096
@@ -317,8 +316,7 @@ class VisitedSet:
         """
         size, slot = int(self.sizes[s]), self.slot_bytes
         alike = int(np.count_nonzero(self.sizes <= size))
-        small = self.loops is not None and size < SMALL_SHARD
-        usual = max(SMALL_SHARD if small else int(size * GROWTH) + 1, int(need / MAX_LOAD) + 1)
+        usual = max(int(size * GROWTH) + 1, int(need / MAX_LOAD) + 1)
         least = int(need / MAX_LOAD) + 1
         if self.room((usual - size) * slot * alike):
             self._grow(s, usual)
