@@ -47,6 +47,7 @@ LEVEL_SPLIT = 8         # a level is cut into about this many chunks (for the wo
 # kip-320:max_epochs=5,max_crashes=2 took about 5% less wall and 8% less CPU from 128K than from 64K.
 MIN_CHUNK = 1 << 17
 PIECE = 1 << 15         # states: on the compiled kernels with several workers a chunk is expanded in pieces this large
+PIECES_FROM = 1 << 16  # ... from a level this large (on smaller ones a second thread costs more CPU than it saves)
 
 
 def chunk_step(size, most):
@@ -613,7 +614,7 @@ class Search:
         chunks of ``step`` states, or on the compiled kernels with several workers, those cut into pieces of
         PIECE states, which keep both cores busy on the levels of a single chunk. The budgets are looked at
         where a chunk ends, so the pieces change no answer."""
-        piece = step if self.compiled is None or self.workers == 1 else min(step, PIECE)
+        piece = step if self.compiled is None or self.workers == 1 or size < PIECES_FROM else min(step, PIECE)
         out = []
         for cs in range(0, size, step):
             end = min(cs + step, size)
