@@ -20,15 +20,32 @@ spec's) defaults. The settings become click's ``default_map``, so a setting is e
 command line overrides. Every key and value is checked when the file is read, against the options of
 the commands: a mistake is a :class:`SettingsError` naming the file, the table and the key (exit 2).
 Paths in the file are taken relative to the current directory, as on the command line.
+
+A settings file is read only if it is a regular file of at most 1 MB (a FIFO or a device given to
+``--config`` is refused at once, never waited on). A pyproject.toml that is not valid TOML is another
+tool's problem unless it has an isrcheck table: it is then the file in use, and a mistake (exit 2).
 """
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import click
 
+from isrcheck.checker import userfile
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:                                       # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 FILES = ("isrcheck.toml", "pyproject.toml")
+MAX_BYTES = 1 << 20             # a settings file of a few hundred bytes; a pyproject.toml of a few KB
+#: where a pyproject.toml that is not valid TOML still says it has an isrcheck table: ``[tool.isrcheck...]``, a
+#: dotted key ``tool.isrcheck.x = ...``, or ``isrcheck = {...}`` / ``isrcheck.x = ...`` in a ``[tool]`` table
+OURS = re.compile(r"^\s*(\[\s*)?\"?tool\"?\s*\.\s*\"?isrcheck\b", re.M)
+OURS_IN_TOOL = re.compile(r"^\s*\[\s*\"?tool\"?\s*\]\s*$(?:(?!^\s*\[).)*?^\s*\"?isrcheck\"?\s*[.=]", re.M | re.S)
 
 
 class SettingsError(Exception):
@@ -40,23 +57,34 @@ def find(directory="."):
     None when there is neither."""
     for name in FILES:
         path = os.path.normpath(os.path.join(directory, name))
-        if os.path.isfile(path) and (name != "pyproject.toml" or "isrcheck" in _read(path).get("tool", {})):
+        if os.path.isfile(path) and (name != "pyproject.toml" or _has_table(path)):
             return path
     return None
 
 
-def _read(path):
-    if sys.version_info >= (3, 11):             # imported here: a check without a settings file never needs it
-        import tomllib
-    else:                                       # pragma: no cover - Python 3.10
-        import tomli as tomllib
+def _has_table(path):
+    """Whether a pyproject.toml has ``[tool.isrcheck]``; one that is not valid TOML (or that cannot be read) is
+    another tool's file unless it says it has the table (then :func:`table` names its mistake)."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as e:
-        raise SettingsError(f"{path}: cannot read it ({e.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        tool = _read(path).get("tool")
+        return isinstance(tool, dict) and "isrcheck" in tool
+    except SettingsError:
+        try:
+            text = userfile.read_bytes(path, "settings file", MAX_BYTES).decode("utf-8", "replace")
+        except userfile.UserFileError:
+            return False
+        return bool(OURS.search(text) or OURS_IN_TOOL.search(text))
+
+
+def _read(path):
+    try:
+        return tomllib.loads(userfile.read_text(path, "settings file", MAX_BYTES))
+    except userfile.UserFileError as e:
+        raise SettingsError(str(e)) from None
+    except tomllib.TOMLDecodeError as e:
         raise SettingsError(f"{path}: not valid TOML ({e})") from None
+    except RecursionError:
+        raise SettingsError(f"{path}: not valid TOML (nested too deeply)") from None
 
 
 def table(path):
@@ -147,8 +175,8 @@ def _value(command, key, value, path, where):
     for item in items:
         if isinstance(item, (dict, list)) or (isinstance(item, bool) and not getattr(param, "is_flag", False)):
             raise SettingsError(f"{path}: {where}: {key}: {item!r} is not a value of --{key}")
-        try:
-            param.type.convert(item, param, None)
+        try:                            # as typed on the command line: 1.5 is no integer, 1e400 no number
+            param.type.convert(item if isinstance(item, bool) else str(item), param, None)
         except click.BadParameter as e:
             raise SettingsError(f"{path}: {where}: {key}: {e.message}") from None
     return {param.name: tuple(value) if many else value}

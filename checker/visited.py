@@ -310,7 +310,7 @@ class VisitedSet:
 
         It grows by ``GROWTH`` when there is room for every shard of its size to do the same (fingerprints are
         uniform: they all grow within a few batches, before the memory limit is polled again); otherwise it
-        fills up to ``DENSE_LOAD`` (linear probing stays fast there, see the README), then grows just enough
+        fills up to ``DENSE_LOAD`` (linear probing stays fast there: docs/internals/how-it-works.md), then grows just enough
         to be ``MAX_LOAD`` full. With no room even for that the search must stop: MemoryError, whose reason is
         the memory limit when that is what has no room. Returns whether it grew.
         """
@@ -361,8 +361,8 @@ class VisitedSet:
             raise RuntimeError(f"internal error: widening {before:,} fingerprints gave {len(self):,}")
 
     def values(self):
-        """Every key in the set, sorted by lane 1 (for checkpoints): lane 1, and for a wide set lane 2's high
-        halves (uint32) beside it."""
+        """Every key in the set, sorted (for checkpoints): lane 1, and for a wide set lane 2's high halves (uint32)
+        beside it, the pairs in order."""
         if self.sorted is not None:
             return self.sorted
         if not self.wide:
@@ -375,7 +375,7 @@ class VisitedSet:
         if self.zero[0]:
             slots = np.concatenate([np.zeros((1, 3), dtype=np.uint32), slots])
         h1 = slots[:, 0].astype(np.uint64) | slots[:, 1].astype(np.uint64) << np.uint64(32)
-        order = np.argsort(h1, kind="stable")
+        order = np.lexsort((slots[:, 2], h1))
         return h1[order], slots[order, 2].copy()
 
     @classmethod

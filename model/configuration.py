@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from isrcheck.model.expr import DeclarationError
+from isrcheck.model.near_miss import distance
 
 VERDICTS = ("holds", "violated")
 DEFAULTS = "defaults"
@@ -91,6 +92,27 @@ def validate(cls):
     if not isinstance(cls.not_modelled, dict) or not all(
             isinstance(v, str) and v.strip() for v in cls.not_modelled.values()):
         raise DeclarationError(f"{where}: not_modelled must map each ticket to a sentence saying why")
+
+
+def validate_expected(cls):
+    """Check that ``expected`` names invariants of the class and ``expected_liveness`` its liveness properties, with
+    verdicts 'holds' or 'violated' (DeclarationError naming the key): a misspelt key would be an expectation no
+    check and no gate ever compares."""
+    for attr, marker, kind in (("expected", "__isrcheck_invariant__", "invariants"),
+                               ("expected_liveness", "__isrcheck_leads_to__", "liveness properties")):
+        names = {fn.__isrcheck_invariant__ if kind == "invariants" else fn.__isrcheck_leads_to__[0]
+                 for _, fn in cls._members(marker)}
+        stated = cls.expected if attr == "expected" else cls.liveness_expected()[0]
+        for key, verdict in stated.items():
+            if key not in names:
+                close = min(names, key=lambda n: distance(key, n, 3), default=None)
+                hint = (f"did you mean {close!r}?" if close and distance(key, close, 3) <= 3
+                        else ", ".join(sorted(names)) or "none")
+                raise DeclarationError(f"{cls.__name__}.{attr} names {key!r}, which is not one of its {kind} "
+                                       f"({hint})")
+            if verdict not in VERDICTS:
+                raise DeclarationError(f"{cls.__name__}.{attr}: the verdict of {key!r} is {verdict!r} (must be "
+                                       f"'holds' or 'violated')")
 
 
 def cited(cls):

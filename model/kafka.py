@@ -11,7 +11,9 @@ offset are kept at 0 so that equal logs are equal states. Record ids are
 ``1..M`` in the order producers sent them; leader epochs are ``1..E`` (0: none).
 
 Where the model departs from Kafka (each a sound over-approximation for safety unless said):
-- a leader may shrink its ISR by any follower at any time (replica.lag.time.max.ms abstracted away);
+- a leader may shrink its ISR by any follower at any time (replica.lag.time.max.ms abstracted away), unless the
+  version declares its lag rule (``lag_rule``: Partition.getOutOfSyncReplicas as 0.8 and 0.9+ have it, with
+  time as the actions ``lag_expires`` and ``catch_up_lapses``; see ``lag_fields``);
 - LeaderAndIsr requests may arrive late, twice, out of order or never (Kafka's controller sends them in
   order and retries; a lost one only adds interleavings);
 - after an unnoticed bounce (before 2.2) the current LeaderAndIsr may reach the broker any time;
@@ -31,6 +33,10 @@ from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
 from isrcheck.model.kafka_present import KafkaPresentation
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant, leads_to, weak
+
+#: replica.lag.max.messages: a version with the message lag rule (0.8) adds it to its declared bounds
+LAG_MAX_MESSAGES = Bound("lag_max_messages", 1, 1, 6, "replica.lag.max.messages (0.8): a follower more than this many "
+                         "messages behind the leader's LEO is out of sync")
 
 
 class KafkaReplication(Spec):
@@ -57,6 +63,23 @@ class KafkaReplication(Spec):
     #: LeaderEpochFileCache.truncateFromEnd(LEO), which drops the entry makeLeader assigned at the LEO; before, that
     #: no-op truncation kept it, and a follower could ask the same OffsetsForLeaderEpoch forever
     truncation_cleans_epoch_cache = False
+    #: how a leader tells that a follower is out of sync (Partition.getOutOfSyncReplicas, run by ReplicaManager's
+    #: "isr-expiration" task: ``shrink_isr``). None: not declared, any follower may be dropped any time (sound for
+    #: safety). "message" (0.8): more than replica.lag.max.messages (``lag_max_messages``) behind the leader's LEO, or
+    #: no fetch within replica.lag.time.max.ms; "time" (0.9+, KIP-16): no fetch from the leader's LEO within
+    #: replica.lag.time.max.ms (``caught_up``)
+    lag_rule = None
+    #: 0.10.2+ (KAFKA-4485), with the time rule: a fetch reaching the leader's LEO as of the follower's previous fetch
+    #: counts as caught up as of that fetch (Replica.updateLogReadResult's second rule), and every makeLeader resets
+    #: each follower's lastCaughtUpTimeMs (ISR members: now; the others: never); before, a fetch counts only if it
+    #: starts at the leader's LEO and a new leader keeps the times it had
+    caught_up_by_previous_fetch = False
+    #: 0.9+ (Partition.makeLeader's isNewLeader): a broker that already leads keeps its followers' fetch offsets on a
+    #: new LeaderAndIsr; 0.8.2's makeLeader resets them to unknown on every one
+    leader_keeps_fetch_state = True
+    #: before 0.10.2: a follower whose fetch offset is past the leader's LEO with unclean election off halts
+    #: (ReplicaFetcherThread.handleOffsetOutOfRange: Runtime.halt, a hard stop) rather than exiting cleanly
+    out_of_range_halts = False
     #: for a version built to show a missing fence: one sentence naming it and what Kafka uses instead
     missing_fence = None
     #: what every version shares; specs start their own dicts from these
@@ -103,6 +126,7 @@ class KafkaReplication(Spec):
         self.unclean, self.unflushed_loss = bool(b.unclean), bool(b.unflushed_loss)
         self.controller_failover, self.async_isr, self.elr = bool(b.controller_failover), bool(b.async_isr), bool(b.elr)
         self.fetch_response_loss, self.proof_ghosts = bool(b.fetch_response_loss), bool(b.proof_ghosts)
+        self.lag_max_messages = b.lag_max_messages if self.lag_rule == "message" else None
         self.REPLICAS = range(self.R)
         self.OFFSETS = range(self.L)
         self.EPOCHS = range(1, self.E + 1)
@@ -150,7 +174,7 @@ class KafkaReplication(Spec):
             Field("acked_at", -1, L - 1, (M,), ghost=True, doc="offset of each acknowledged record (-1: not acked)"),
             Field("exposed", 0, M, (L,), ghost=True, unbounded=True,
                   doc="record first exposed to consumers at each offset"),
-        ] + self.option_fields()
+        ] + self.option_fields() + self.lag_fields()
 
     def epoch_cache_fields(self):
         """0.11+ (KIP-101): each replica's LeaderEpochFileCache, one start offset per leader epoch; 2.0.1+ (KAFKA-7415)
@@ -220,6 +244,35 @@ class KafkaReplication(Spec):
             ]
         return out
 
+    def lag_fields(self):
+        """The lag rule's state (``lag_rule``; none without one): the leader's clocks of its followers, as flags.
+
+        A clock reads "within replica.lag.time.max.ms" or not; time passes by ``lag_expires`` (no fetch from the
+        follower for that long) and, with the time rule before KAFKA-4485, ``catch_up_lapses`` (fetches that all start
+        below the leader's LEO for that long). The clocks live in the broker's Replica objects, created fresh with the
+        partition at its first LeaderAndIsr and lost when the broker stops. ``stalled`` is a follower whose fetcher
+        stops for good; ``healthy`` is the ghost of isr-keeps-healthy-followers.
+        """
+        if self.lag_rule is None:
+            return []
+        R, L = self.R, self.L
+        pair = ("replica", "replica")
+        docs = {"fetched_recently": "as leader: the follower fetched within replica.lag.time.max.ms "
+                                    "(Replica.logEndOffsetUpdateTimeMs 0.8, lastFetchTimeMs 0.10.2+)",
+                "caught_up": "as leader: the follower fetched from its LEO within replica.lag.time.max.ms "
+                             "(Replica.lastCaughtUpTimeMs)"}
+        out = [Field(n, 0, 1, (R, R), boolean=True, axes=pair, doc=docs[n]) for n in self.lag_clock_names()]
+        if self.caught_up_by_previous_fetch:
+            out.append(Field("last_fetch_leo", 0, L, (R, R), axes=pair,
+                             doc="as leader: its LEO at the follower's last fetch (Replica.lastFetchLeaderLogEndOffset)"))
+        return out + [
+            Field("stalled", 0, 1, (R,), boolean=True, axes=("replica",),
+                  doc="the broker's fetcher has stopped until it restarts (its ZooKeeper session lives on)"),
+            Field("healthy", 0, 1, (R, R), boolean=True, axes=pair, ghost=True,
+                  doc="as leader: the follower was in its ISR when it took over or last fetched from its LEO, and "
+                      "has fetched within every replica.lag.time.max.ms since"),
+        ]
+
     def initial(self, s):
         """A new partition: every replica up and in the ISR, empty logs, no leader elected yet."""
         for r in self.REPLICAS:
@@ -242,6 +295,8 @@ class KafkaReplication(Spec):
             s.zreq_leader = self.NONE
             for r in self.REPLICAS:
                 s.controller_epoch_seen[r] = 1
+        for l in self.REPLICAS:
+            self.reset_lag_clocks(s, l)
 
     # ------------------------------------------------------------------------------------
     # helpers over the state (plain functions of the expression language)
@@ -493,6 +548,85 @@ class KafkaReplication(Spec):
             s.q_elr[i] = where(when, elr, s.q_elr[i])
 
     # ------------------------------------------------------------------------------------
+    # the lag rule (``lag_rule``): the leader's clocks of its followers
+    # ------------------------------------------------------------------------------------
+    def lag_clocks(self, s, l, f):
+        """The clocks leader l keeps of follower f, as flags (none without a lag rule)."""
+        return [getattr(s, clock)[l][f] for clock in self.lag_clock_names()]
+
+    def lag_clock_names(self):
+        """The clocks the lag rule keeps of each follower: ``fetched_recently`` (0.8's logEndOffsetUpdateTimeMs, 0.10.2+'s
+        lastFetchTimeMs), ``caught_up`` (the time rule's lastCaughtUpTimeMs)."""
+        names = ()
+        if self.lag_rule == "message" or self.caught_up_by_previous_fetch:
+            names += ("fetched_recently",)
+        if self.lag_rule == "time":
+            names += ("caught_up",)
+        return names
+
+    def reset_lag_clocks(self, s, l):
+        """Broker l's Replica objects as a new partition or a restarted broker creates them: every clock fresh, no
+        fetch seen; l judges no follower healthy."""
+        if self.lag_rule is None:
+            return
+        for f in self.REPLICAS:
+            for clock in self.lag_clock_names():
+                getattr(s, clock)[l][f] = True
+            if self.caught_up_by_previous_fetch:
+                s.last_fetch_leo[l][f] = 0
+            s.healthy[l][f] = False
+
+    def lag_clock_runs(self, s, l):
+        """Whether leader l's clocks can run out now: while it leads when makeLeader resets them (0.8, and 0.10.2+ with
+        KAFKA-4485); in 0.9-0.10.1 whenever the broker holds the partition (it has applied a LeaderAndIsr naming a
+        leader), so a broker that becomes leader may find them long run out."""
+        if self.lag_rule == "time" and not self.caught_up_by_previous_fetch:
+            return s.up[l] & (s.leader[l] != self.NONE)
+        return self.believes_leads(s, l)
+
+    def apply_lag_clocks(self, s, r, leads, keeps, still_leader, isr):
+        """What a LeaderAndIsr does to broker r's clocks (Partition.makeLeader / makeFollower); ``keeps``: r leads
+        already and keeps its followers' fetch state (not isNewLeader).
+
+        0.8's makeLeader sets every follower's LEO to unknown, which stamps logEndOffsetUpdateTimeMs (fresh). 0.9-0.10.1
+        keep lastCaughtUpTimeMs as it was. 0.10.2 (KAFKA-4485) resetLastCaughtUpTime: lastCaughtUpTimeMs now for ISR
+        members and 0 for the others, lastFetchTimeMs and lastFetchLeaderLogEndOffset now; a new leader then records
+        UnknownLogReadResult, whose lastFetchTimeMs -1 leaves no previous fetch to count. A follower's clocks are read
+        by nothing until it leads (0.8 and 0.10.2+ reset them then): left fresh. The ghost ``healthy``: the ISR members
+        that are up and fetching, for a new leader; for one re-elected in the next epoch, those healthy before.
+        """
+        if self.lag_rule is None:
+            return
+        for i in self.REPLICAS:
+            if self.lag_rule == "message":
+                s.fetched_recently[r][i] = True
+            if self.caught_up_by_previous_fetch:
+                s.caught_up[r][i] = where(leads, isr[i] & (i != r), True)
+                s.fetched_recently[r][i] = where(leads, keeps, True)
+                s.last_fetch_leo[r][i] = where(leads & keeps, s.leo[r], 0)
+            fetching = isr[i] & s.up[i] & ~s.stalled[i] & (i != r)
+            s.healthy[r][i] = leads & fetching & where(still_leader, s.healthy[r][i], True)
+
+    def record_fetch_time(self, s, l, f, fetch_offset, leader_leo, when):
+        """The leader's clocks on f's fetch (where ``when``); returns whether it started at l's LEO.
+
+        0.8: Replica.logEndOffset_= stamps logEndOffsetUpdateTimeMs on every fetch (KafkaApis.recordFollowerLogEndOffsets).
+        Time rule: Replica.updateLogReadResult stamps lastCaughtUpTimeMs when the fetch starts at the LEO the leader had
+        when it read (readToEndOfLog, 0.9); from 0.10.2 (KAFKA-4485) also when it starts at or past the leader's LEO of
+        f's previous fetch, as of that fetch (lastFetchTimeMs, here: still within replica.lag.time.max.ms).
+        """
+        at_end = when & (fetch_offset >= leader_leo)
+        if self.lag_rule == "time":
+            reached = at_end
+            if self.caught_up_by_previous_fetch:
+                reached = reached | (when & (fetch_offset >= s.last_fetch_leo[l][f]) & s.fetched_recently[l][f])
+                s.last_fetch_leo[l][f] = where(when, leader_leo, s.last_fetch_leo[l][f])
+            s.caught_up[l][f] = s.caught_up[l][f] | reached
+        if "fetched_recently" in self.lag_clock_names():
+            s.fetched_recently[l][f] = s.fetched_recently[l][f] | when
+        return at_end
+
+    # ------------------------------------------------------------------------------------
     # hooks that protocol versions override
     # ------------------------------------------------------------------------------------
     def become_follower(self, s, r, follows):
@@ -542,8 +676,18 @@ class KafkaReplication(Spec):
         return (s.q_leader == l) & (s.leader_epoch[l] == s.q_epoch) & self.isr_write_succeeds(s, l)
 
     def follower_out_of_sync(self, s, l, f):
-        """Partition.getOutOfSyncReplicas: whether leader l may drop follower f from its ISR (async_isr versions).
-        Any follower: the lag (replica.lag.time.max.ms) is not timed."""
+        """Partition.getOutOfSyncReplicas: whether leader l may drop follower f from its ISR.
+
+        Without a lag rule any follower (the lag is not timed). 0.8: a stuck follower (logEndOffsetUpdateTimeMs older
+        than replica.lag.time.max.ms) or a slow one (a known LEO more than replica.lag.max.messages behind the leader's:
+        ``r.logEndOffset.messageOffset >= 0 && leaderLogEndOffset - r.logEndOffset > keepInSyncMessages``). 0.9+: one
+        whose lastCaughtUpTimeMs is older than replica.lag.time.max.ms.
+        """
+        if self.lag_rule == "message":
+            known = s.remote_leo[l][f] >= 0
+            return ~s.fetched_recently[l][f] | (known & (s.leo[l] - s.remote_leo[l][f] > self.lag_max_messages))
+        if self.lag_rule == "time":
+            return ~s.caught_up[l][f]
         return True
 
     def enough_replicas(self, s, l):
@@ -676,8 +820,9 @@ class KafkaReplication(Spec):
 
         A replica that was not leading holds no produce requests: records already in
         its log are never acknowledged by it (their producers got errors and retried).
-        Partition.makeLeader (0.10.2+) forgets the followers' fetch offsets only when the
-        replica was not the leader already (isNewLeader). The model keeps them only when the
+        Partition.makeLeader (0.9+) forgets the followers' fetch offsets only when the
+        replica was not the leader already (isNewLeader; 0.8.2 on every LeaderAndIsr,
+        ``leader_keeps_fetch_state``). The model keeps them only when the
         epoch also moved by one: a leader that skipped an epoch missed a LeaderAndIsr, which the
         controller's in-order, retried delivery does not do, and its followers may have followed
         another leader meanwhile. makeFollower tells ReplicaManager whether the follower must
@@ -706,9 +851,11 @@ class KafkaReplication(Spec):
         still_leader = leads & (old_leader == r) & (epoch == old_epoch + 1)
         if self.proof_ghosts:
             s.led_since[r] = where(still_leader, s.led_since[r], where(leads, epoch, 0))
+        keeps = still_leader if self.leader_keeps_fetch_state else False   # 0.8.2: reset on every LeaderAndIsr
+        self.apply_lag_clocks(s, r, leads, keeps, still_leader, isr)
         for i in self.REPLICAS:
             s.isr[r][i] = isr[i]
-            s.remote_leo[r][i] = where(still_leader, s.remote_leo[r][i], -1)
+            s.remote_leo[r][i] = where(keeps, s.remote_leo[r][i], -1)
         if controller_epoch is not None:
             s.controller_epoch_seen[r] = max_of([s.controller_epoch_seen[r], controller_epoch])
         if self.async_isr:
@@ -775,6 +922,8 @@ class KafkaReplication(Spec):
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l))
         s.require(~s.truncating[f])
+        if self.lag_rule is not None:
+            s.require(~s.stalled[f])
         response_hw, fetch_offset, leader_leo = s.hw[l], s.leo[f], s.leo[l]
         if self.out_of_range_exits and not self.unclean:
             s.require(fetch_offset <= leader_leo)
@@ -794,8 +943,19 @@ class KafkaReplication(Spec):
         s.hw[f] = response_hw
         s.flushed[f] = min_of([s.flushed[f], leader_leo])
         in_range = fetch_offset <= leader_leo
+        self.record_fetch(s, l, f, fetch_offset, leader_leo, in_range)
+
+    def record_fetch(self, s, l, f, fetch_offset, leader_leo, in_range):
+        """Leader l handles f's fetch from ``fetch_offset`` (a fetch offset past its LEO gets OffsetOutOfRange): it
+        records the offset as f's LEO, stamps its lag clocks, maybe adds f to the ISR and raises its HW
+        (ReplicaManager.updateReplicaLEOAndPartitionHW 0.8, updateFollowerLogReadResults 0.9+)."""
         s.remote_leo[l][f] = where(in_range, fetch_offset, s.remote_leo[l][f])
-        self.maybe_expand_isr(s, l, f, in_range)
+        if self.lag_rule is None:
+            self.maybe_expand_isr(s, l, f, in_range)
+        else:
+            at_end = self.record_fetch_time(s, l, f, fetch_offset, leader_leo, in_range)
+            self.maybe_expand_isr(s, l, f, in_range)
+            s.healthy[l][f] = s.healthy[l][f] | (at_end & s.isr[l][f])     # at the log end, in the ISR
         self.maybe_increment_hw(s, l)
 
     @action(f="REPLICAS", l="REPLICAS")
@@ -804,7 +964,8 @@ class KafkaReplication(Spec):
 
         ReplicaFetcherThread.handleOffsetOutOfRange (0.10.2-2.0.0): "Exiting because log truncation is
         not allowed" (System.exit, so the shutdown hook stops the broker cleanly; before 0.10.2 it was
-        Runtime.halt, a hard stop). It counts as one of the max_crashes stops.
+        Runtime.halt, a hard stop: ``out_of_range_halts``, 0.8.2 and 0.9.0 alike). It counts as one of the max_crashes
+        stops.
         """
         if not (self.out_of_range_exits and not self.unclean):
             s.require(False)
@@ -812,7 +973,12 @@ class KafkaReplication(Spec):
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l) & ~s.truncating[f] & (s.leo[f] > s.leo[l]))
         s.require(s.crashes < self.C)
-        self.stop_cleanly(s, f)
+        if self.lag_rule is not None:
+            s.require(~s.stalled[f])
+        if self.out_of_range_halts:
+            self.hard_stop(s, f)
+        else:
+            self.stop_cleanly(s, f)
 
     @action(f="REPLICAS", l="REPLICAS")
     def fetch_response_lost(self, s, f, l):
@@ -831,20 +997,22 @@ class KafkaReplication(Spec):
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l))
         s.require(~s.truncating[f])
+        if self.lag_rule is not None:
+            s.require(~s.stalled[f])
         fetch_offset = s.leo[f]
-        in_range = fetch_offset <= s.leo[l]
-        s.remote_leo[l][f] = where(in_range, fetch_offset, s.remote_leo[l][f])
-        self.maybe_expand_isr(s, l, f, in_range)
-        self.maybe_increment_hw(s, l)
+        self.record_fetch(s, l, f, fetch_offset, s.leo[l], fetch_offset <= s.leo[l])
 
     @action(l="REPLICAS", f="REPLICAS")
     def shrink_isr(self, s, l, f):
         """Leader l drops follower f from the ISR after replica.lag.time.max.ms (Partition.maybeShrinkIsr).
 
-        Any follower, any time: Kafka drops only one that has not caught up for replica.lag.time.max.ms,
-        which the model does not time; the extra shrinks only add behaviour (sound for safety).
-        Kafka: ReplicaManager schedules "isr-expiration" (0.8+), which runs Partition.maybeShrinkIsr on every
-        partition it leads; the ZooKeeper write is conditional on the cached zkVersion (0.8-2.6).
+        Without a lag rule any follower, any time: Kafka drops only one that is out of sync, which the model then
+        does not time; the extra shrinks only add behaviour (sound for safety). With one, only a follower
+        ``follower_out_of_sync`` names. Kafka drops every out-of-sync follower in one write; the model drops one
+        per step (with three replicas or more it also has the ISR in between).
+        Kafka: ReplicaManager schedules "isr-expiration" (0.8+, every replica.lag.time.max.ms; half that from
+        0.10.2), which runs Partition.maybeShrinkIsr on every partition it leads; the ZooKeeper write is
+        conditional on the cached zkVersion (0.8-2.6).
         """
         if self.async_isr:
             # 2.7+ (KIP-497): the leader sends AlterIsr and keeps its current ISR until the controller commits
@@ -853,6 +1021,8 @@ class KafkaReplication(Spec):
             self.propose_isr(s, l, [s.isr[l][i] & (i != f) for i in self.REPLICAS])
             return
         s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & self.isr_write_succeeds(s, l))
+        if self.lag_rule is not None:
+            s.require(self.follower_out_of_sync(s, l, f))
         self.write_isr(s, l, [s.isr[l][i] & (i != f) for i in self.REPLICAS])
         self.maybe_increment_hw(s, l)
 
@@ -905,6 +1075,10 @@ class KafkaReplication(Spec):
         (LogManager.loadLogs, 0.8.1+), and Partition.getOrCreateReplica loads min(checkpointed HW, LEO) (0.8-2.3).
         """
         s.require(s.up[r] & (s.crashes < self.C))
+        self.hard_stop(s, r)
+
+    def hard_stop(self, s, r):
+        """The broker process dies without its shutdown hook: with unflushed_loss the unflushed tail is gone."""
         if self.unflushed_loss:
             self.truncate_to(s, r, s.flushed[r])
             if self.elr:
@@ -955,6 +1129,63 @@ class KafkaReplication(Spec):
             s.controller_epoch_seen[r] = 0
         if self.async_isr:
             self.clear_pending_isr(s, r)
+        if self.lag_rule is not None:
+            # its Replica objects are gone (the next ones start fresh); it fetches from no one, and its next
+            # incarnation's fetcher starts afresh
+            self.reset_lag_clocks(s, r)
+            s.stalled[r] = False
+            for l in self.REPLICAS:
+                s.healthy[l][r] = False
+
+    # ------------------------------------------------------------------------------------
+    # time, for the lag rule (none without one)
+    # ------------------------------------------------------------------------------------
+    @action(l="REPLICAS", f="REPLICAS")
+    def lag_expires(self, s, l, f):
+        """replica.lag.time.max.ms passes in which follower f does not fetch from l: every clock l keeps of f runs out.
+
+        Kafka: Partition.getOutOfSyncReplicas compares Replica.logEndOffsetUpdateTimeMs (0.8) or lastCaughtUpTimeMs
+        (0.9+) with the time (0.8.2, 0.9.0 alike); f may be paused, cut off from l, or stopped (``fetcher_stops``).
+        """
+        if self.lag_rule is None:
+            s.require(False)
+            return
+        running = self.lag_clocks(s, l, f) + [s.healthy[l][f]]
+        s.require((f != l) & self.lag_clock_runs(s, l) & any_of(running))
+        for clock in self.lag_clock_names():
+            getattr(s, clock)[l][f] = False
+        s.healthy[l][f] = False
+
+    @action(l="REPLICAS", f="REPLICAS")
+    def catch_up_lapses(self, s, l, f):
+        """The time rule before KAFKA-4485 (0.9-0.10.1): replica.lag.time.max.ms passes in which f keeps fetching from
+        leader l, but l appends between any two of its fetches, so none starts at l's LEO: f's lastCaughtUpTimeMs runs
+        out although it holds all but the newest records. Only once f's last fetch started below l's LEO.
+
+        Kafka: Replica.updateLogReadResult stamps lastCaughtUpTimeMs only for a fetch with readToEndOfLog (0.9.0);
+        KAFKA-4485 (0.10.2) also counts a fetch that reaches the leader's LEO of the follower's previous fetch.
+        """
+        if self.lag_rule != "time" or self.caught_up_by_previous_fetch:
+            s.require(False)
+            return
+        s.require((f != l) & self.believes_leads(s, l) & s.caught_up[l][f] & (s.remote_leo[l][f] >= 0)
+                  & (s.remote_leo[l][f] < s.leo[l]) & s.up[f] & (s.leader[f] == l) & ~s.stalled[f])
+        s.caught_up[l][f] = False
+
+    @action(f="REPLICAS")
+    def fetcher_stops(self, s, f):
+        """Follower f's fetcher stops until its broker restarts (a ReplicaFetcherThread that died, a network partition
+        from the leader), while its ZooKeeper session lives on: the controller sees nothing; only the leader's lag rule
+        can take f out of the ISR (KIP-16: a "stuck" follower).
+
+        Kafka: the leader's Partition.getOutOfSyncReplicas calls it stuck once its clock runs out (0.8.2: no fetch
+        for replica.lag.time.max.ms; 0.9.0: no fetch from the log end).
+        """
+        if self.lag_rule is None:
+            s.require(False)
+            return
+        s.require(s.up[f] & ~s.stalled[f] & (s.leader[f] != f) & (s.leader[f] != self.NONE))
+        s.stalled[f] = True
 
     @action(r="REPLICAS")
     def restart(self, s, r):

@@ -1,5 +1,8 @@
 """Protocol versions: one module each, registered by name."""
 from isrcheck.specs.hw_truncation import HwTruncation
+from isrcheck.specs.kafka_0_8_2 import Kafka082
+from isrcheck.specs.kafka_0_9 import Kafka09
+from isrcheck.specs.kafka_0_10_2 import Kafka0102
 from isrcheck.specs.kip_101 import Kip101
 from isrcheck.specs.kip_279 import Kip279
 from isrcheck.specs.kafka_2_0_1 import Kafka201
@@ -21,7 +24,7 @@ from isrcheck.specs.kafka_14704 import Kafka14704
 from isrcheck.specs.kafka_14617 import Kafka14617
 from isrcheck.specs.tla import TLA_SPECS
 
-SPECS = {cls.name: cls for cls in (HwTruncation, Kip101, Kip279, Kafka201, Kip320, Kafka261,
+SPECS = {cls.name: cls for cls in (HwTruncation, Kafka082, Kafka09, Kafka0102, Kip101, Kip279, Kafka201, Kip320, Kafka261,
                                    NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128, Kafka1120,
                                    AsyncIsr, Kip497, LastReplicaStanding, Kip966,
                                    Kafka39, Kafka40, Kafka13141, Kafka14704, Kafka14617)}
