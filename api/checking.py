@@ -20,7 +20,7 @@ from isrcheck.checker.bfs import search
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.liveness import check as check_liveness, lasso_trace
 from isrcheck.checker.registry import resolve
-from isrcheck.checker.report import liveness_expected
+from isrcheck.checker.report import liveness_expectations
 from isrcheck.checker.result import Measured
 from isrcheck.checker.trace import Trace, from_steps, save
 from isrcheck.checker.variants import unnamed
@@ -161,7 +161,7 @@ def check(spec, invariants=None, *, properties=(), max_states=None, max_depth=No
     live = check_liveness(instance, props, budget=budget)
     verdicts.update((name, r.verdict) for name, r in live.items())
     traces.update((name, lasso_trace(instance, r)) for name, r in live.items() if r.lasso is not None)
-    expected.update((name, want) for name, want in liveness_expected(instance).items() if name in props)
+    expected.update((name, want) for name, want in liveness_expectations(instance).items() if name in props)
     if out is not None:
         return out
     r = next(iter(live.values()))       # the exploration every property is checked on

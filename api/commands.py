@@ -6,9 +6,9 @@ Each runs what its command runs and returns a plain dataclass (:class:`FuzzResul
 Specs are named as for :func:`isrcheck.check`: a registered name, ``"FILE.py:CLASS"``, ``"MODULE:CLASS"`` or
 a Spec subclass. Mistakes raise ValueError (:class:`isrcheck.BoundsError` for bounds out of range).
 
-    >>> isrcheck.fuzz("kip-101", "no-committed-loss", seconds=20, seed=1).verdicts
-    {'no-committed-loss': 'violated'}
-    >>> isrcheck.prove("kip-320", "single-leader-per-epoch").verdict
+    >>> isrcheck.fuzz("kip-101", "no-committed-loss", seconds=20, seed=1).verdicts   # doctest: +SKIP
+    {'no-committed-loss': 'violated'}          # or 'unknown': random runs within a time budget
+    >>> isrcheck.prove("kip-320", "no-committed-loss").verdict
     'proved'
     >>> isrcheck.gate(["kip-101"]).ok
     True

@@ -21,9 +21,10 @@ from isrcheck.specs import SPECS
 
 def instantiate(registry, names):
     """Each spec at the bounds of each of its configurations, keyed (name, configuration), with the verdicts
-    expected there; the defaults' ``expected`` must cover every invariant (GateError if not; a key that names no
-    invariant is refused when the class is created, model/configuration.py)."""
-    specs, expectations = {}, {}
+    expected there, of invariants and of liveness properties; the defaults' ``expected`` must cover every invariant
+    (GateError if not; a key that names no invariant or property is refused when the class is created,
+    model/configuration.py)."""
+    specs, expectations, live = {}, {}, {}
     for name in names:
         cls = registry[name]
         for conf_name, conf in configurations(cls).items():
@@ -39,7 +40,9 @@ def instantiate(registry, names):
                                         f"(add it to {cls.__name__}.expected: 'holds' or 'violated')")
             specs[name, conf_name] = spec
             expectations[name, conf_name] = dict(conf.expected)
-    return specs, expectations
+            if conf.liveness:
+                live[name, conf_name] = dict(conf.liveness)
+    return specs, expectations, live
 
 
 def check_saved_trace(spec, configuration, invariant, counterexamples):
@@ -101,7 +104,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
 
     One search per (spec, configuration), over the invariants that configuration expects something of,
-    and at the defaults a liveness check of the properties the spec expects something of.
+    and a liveness check of the properties it expects something of.
     ``progress(message)`` is called before and after each search. With ``changed_since``, only the specs the
     changes can affect (checker/gate_changes.py; ``settings_file``: the settings file in use, whose change
     affects every spec). Counterexamples of
@@ -129,9 +132,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
         for line in why:
             say(f"checking {line}")
-    specs, expectations = instantiate(registry, chosen)
-    live_expectations = {(name, DEFAULTS): dict(registry[name].liveness_expected()[0])
-                         for name, conf in specs if conf == DEFAULTS and registry[name].liveness_expected()[0]}
+    specs, expectations, live_expectations = instantiate(registry, chosen)
     report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped,
                         changed_why=why)
     unwritten = []                          # the files the disk refused: the gate stops at the first

@@ -26,7 +26,8 @@ def entry(cls):
                    for n, b in cls.bound_declarations().items()},
         "expected": dict(cls.expected),
         "expected_why": dict(cls.expected_why),
-        "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected), "why": dict(c.why)}
+        "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected),
+                            "liveness": dict(c.liveness), "why": dict(c.why)}
                            for n, c in configurations(cls).items()],
         "not_modelled": dict(cls.not_modelled),
         "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in cls.declared_invariants().items()},
@@ -75,7 +76,7 @@ def print_full(console, entries):
             console.print(f"[dim]configuration[/] [bold]{escape(c['name'])}[/]: " + escape(
                 " ".join(f"{k}={v}" for k, v in c["bounds"].items()) + " → "
                 + "; ".join(f"{inv} {v}" + (f" — {c['why'][inv]}" if inv in c["why"] else "")
-                            for inv, v in c["expected"].items())), soft_wrap=True)
+                            for inv, v in {**c["expected"], **c["liveness"]}.items())), soft_wrap=True)
         for ticket, why in e["not_modelled"].items():
             console.print(f"[dim]not modelled[/] {escape(ticket)}: {escape(why)}", soft_wrap=True)
 

@@ -62,8 +62,7 @@ def _given(ctx=None):
         elif param.name in bounds:
             items[param.name] = value
         else:
-            key = next((o[2:] for o in getattr(param, "opts", ()) if o.startswith("--")), param.name)
-            items[key] = value
+            items[settings.key(param)] = value
     return [(kind, source, items) for (kind, source), items in out.items()]
 
 

@@ -23,6 +23,13 @@ def expectations(spec, result):
     return name, want, conf.why, all(g == w for g, w in zip(got, want.values()))
 
 
+def liveness_expectations(spec):
+    """{property: verdict} the spec declares at these bounds (its defaults' or a named configuration's; none
+    elsewhere)."""
+    _, conf = configuration_of(type(spec), spec.bounds)
+    return dict(conf.liveness) if conf is not None else {}
+
+
 def as_json(spec, engine, result, trace_files, observed=()):
     """The ``--format json`` object (stable keys; docs/reference/json.md).
 
@@ -178,17 +185,10 @@ def _print_bmc_summary(console, result):
                       f"not a proof (isrcheck prove covers every depth)[/]")
 
 
-def liveness_expected(spec):
-    """The verdicts the spec declares for its liveness properties at these bounds: at its defaults, where the gate
-    compares them (and no other configuration states any); else none."""
-    name, _ = configuration_of(type(spec), spec.bounds)
-    return type(spec).liveness_expected()[0] if name == DEFAULTS else {}
-
-
 def liveness_json(spec, results, trace_files):
     """The liveness part of ``--format json``: ``properties``, one object per property checked (``expected``:
-    :func:`liveness_expected`)."""
-    expected = liveness_expected(spec)
+    :func:`liveness_expectations`)."""
+    expected = liveness_expectations(spec)
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
             "settings": provenance.as_json(),
             "properties": {name: {
@@ -212,7 +212,7 @@ def print_liveness(console, spec, results, trace_files, alone=False):
     for column in ("property", "verdict", "expected", "fairness", "lasso"):
         table.add_column(column)
     styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
-    declared = liveness_expected(spec)
+    declared = liveness_expectations(spec)
     for name, r in results.items():
         expected = declared.get(name, "")
         mark = "" if not expected or expected == r.verdict or r.verdict == "unknown" else " [bold yellow](unexpected)[/]"

@@ -147,9 +147,16 @@ def _commands(group, path, settings, prefix):
     return out
 
 
+def key(param):
+    """The key a settings file gives a parameter: an option as spelled on the command line without ``--`` (its
+    first long spelling), an argument by name (``spec_names``: ``specs``)."""
+    if isinstance(param, click.Option):
+        return next((opt[2:] for opt in param.opts if opt.startswith("--")), param.name)
+    return param.name.replace("_names", "s").replace("_", "-")
+
+
 def _keys(command):
-    """A command's settable parameters by key: an option as spelled on the command line without ``--``, an
-    argument by name (``spec_names``: ``specs``)."""
+    """A command's settable parameters by key (:func:`key`; every long spelling of an option)."""
     keys = {}
     for p in command.params:
         if isinstance(p, click.Option):
@@ -159,7 +166,7 @@ def _keys(command):
                 if opt.startswith("--"):
                     keys[opt[2:]] = p
         else:
-            keys[p.name.replace("_names", "s").replace("_", "-")] = p
+            keys[key(p)] = p
     return keys
 
 

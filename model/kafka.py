@@ -25,21 +25,27 @@ Where the model departs from Kafka (each a sound over-approximation for safety u
   differ only on a log holding a record whose epoch has no entry, which 2.0.1-2.6.0 reach through truncateAndAppend's
   conflict removal (KAFKA-10706's no-op truncation keeps an entry at the LEO) followed by a truncation;
 - liveness, not exact: truncation-terminates assumes a weakly fair elect_leader, stronger than Kafka's controller,
-  which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not.
+  which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not;
+- liveness, not exact: without a timed lag rule ``shrink_isr`` is not fair (it may drop a follower that fetches), so
+  write-resolves and acked-fully-replicated end their obligation where the leader could drop an ISR member that
+  does not fetch from it (``laggard``), as Kafka's lag rule does after replica.lag.time.max.ms: a wait that only
+  the lag rule ends is not reported;
+- partition reassignment (the bound ``reassignments``): model/reassignment.py, with its own departures.
 """
 from __future__ import annotations
 
 from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
 from isrcheck.model.kafka_present import KafkaPresentation
 from isrcheck.model.layout import Field
-from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant, leads_to, weak
+from isrcheck.model.reassignment import REASSIGNMENT_BOUNDS, ZkReassignment
+from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant, leads_to, strong, weak
 
 #: replica.lag.max.messages: a version with the message lag rule (0.8) adds it to its declared bounds
 LAG_MAX_MESSAGES = Bound("lag_max_messages", 1, 1, 6, "replica.lag.max.messages (0.8): a follower more than this many "
                          "messages behind the leader's LEO is out of sync")
 
 
-class KafkaReplication(Spec):
+class KafkaReplication(ZkReassignment, Spec):
     #: 0.11+ (KIP-101): each replica keeps a LeaderEpochFileCache (the state field ``epoch_cache``), assigned on every
     #: append of a new epoch and truncated with the log; before 0.11 (hw-truncation) there is none
     leader_epoch_cache = True
@@ -114,7 +120,7 @@ class KafkaReplication(Spec):
         Bound("fetch_response_loss", 0, 0, 1, "a fetch the leader has processed may never reach the follower"),
         Bound("proof_ghosts", 0, 0, 1, "history fields no action reads, for the lemmas of k-induction proofs: "
               "they change no behaviour, only split states that differ in history alone"),
-    )
+    ) + REASSIGNMENT_BOUNDS
 
     def configure(self, bounds):
         b = bounds
@@ -131,6 +137,8 @@ class KafkaReplication(Spec):
         self.OFFSETS = range(self.L)
         self.EPOCHS = range(1, self.E + 1)
         self.RECORDS = range(1, self.M + 1)
+        self.LEADER_CHOICES = range(self.R + 1)       # a replica, or R: none
+        self.configure_reassignment(b)
 
     def fields(self):
         R, L, M, E, C = self.R, self.L, self.M, self.E, self.C
@@ -174,7 +182,7 @@ class KafkaReplication(Spec):
             Field("acked_at", -1, L - 1, (M,), ghost=True, doc="offset of each acknowledged record (-1: not acked)"),
             Field("exposed", 0, M, (L,), ghost=True, unbounded=True,
                   doc="record first exposed to consumers at each offset"),
-        ] + self.option_fields() + self.lag_fields()
+        ] + self.option_fields() + self.lag_fields() + self.reassignment_fields()
 
     def epoch_cache_fields(self):
         """0.11+ (KIP-101): each replica's LeaderEpochFileCache, one start offset per leader epoch; 2.0.1+ (KAFKA-7415)
@@ -297,6 +305,7 @@ class KafkaReplication(Spec):
                 s.controller_epoch_seen[r] = 1
         for l in self.REPLICAS:
             self.reset_lag_clocks(s, l)
+        self.initial_reassignment(s)
 
     # ------------------------------------------------------------------------------------
     # helpers over the state (plain functions of the expression language)
@@ -432,24 +441,32 @@ class KafkaReplication(Spec):
         for e in self.EPOCHS:
             s.req_zk_version_current[e - 1] = where(when, False, s.req_zk_version_current[e - 1])
 
-    def send_leader_and_isr(self, s, epoch, leader, isr):
-        """The controller writes the new LeaderAndIsr to ZooKeeper and sends it to the brokers."""
+    def send_leader_and_isr(self, s, epoch, leader, isr, when=True):
+        """The controller writes the new LeaderAndIsr to ZooKeeper and sends it to the brokers (where ``when``); with
+        reassignment on, it carries the replica set in ZooKeeper and goes to those brokers."""
         if self.elr:
-            self.update_elr(s, isr)
+            self.update_elr(s, isr, when)
         if self.controller_failover:
             for e in self.EPOCHS:
                 s.req_controller_epoch[e - 1] = where(epoch == e, s.q_controller_epoch, s.req_controller_epoch[e - 1])
-        self.bump_zk_version(s)
-        s.q_epoch = epoch
-        s.q_leader = leader
+        self.bump_zk_version(s, when=when)
+        if when is True:
+            s.q_epoch = epoch
+            s.q_leader = leader
+        else:
+            epoch = where(when, epoch, s.q_epoch)
+            s.q_epoch = epoch
+            s.q_leader = where(when, leader, s.q_leader)
         for e in self.EPOCHS:
-            new = epoch == e
+            new = epoch == e if when is True else when & (epoch == e)
             s.req_sent[e - 1] = s.req_sent[e - 1] | new
             s.req_leader[e - 1] = where(new, leader, s.req_leader[e - 1])
             s.req_zk_version_current[e - 1] = s.req_zk_version_current[e - 1] | new
             for i in self.REPLICAS:
-                s.q_isr[i] = isr[i]
+                s.q_isr[i] = isr[i] if when is True else where(when, isr[i], s.q_isr[i])
                 s.req_isr[e - 1][i] = where(new, isr[i], s.req_isr[e - 1][i])
+            if self.reassign:
+                self.record_replicas(s, e, new)
 
     def expose(self, s, l):
         """Records below a leader's HW are visible to consumers: remember the first record seen at each offset."""
@@ -472,6 +489,8 @@ class KafkaReplication(Spec):
         """
         old = s.hw[l]
         members = [self.hw_isr_member(s, l, i) for i in self.REPLICAS]
+        if self.reassign:       # only the followers of its assignment (Partition.remoteReplicas)
+            members = [members[i] if i == l else members[i] & self.serves(s, l, i) for i in self.REPLICAS]
         known = [where(members[i], s.leo[l] if i == l else s.remote_leo[l][i], self.L) for i in self.REPLICAS]
         # an empty ISR view leaves the HW alone (0.8-2.x: ``allLogEndOffsets.min`` of nothing throws)
         new = where(any_of(members), max_of([old, min_of(known)]), old)
@@ -722,6 +741,8 @@ class KafkaReplication(Spec):
         KIP-106) may pick any live replica when no ISR member is alive.
         """
         s.require((s.q_epoch < self.E) & s.up[l] & (s.q_leader != l))
+        if self.reassign:       # PartitionLeaderElectionAlgorithms choose among the partition's assigned replicas
+            s.require(s.q_replicas[l])
         live_isr = [s.q_isr[i] & s.up[i] for i in self.REPLICAS]
         clean = s.q_isr[l]
         if self.elr:
@@ -805,12 +826,17 @@ class KafkaReplication(Spec):
         the local one (0.8+; 0.11.0: ``partitionLeaderEpoch < stateInfo.leaderEpoch``).
         """
         s.require(s.req_sent[e - 1] & s.up[r] & (s.leader_epoch[r] < e))
+        if self.reassign:
+            # it goes to the replicas it names, after any StopReplica the controller sent the broker before it
+            s.require(s.req_replicas[e - 1][r] & (s.stop_epoch[r] == 0))
         if not self.elr:
             # ZooKeeper mode (0.8-3.x): makeFollowers skips a partition whose leader is not alive (leader -1 after
             # the last ISR member died): the broker keeps its leader, epoch and fetcher (ReplicaManager, 1.0-2.7)
             s.require(s.req_leader[e - 1] != self.NONE)
         if self.controller_failover:
             s.require(self.controller_epoch_accepted(s, r, s.req_controller_epoch[e - 1]))
+        if self.reassign:       # Partition.makeLeader takes the assignment before it computes the HW
+            self.learn_assignment(s, r, e)
         self.become_leader_or_follower(s, r, e, s.req_leader[e - 1], [s.req_isr[e - 1][i] for i in self.REPLICAS],
                                        s.req_zk_version_current[e - 1],
                                        s.req_controller_epoch[e - 1] if self.controller_failover else None)
@@ -917,11 +943,14 @@ class KafkaReplication(Spec):
         learns that new HW only from a later fetch. A fetch offset past the
         leader's LEO gets OffsetOutOfRange and the follower truncates to it
         (AbstractFetcherThread.fetchOffsetAndTruncate, 2.1+; before, see ``exit_out_of_range``).
-        A caught-up follower rejoins the ISR in the same step.
+        A caught-up follower rejoins the ISR in the same step. A follower outside the leader's assignment gets
+        nothing and is not recorded (Partition.updateFollowerFetchState, 2.4+; the replica is unknown before).
         """
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l))
         s.require(~s.truncating[f])
+        if self.reassign:
+            s.require(self.serves(s, l, f))
         if self.lag_rule is not None:
             s.require(~s.stalled[f])
         response_hw, fetch_offset, leader_leo = s.hw[l], s.leo[f], s.leo[l]
@@ -999,6 +1028,8 @@ class KafkaReplication(Spec):
         s.require(~s.truncating[f])
         if self.lag_rule is not None:
             s.require(~s.stalled[f])
+        if self.reassign:
+            s.require(self.serves(s, l, f))
         fetch_offset = s.leo[f]
         self.record_fetch(s, l, f, fetch_offset, s.leo[l], fetch_offset <= s.leo[l])
 
@@ -1109,24 +1140,36 @@ class KafkaReplication(Spec):
         s.hw[r] = min_of([s.checkpoint_hw[r], s.leo[r]])
         s.up[r] = False
         s.crashes = s.crashes + 1
-        s.leader[r] = self.NONE
+        self.leave_partition(s, r)
         s.leader_epoch[r] = 0
         if self.proof_ghosts:
             s.led_since[r] = 0
-        s.zk_version_current[r] = False
-        s.truncating[r] = False
-        s.ack_from[r] = 0
         if self.leader_epoch_cache:
             # loading the log drops cache entries at or past the LEO (Log.loadSegments: clearAndFlushLatest(LEO)
             # 0.11-2.0.0, truncateFromEnd(LEO) 2.0.1+), e.g. makeLeader's entry at the LEO
             self.truncate_from_end(s, r, s.leo[r])
+        if self.controller_failover:
+            s.controller_epoch_seen[r] = 0
+        if self.lag_rule is not None:
+            for l in self.REPLICAS:
+                s.healthy[l][r] = False
+        if self.reassign:       # requests in flight to it die with its connections, and so do its producers'
+            self.forget_partition(s, r)
+            if self.orphans:
+                s.produce_orphaned[r] = False
+
+    def leave_partition(self, s, r):
+        """Broker r's Partition and fetcher are gone (it stopped, or its replica was removed): it leads and follows no
+        one, holds no ISR view, no fetch state of followers, no in-flight ISR change; its lag clocks start afresh."""
+        s.leader[r] = self.NONE
+        s.zk_version_current[r] = False
+        s.truncating[r] = False
+        s.ack_from[r] = 0
         if self.epoch_cached_on_election:
             s.epoch_start[r] = 0
         for i in self.REPLICAS:
             s.isr[r][i] = False
             s.remote_leo[r][i] = -1
-        if self.controller_failover:
-            s.controller_epoch_seen[r] = 0
         if self.async_isr:
             self.clear_pending_isr(s, r)
         if self.lag_rule is not None:
@@ -1134,8 +1177,6 @@ class KafkaReplication(Spec):
             # incarnation's fetcher starts afresh
             self.reset_lag_clocks(s, r)
             s.stalled[r] = False
-            for l in self.REPLICAS:
-                s.healthy[l][r] = False
 
     # ------------------------------------------------------------------------------------
     # time, for the lag rule (none without one)
@@ -1251,6 +1292,8 @@ class KafkaReplication(Spec):
             kept = []
             for r in self.REPLICAS:
                 electable = s.q_isr[r] | s.q_elr[r] if self.elr else s.q_isr[r]
+                if self.reassign:       # only a replica of the partition can be elected
+                    electable = electable & s.q_replicas[r]
                 kept.append(electable & (s.leo[r] > at) & (s.log_record[r][at] == m))
             ok.append((at < 0) | any_of(kept))
         return all_of(ok)
@@ -1388,8 +1431,9 @@ class KafkaReplication(Spec):
                 & all_of(~s.isr[l][i] | s.up[i] for i in self.REPLICAS))
 
     def follower_out_of_isr(self, s, l, f):
-        """Live follower f of the acting leader l is outside l's ISR."""
-        return self.acting_leader(s, l) & s.up[f] & ~s.isr[l][f]
+        """Live follower f of the acting leader l (one of its assignment) is outside l's ISR."""
+        out = self.acting_leader(s, l) & s.up[f] & ~s.isr[l][f]
+        return out & self.serves(s, l, f) if self.reassign else out
 
     @leads_to("eventually-leader", fairness=[weak("elect_leader"), weak("apply_leader_and_isr")])
     def eventually_leader(self, s):
@@ -1443,7 +1487,7 @@ class KafkaReplication(Spec):
     @leads_to("truncation-terminates", fairness=[weak("truncate_by_epoch", optional=True),
                                                  weak("apply_leader_and_isr"), weak("elect_leader"),
                                                  weak("restart"), weak("controller_shrink_isr"),
-                                                 weak("controller_offline")])
+                                                 weak("controller_offline"), weak("apply_stop_replica")])
     def truncation_terminates(self, s):
         """A live follower in the truncation phase (0.11+, OffsetsForLeaderEpoch) eventually fetches again.
 
@@ -1451,7 +1495,8 @@ class KafkaReplication(Spec):
         broker eventually applies a LeaderAndIsr that reaches it, the controller eventually handles a broker
         failure and elects a live ISR member it keeps being able to elect, and a stopped broker eventually
         restarts (each instance weakly fair): a follower whose leader died waits for the next leader, or for
-        the last ISR member to come back (unclean election off). Stopping ends the obligation. Stated for the
+        the last ISR member to come back (unclean election off); a replica a reassignment removed, fenced from its
+        old leader, waits for its StopReplica (weakly fair too). Stopping ends the obligation. Stated for the
         last replica, as isr-regrows is; the obligation also ends at the last leader epoch (epochs_exhausted).
         Weak elect_leader is stronger than Kafka, whose controller does not elect while the leader is alive: it
         ends a truncation loop whose follower is still in the ISR, so KAFKA-10706 shows here only once the leader
@@ -1460,3 +1505,127 @@ class KafkaReplication(Spec):
         f = self.R - 1
         truncating = s.up[f] & s.truncating[f]
         return truncating, ~truncating | self.epochs_exhausted(s)
+
+    # ------------------------------------------------------------------------------------
+    # progress a producer is promised, and a reassignment's; the fairness is each family's retry loops and timers
+    # ------------------------------------------------------------------------------------
+    #: a live follower fetches, truncates and applies what reaches it (each family names its own steps: the
+    #: ZooKeeper era's truncate_by_epoch and alter_isr, KRaft's truncate_on_fetch_response, alter_partition and
+    #: apply_partition_change); the controller removes a dead ISR member (its ZooKeeper session or broker session
+    #: expires: zookeeper.session.timeout.ms, broker.session.timeout.ms); a broker applies a StopReplica sent to it
+    PROGRESS_FAIRNESS = (weak("fetch"), weak("apply_leader_and_isr"), weak("truncate_by_epoch", optional=True),
+                         weak("alter_isr", optional=True), weak("truncate_on_fetch_response", optional=True),
+                         weak("alter_partition", optional=True), weak("apply_partition_change", optional=True),
+                         weak("controller_shrink_isr"), weak("apply_stop_replica"))
+
+    def produce_unanswered(self, s, l):
+        """Broker l holds an acks=all produce request it has not answered: one it leads for and its HW has not
+        passed, or (before 2.4) one left in its purgatory when StopReplica removed its replica."""
+        waiting = self.produce_waiting(s, l)
+        return waiting | s.produce_orphaned[l] if self.orphans else waiting
+
+    def fetches_from(self, s, f, l):
+        """Follower f keeps fetching from leader l: it is up, follows l, is not fenced by its leader epoch nor
+        truncating, and its fetcher runs."""
+        fetching = s.up[f] & (s.leader[f] == l) & self.fetch_accepted(s, f, l) & ~s.truncating[f]
+        return fetching & ~s.stalled[f] if self.lag_rule is not None else fetching
+
+    def laggard(self, s, l, i):
+        """ISR member i (of leader l's view) does not fetch from l, and l's ISR change would be accepted: Kafka's lag
+        rule drops such a member after replica.lag.time.max.ms (a timer the model does not run for every version:
+        ``shrink_isr`` may also drop a follower that fetches, so it is not made fair)."""
+        can_change = self.alter_accepted(s, l) if self.async_isr else self.isr_write_succeeds(s, l)
+        return s.isr[l][i] & ~self.fetches_from(s, i, l) & can_change
+
+    def drops_laggard(self, s, l):
+        """Leader l has a laggard (``laggard``): its lag rule drops it and the HW moves on."""
+        return any_of(self.laggard(s, l, i) for i in self.REPLICAS if i != l)
+
+    @leads_to("write-resolves", fairness=PROGRESS_FAIRNESS)
+    def write_resolves(self, s):
+        """Every acks=all produce request is eventually answered while its leader stays leader: acknowledged, or
+        rejected (NOT_ENOUGH_REPLICAS_AFTER_APPEND once the HW passes it, NOT_LEADER_OR_FOLLOWER when the leader
+        learns it no longer leads, a broken connection when it stops).
+
+        The request's own timeout (request.timeout.ms, 30 s by default) is not counted as an answer: a request that
+        only its timeout ends is a producer stalled for that long (KAFKA-9198). Fairness: a live follower eventually
+        fetches, finishes truncating and applies what reaches it, the controller answers a pending ISR change and
+        removes a dead ISR member (the broker's ZooKeeper or KRaft session expires), a broker applies a StopReplica
+        sent to it (each instance weakly fair). The obligation also ends while the leader could drop an ISR member
+        that does not fetch from it (``drops_laggard``: its lag rule, replica.lag.time.max.ms, does). With acks=1
+        nothing waits.
+        """
+        if not self.acks_all:
+            return False, True
+        open_ = [self.produce_unanswered(s, l) & ~self.drops_laggard(s, l) for l in self.REPLICAS]
+        return any_of(open_), ~any_of(open_)
+
+    def lacks_acked(self, s, i):
+        """Replica i does not hold some acknowledged record at its offset."""
+        missing = []
+        for m in self.RECORDS:
+            at = s.acked_at[m - 1]
+            missing.append((at >= 0) & ~((s.leo[i] > at) & (s.log_record[i][at] == m)))
+        return any_of(missing)
+
+    @leads_to("acked-fully-replicated", fairness=PROGRESS_FAIRNESS)
+    def acked_fully_replicated(self, s):
+        """While the partition's leader is up, an acknowledged record eventually sits at its offset on every live ISR
+        member (as the controller records the ISR).
+
+        Fairness as for write-resolves. The obligation ends when the leader in ZooKeeper (or the metadata log)
+        stops or there is none (electing the next one is eventually-leader's business), and for a member that does
+        not fetch from the leader while the leader could drop it (``laggard``: its lag rule does). A record no live
+        replica can fetch any more (a committed record lost) keeps it open forever.
+        """
+        led = any_of((s.q_leader == l) & s.up[l] for l in self.REPLICAS)
+        short = []
+        for i in self.REPLICAS:
+            dropped = any_of((s.q_leader == l) & self.laggard(s, l, i) for l in self.REPLICAS if l != i)
+            short.append(s.q_isr[i] & s.up[i] & self.lacks_acked(s, i) & ~dropped)
+        return led & any_of(short), ~any_of(short) | ~led
+
+    def current_request_pending(self, s, r):
+        """Live broker r has not applied the partition state of the controller's current leader epoch, which is
+        meant for it (a replica it names; ZooKeeper-era brokers skip one that names no leader)."""
+        current = []
+        for e in self.EPOCHS:
+            meant = s.req_sent[e - 1]
+            if self.reassign:
+                meant = meant & s.req_replicas[e - 1][r]
+            if not self.elr:
+                meant = meant & (s.req_leader[e - 1] != self.NONE)
+            current.append((s.q_epoch == e) & meant)
+        return s.up[r] & any_of(current) & (s.leader_epoch[r] < s.q_epoch)
+
+    @leads_to("metadata-converges", fairness=[weak("apply_leader_and_isr"), weak("apply_stop_replica")])
+    def metadata_converges(self, s):
+        """Every live broker eventually applies the controller's latest partition state (its leader epoch) meant
+        for it.
+
+        Fairness: a live broker eventually applies a LeaderAndIsr (a partition record) that reaches it, and a
+        StopReplica sent before it (each instance weakly fair: the controller's RequestSendThread retries until the
+        broker answers; a KRaft broker's metadata listener keeps fetching the log).
+        """
+        behind = any_of(self.current_request_pending(s, r) for r in self.REPLICAS)
+        return behind, ~behind
+
+    @leads_to("reassignment-completes", fairness=PROGRESS_FAIRNESS + (strong("complete_reassignment"),))
+    def reassignment_completes(self, s):
+        """A reassignment whose target replicas and leader stay up completes.
+
+        Fairness as for write-resolves, and the controller completes the reassignment when it finds its target in the
+        ISR again and again (strongly fair: every ISR change queues a controller event, the ISR znode's watch before
+        2.7 and the AlterIsr answer since, which the controller handles well within the replica.lag.time.max.ms a
+        follower needs to drop out again; without a lag rule the model may drop a caught-up follower at once). The obligation ends when a target
+        replica or the leader stops, or there is no leader (the election is eventually-leader's business), or the
+        controller lacks the leader epochs the bounds allow for the completion's steps (``--max-epochs``).
+        Holds trivially without reassignments.
+        """
+        if not self.reassign:
+            return False, True
+        up = all_of(~self.target(s, i) | s.up[i] for i in self.REPLICAS)
+        led = any_of((s.q_leader == l) & s.up[l] for l in self.REPLICAS)
+        room = s.q_epoch + 1 + count_of(s.q_removing[i] & s.q_isr[i] for i in self.REPLICAS) <= self.E
+        running = self.reassigning(s) & up & led & room
+        return running, ~running

@@ -136,6 +136,8 @@ def truncation_rule(prev, cur, name, params, r):
     if name in ("fetch", "fetch_response_lost"):
         l = params.get("l")
         return f"r{r} truncated to leader r{l}'s LEO {to} (its fetch offset was out of range)"
+    if name == "apply_stop_replica":
+        return f"r{r} deleted its log: the reassignment removed its replica (StopReplica, delete=true)"
     return f"r{r}'s log went from LEO {len(old)} to {to} ({name})"
 
 
@@ -232,6 +234,8 @@ def _action_phrase(prev, cur, name, params, halts=False):
     if name == "restart_unnoticed":
         return (f"r{p['r']} restarts with HW {cur.get('hw', p['r'])} before the controller noticed it was down: "
                 f"no LeaderAndIsr of epoch {cur.get('q_epoch')} is sent to it (KAFKA-1120).")
+    if name in REASSIGNMENT_STEPS:
+        return _reassignment_phrase(prev, cur, name, params)
     changed = [k for k in cur.d if prev.d.get(k) != cur.d.get(k)]
     return f"{step_label(name, params)}: changes {', '.join(changed) or 'nothing'}."
 
@@ -269,6 +273,37 @@ def _shrink_reason(spec, states, steps, i):
         return text + (f" — r{l} became leader at step {took_over} with the lastCaughtUpTimeMs it had kept of r{f} "
                        f"from before, long run out (0.9-0.10.1 do not reset it on election; KAFKA-4485 does)")
     return text
+
+
+REASSIGNMENT_STEPS = ("start_reassignment", "resume_reassignment", "complete_reassignment", "apply_stop_replica")
+
+
+def _replica_set(s, field):
+    return _set([i for i in range(s.R) if s.get(field, i)])
+
+
+def _reassignment_phrase(prev, cur, name, params):
+    """The sentence of a reassignment step (model/reassignment.py)."""
+    epoch = cur.get("q_epoch")
+    bumped = f"epoch {epoch}" if epoch != prev.get("q_epoch") else f"epoch still {epoch}"
+    if name == "start_reassignment":
+        target = _set([i for i in range(cur.R) if params["t"] >> i & 1])
+        sent = (f"sends LeaderAndIsr (epoch {epoch})" if epoch != prev.get("q_epoch")
+                else "sends nothing: the target is already in the ISR, the completion comes next")
+        return (f"The admin reassigns the partition to {target}: the controller records replicas "
+                f"{_replica_set(cur, 'q_replicas')} (adding {_replica_set(cur, 'q_adding')}, removing "
+                f"{_replica_set(cur, 'q_removing')}) and {sent}.")
+    if name == "resume_reassignment":
+        return f"The controller resumes the reassignment: LeaderAndIsr to {_replica_set(cur, 'q_replicas')} ({bumped})."
+    if name == "complete_reassignment":
+        q = cur.get("q_leader")
+        leader = "no leader" if q is None or q >= cur.R else f"r{q} leading"
+        stopped = [r for r in range(cur.R) if cur.get("stop_epoch", r) and not prev.get("stop_epoch", r)]
+        return (f"The target is in the ISR: the controller completes the reassignment, replicas "
+                f"{_replica_set(cur, 'q_replicas')}, {leader}, ISR {_set(cur.isr())} ({bumped}); StopReplica "
+                f"to {_set(stopped)}.")
+    r = params["r"]
+    return f"r{r} applies StopReplica: it drops the partition and deletes its log."
 
 
 def _truncated(prev, cur, r):
@@ -508,6 +543,10 @@ def _message(name, params, prev, cur, R):
         return r("f"), r("f"), "OffsetOutOfRange: exit"
     if name == "checkpoint_hw":
         return r("r"), r("r"), f"checkpoint HW {cur.get('checkpoint_hw', p['r'])}"
+    if name in ("start_reassignment", "resume_reassignment", "complete_reassignment"):
+        return "Controller", "Controller", f"{name.replace('_', ' ')}, epoch {cur.get('q_epoch')}"
+    if name == "apply_stop_replica":
+        return "Controller", r("r"), "StopReplica (delete) applied"
     who = next((f"r{v}" for k, v in p.items() if isinstance(v, int) and 0 <= v < R), "Controller")
     return who, who, f"{name}({', '.join(f'{k}={v}' for k, v in p.items())})"
 
@@ -526,8 +565,9 @@ def _state_label(s, R):
         lines.append(f"r{r} {role} e{s.get('leader_epoch', r)} [{log}] leo={s.get('leo', r)} hw={s.get('hw', r)}{up}")
     if s.has("q_leader"):
         q = s.get("q_leader")
+        replicas = f" replicas={_replica_set(s, 'q_replicas')}" if s.has("q_replicas") else ""
         lines.append(f"ZK: leader={'-' if q is None or q >= R else f'r{q}'} epoch={s.get('q_epoch')} "
-                     f"ISR={_isr(s)}")
+                     f"ISR={_isr(s)}{replicas}")
     acked = s.acked()
     if acked:
         lines.append("acked (offset:record): " + ", ".join(f"{o}:{m}" for m, o in sorted(acked.items())))
@@ -542,7 +582,8 @@ class KafkaPresentation(Presentation):
                           "apply_leader_and_isr", "apply_stale_leader_and_isr", "produce", "fetch",
                           "fetch_response_lost", "truncate_by_epoch", "shrink_isr", "alter_isr", "flush",
                           "checkpoint_hw", "crash", "shutdown", "restart", "restart_unnoticed",
-                          "exit_out_of_range", "lag_expires", "catch_up_lapses", "fetcher_stops"})
+                          "exit_out_of_range", "lag_expires", "catch_up_lapses", "fetcher_stops",
+                          *REASSIGNMENT_STEPS})
     columns = {"leo": "LEO", "hw": "HW", "leader": "leader", "leader_epoch": "epoch", "isr": "ISR", "up": "up"}
     hidden = ("log_record", "log_epoch")
     partition_prefixes = ("q_",)          # the quorum state (ZooKeeper) is partition-wide

@@ -8,6 +8,7 @@ from isrcheck.specs.kip_279 import Kip279
 from isrcheck.specs.kafka_2_0_1 import Kafka201
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.specs.kafka_2_6_1 import Kafka261
+from isrcheck.specs.no_reassignment_bump import NoReassignmentBump
 from isrcheck.specs.no_isr_fencing import NoIsrFencing
 from isrcheck.specs.zombie_controller import ZombieController
 from isrcheck.specs.acks_1 import Acks1
@@ -25,7 +26,7 @@ from isrcheck.specs.kafka_14617 import Kafka14617
 from isrcheck.specs.tla import TLA_SPECS
 
 SPECS = {cls.name: cls for cls in (HwTruncation, Kafka082, Kafka09, Kafka0102, Kip101, Kip279, Kafka201, Kip320, Kafka261,
-                                   NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128, Kafka1120,
+                                   NoReassignmentBump, NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128, Kafka1120,
                                    AsyncIsr, Kip497, LastReplicaStanding, Kip966,
                                    Kafka39, Kafka40, Kafka13141, Kafka14704, Kafka14617)}
 SPECS.update(TLA_SPECS)      # the port of the public TLA+ specs (tla-*), a second spec family

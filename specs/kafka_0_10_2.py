@@ -37,7 +37,9 @@ class Kafka0102(Kafka09):
                                        "fetch that reaches the leader's LEO of the previous one counts as caught up "
                                        "(kafka-0.9 drops a follower that keeps fetching at these bounds)",
     }
-    expected_liveness = {"isr-drops-stuck-followers": "holds"}
+    #: write-resolves (model/kafka.py) not triaged: a caught-up follower outside the ISR holds the HW back
+    #: (hw_isr_member) until replica.lag.time.max.ms passes, and nothing recomputes the HW when it does
+    expected_liveness = {"isr-drops-stuck-followers": "holds", "write-resolves": None}
     expected_liveness_why = {
         "isr-drops-stuck-followers": "as in 0.9: a stopped follower's lastCaughtUpTimeMs runs out. " + STUCK_FAIRNESS,
     }

@@ -15,6 +15,12 @@ class Kafka13141(Kafka39):
     expected = {**Kafka39.expected, **{name: "violated" for name in (
         "no-committed-loss", "no-committed-loss-anywhere", "hw-log-matching", "consistent-reads", "hw-monotonic",
         "strong-isr", "strong-live-isr")}}
+    expected_liveness = {"acked-fully-replicated": "violated"}
+    expected_liveness_why = {
+        "acked-fully-replicated": "the same loss: the elected follower truncated the acknowledged record, which no "
+                                  "live ISR member holds or can fetch any more. Fairness: weak fetch, "
+                                  "apply_leader_and_isr, truncate_on_fetch_response, alter_partition, "
+                                  "apply_partition_change, controller_shrink_isr"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-13141: a deposed leader answers its follower's fetch with DivergingEpoch but "
                              "records the fetch offset, counts the diverging record as replicated and acknowledges "

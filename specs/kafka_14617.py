@@ -15,7 +15,9 @@ class Kafka14617(Kafka40):
     checks_broker_epochs = False
     #: liveness not part of the gate: the check at the defaults takes a minute (2.5M states); measured, it gives
     #: kafka-4.0's verdicts
-    expected_liveness = dict.fromkeys(("eventually-leader", "hw-advances", "isr-regrows", "truncation-terminates"))
+    expected_liveness = dict.fromkeys(("eventually-leader", "hw-advances", "isr-regrows", "truncation-terminates",
+                                       "write-resolves", "acked-fully-replicated", "metadata-converges",
+                                       "reassignment-completes"))
     expected = {**Kafka40.expected, **{name: "violated" for name in (
         "no-committed-loss", "no-committed-loss-anywhere", "consistent-reads", "hw-monotonic", "strong-live-isr")}}
     expected_why = {**KafkaReplication.expected_why,

@@ -16,6 +16,8 @@ class Kafka39(KRaftReplication):
                "replicas and stops below min.insync.replicas; ELR off.")
     references = ("KIP-320", "KIP-497", "KIP-841", "KIP-903", "KAFKA-13141 (fixed here)", "KAFKA-14704 (fixed here)",
                   "KAFKA-15021", "KAFKA-15583", "KIP-966 (ELR, off in 3.9: the last replica standing)")
+    #: reassignment is modelled for the ZooKeeper-era controller only (model/reassignment.py)
+    limits = {**KRaftReplication.limits, "reassignments": (0, 0)}
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY}}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-13141 fixed: a fetch answered with DivergingEpoch does not update the follower's "
@@ -37,7 +39,8 @@ class Kafka39(KRaftReplication):
                                       "bounds)"}),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "violated", "isr-regrows": "holds",
-                         "truncation-terminates": "holds"}
+                         "truncation-terminates": "holds", "write-resolves": "violated", "acked-fully-replicated": "holds",
+                         "metadata-converges": "holds", "reassignment-completes": "holds"}
     expected_liveness_why = {
         "hw-advances": "Kafka 3.9 recomputes the HW only where Partition.maybeIncrementLeaderHW is called: makeLeader, "
                        "appendRecordsToLeader, updateFollowerFetchState when the follower's LEO moved, and "
@@ -49,4 +52,8 @@ class Kafka39(KRaftReplication):
                        "of the four, so the HW stays below the record until the next produce (producers need no "
                        "fairness; an idempotent producer's retry of the record would recompute it). Fairness: weak "
                        "fetch, apply_leader_and_isr, truncate_on_fetch_response, alter_partition, "
-                       "apply_partition_change"}
+                       "apply_partition_change",
+        "write-resolves": "the same HW that nothing recomputes: the acks=all request of the record above it waits for "
+                          "its timeout (an idempotent producer's retry would recompute it). Fairness: weak fetch, "
+                          "apply_leader_and_isr, truncate_on_fetch_response, alter_partition, apply_partition_change, "
+                          "controller_shrink_isr"}

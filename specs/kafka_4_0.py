@@ -40,6 +40,12 @@ class Kafka40(Kafka39):
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "holds", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
     expected_liveness_why = {
+        "write-resolves": "KIP-966 by design (KAFKA-15583): a record appended while both replicas were in the ISR; "
+                          "the follower crashes and the controller fences it out of the ISR, below "
+                          "min.insync.replicas the HW does not advance, and the acks=all request waits for its "
+                          "timeout (NOT_ENOUGH_REPLICAS answers only new appends). Fairness: weak fetch, "
+                          "apply_leader_and_isr, truncate_on_fetch_response, alter_partition, apply_partition_change, "
+                          "controller_shrink_isr",
         "hw-advances": "at these bounds (2 replicas, min.insync.replicas=2) the HW waits for both replicas: a follower "
                        "out of the ISR leaves it below min.insync.replicas, so no HW is computed without it "
                        "(KAFKA-15583); it rejoins by fetching and AlterPartition, or it stops, and with fewer ISR-"

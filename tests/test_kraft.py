@@ -50,12 +50,12 @@ def state(spec, row):
 @pytest.mark.parametrize("name", ["kafka-3.9", pytest.param("kafka-4.0", marks=pytest.mark.long)])   # 4.0: ~40 s
 def test_check_all_meets_every_expectation(name, tmp_path):
     """Every invariant as expected (only the benign split brain breaks; kafka-4.0 does not check strong-isr);
-    --all checks the properties too: kafka-3.9's hw-advances is violated (exit 1), kafka-4.0 exits 0."""
+    --all checks the properties too: both violate write-resolves (exit 1), kafka-3.9 hw-advances too."""
     r = isrcheck("check", "--spec", name, "--all", "--format", "json", cwd=tmp_path)
     cls = SPECS[name]
     liveness = cls.liveness_expected()[0]
     assert r.returncode == (1 if "violated" in liveness.values() else 0), r.stderr
-    assert ("violated" in liveness.values()) is (name == "kafka-3.9")
+    assert liveness["write-resolves"] == "violated" and (liveness["hw-advances"] == "violated") is (name == "kafka-3.9")
     report = json.loads(r.stdout)
     assert report["verdicts"] == cls.expected
     assert {p: v["verdict"] for p, v in report["properties"].items()} == liveness

@@ -184,20 +184,26 @@ def properties():
     return by_family(render)
 
 
+def expectations(config):
+    """A configuration's expected verdicts, of invariants and of liveness properties (named configurations)."""
+    return {**config["expected"], **(config.get("liveness", {}) if config["name"] != "defaults" else {})}
+
+
 def known_bugs():
-    """Every expected violation (benign ones aside) with the configurations that hold at the same bounds."""
+    """Every expected violation (benign ones aside) with the configurations that hold at the same bounds; liveness
+    expectations of named configurations too (the defaults' are liveness_verdicts's)."""
     holds_at = {}
     for spec, entry in listing().items():
         for config in entry["configurations"]:
             key = tuple(sorted(effective_bounds(spec, config).items()))
-            for inv, verdict in config["expected"].items():
+            for inv, verdict in expectations(config).items():
                 if verdict == "holds":
                     holds_at.setdefault((key, inv), []).append(f"`{spec}` / `{config['name']}`")
     rows = []
     for spec, entry in listing().items():
         for config in entry["configurations"]:
             key = tuple(sorted(effective_bounds(spec, config).items()))
-            for inv, verdict in config["expected"].items():
+            for inv, verdict in expectations(config).items():
                 if verdict != "violated" or benign(spec, inv):
                     continue
                 states = trace_states(spec, config["name"], inv)
@@ -205,7 +211,8 @@ def known_bugs():
                 rows.append((f"`{spec}` / `{config['name']}`", bounds_text(config["bounds"]),
                              f"`{inv}`" + (f": {states} states" if states else ""),
                              config["why"].get(inv, ""), ", ".join(fixed) or "-"))
-    return table(("spec / configuration", "bounds (beyond the spec's defaults)", "invariant: saved trace",
+    return table(("spec / configuration", "bounds (beyond the spec's defaults)",
+                  "invariant or property: saved trace",
                   "why (as declared)", "holds at the same bounds"), rows)
 
 
