@@ -151,6 +151,12 @@ class Turns:
             self._cond.notify_all()
 
 
+def _new_cells(update):
+    """A numpy update's written cells: {column: int8 values, or a constant}."""
+    return {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
+            for c, v in update._written.items()}
+
+
 class Search:
     """``kernels``: "native" (the compiled kernels, model/c_kernels.py, or without a C compiler numba's,
     model/native.py), "numpy" (model/compile.py, the reference) or "auto" (from the level where compiled
@@ -251,8 +257,7 @@ class Search:
             if coverage is not None:
                 coverage.counts[ENABLED, inst.id] += rows.size
             update = backends.batch(spec).update(inst, batch, rows)
-            new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
-                        for c, v in update._written.items()}
+            new_cols = _new_cells(update)
             # drop self-loops: no cell moved, so the fingerprint's delta is 0
             parent_fp = np.take(fps, rows)
             h = parent_fp.copy()
@@ -282,6 +287,29 @@ class Search:
                 src = pos[dest]
                 for c, v in cols.items():
                     out[c][dest] = v[src] if isinstance(v, np.ndarray) else v     # 1-D indexing: twice as fast
+        return out
+
+    def apply(self, batch, fps, actions):
+        """The successor of each parent (column ``i`` of ``batch``, fingerprint ``fps[i]``) by action instance
+        ``actions[i]``, enabled there and moving it (as ``expand`` found): ``batch`` becomes the successors, in
+        place; returns their fingerprints. What ``expand`` then ``materialize`` give, for chosen pairs only:
+        one kernel call per run of equal actions, so parents sharing an action should be side by side."""
+        out = np.empty_like(fps)
+        lo = 0
+        for hi in np.append(np.flatnonzero(actions[1:] != actions[:-1]) + 1, actions.size).tolist():
+            a = int(actions[lo])
+            if self.native is not None:
+                h, cols = self.native.apply(a, batch[:, lo:hi], fps[lo:hi], self.fingerprint.multipliers)
+            else:
+                update = backends.batch(self.spec).update(self.spec.actions[a], batch, np.arange(lo, hi))
+                cols = _new_cells(update)
+                h = fps[lo:hi].copy()
+                for c, v in cols.items():
+                    h += self.fingerprint.delta(c, update.old[c], v)
+            out[lo:hi] = h
+            for c, v in cols.items():
+                batch[c, lo:hi] = v
+            lo = hi
         return out
 
     @staticmethod

@@ -81,6 +81,20 @@ def print_full(console, entries):
             console.print(f"[dim]not modelled[/] {escape(ticket)}: {escape(why)}", soft_wrap=True)
 
 
+VIOLATIONS_WIDTH = 60       # the expected-violations column of --brief; list SPEC names every one
+
+
+def _first_names(names, width):
+    """``a, b, c`` cut to the names that fit ``width`` and a count of the rest (``none`` if there are none)."""
+    shown = []
+    for i, name in enumerate(names):
+        more = f" (+{len(names) - i - 1} more)" if i < len(names) - 1 else ""
+        if shown and len(", ".join(shown + [name])) + len(more) > width:
+            return ", ".join(shown) + f" (+{len(names) - len(shown)} more)"
+        shown.append(name)
+    return ", ".join(shown) or "none"
+
+
 def print_brief(console, entries):
     """One line a spec: name, distinct states at its defaults (when recorded), expected violations, and as much of
     its summary as the width leaves."""
@@ -90,7 +104,7 @@ def print_brief(console, entries):
         violated += [f"{n} (liveness)" for n, info in e["properties"].items() if info["expected"] == "violated"]
         summary = e["summary"] + (f" (inherited from {e['summary_from']})" if e["summary_from"] else "")
         rows.append((e["reference"], f"{e['default_states']:,}" if e["default_states"] else "-",
-                     ", ".join(violated) or "none", " ".join(summary.split())))
+                     _first_names(violated, VIOLATIONS_WIDTH), " ".join(summary.split())))
     header = ("spec", "states", "expected violations", "summary")
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(3)]
     for row in [header] + rows:

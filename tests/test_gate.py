@@ -284,7 +284,8 @@ def test_bad_revision_exits_2_with_one_line(isrcheck, tmp_path, monkeypatch):
 
 # --- --changed-since -------------------------------------------------------------------------
 KIP320_FAMILY = {"kip-320", "no-isr-fencing", "zombie-controller", "acks-1", "unclean-election", "kafka-7128",
-                 "async-isr", "kip-497", "last-replica-standing", "kip-966", "kafka-1120", "kafka-2.6.1"}
+                 "async-isr", "kip-497", "last-replica-standing", "kip-966", "kafka-1120", "kafka-2.6.1",
+                 "no-reassignment-bump"}
 
 
 @pytest.mark.parametrize("files, selected", [

@@ -42,7 +42,10 @@ def _kafka_vocabulary():
     names = set()
     for cls in SPECS.values():
         if issubclass(cls, KafkaReplication):
-            for spec in (cls(), cls(**EVERY_OPTION)):
+            # reassignment is not modelled with a controller failover: a spec that reassigns at its defaults
+            # turns its options on without it (its own defaults name the reassignment's fields)
+            every = {**EVERY_OPTION, **({"reassignments": 0} if cls.defaults.get("reassignments") else {})}
+            for spec in (cls(), cls(**every)):
                 names |= set(spec.layout.fields) | {a.name for a in spec.actions}
     return names
 
