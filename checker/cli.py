@@ -316,6 +316,9 @@ def cli(ctx, config, profile):
                    "records (default: the engine's own threshold)")
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
               help="local engine: threads expanding states (default: every core); results do not depend on it")
+@click.option("--fingerprint", type=click.Choice(["auto", "64", "96"]), default="auto", show_default=True,
+              help="local engine: fingerprint bits; auto keeps 64 until the collision bound could pass 1e-6, then "
+                   "goes 96 (96 needs a C compiler, without --symmetry)")
 @click.option("--kernels", type=click.Choice(["auto", "native", "numpy"]), default="auto", hidden=True,
               help="local and spark engines: compiled (numba) kernels, numpy's, or native once compiled or for large "
                    "levels")
@@ -326,7 +329,7 @@ def cli(ctx, config, profile):
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions, workdir,
           out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, decide_from,
-          workers, kernels, itf, coverage, no_progress, **kw):
+          workers, fingerprint, kernels, itf, coverage, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
     unused_options.refuse(click.get_current_context(), engine)
@@ -353,6 +356,8 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
             raise UserError(f"--workdir {workdir}: not a writable directory")
     if checkpoint and resume:
         raise UserError("--resume DIR goes on snapshotting to DIR: leave out --checkpoint")
+    if fingerprint == "96" and (engine != "local" or symmetry or kernels == "numpy"):
+        raise UserError("--fingerprint 96 works with the local engine on its compiled kernels, without --symmetry")
     if checkpoint:
         try:
             os.makedirs(checkpoint, exist_ok=True)
@@ -388,13 +393,16 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                     raise UserError(str(e)) from None
             else:
                 from isrcheck.checker.bfs import search
+                from isrcheck.model.cbuild import CompileError
                 try:
                     result = search(spec, names, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels,
-                                    budget=budget, progress=progress,
+                                    fingerprint=fingerprint, budget=budget, progress=progress,
                                     on_violation=sink, checkpoint=checkpoint or resume, resume=resume is not None,
                                     checkpoint_every=checkpoint_every)
                 except CheckpointError as e:
                     raise UserError(str(e)) from None
+                except CompileError as e:
+                    raise UserError(f"--fingerprint 96 needs the compiled kernels: {e}") from None
         finally:
             progress.done()
     live = None
