@@ -13,7 +13,7 @@ user runs it, one worker each:
   -seed S -deadlock -workers 1 -config C ROOT.tla`` on the original modules of
   KAFKA_SPEC_DIR (hachikuji/kafka-specification) with a .cfg checking that
   invariant at the spec's default constants and ``Replicas = {r1, ..., rN}``
-  (``benchmarks/tlc_compare.write_tla``). Its output is read as it comes, and
+  (``benchmarks/tlc_compare.write_cfg``). Its output is read as it comes, and
   the JVM's CPU time (``/proc/PID/stat``: user and system, every thread) taken
   when it prints "Finished computing initial states" (its set-up: start-up,
   parsing, the initial state) and when it prints "Error: Invariant ... is
@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from tlc_compare import MODULES, ORIGINAL_FILES, write_tla  # noqa: E402
+from tlc_compare import MODULES, ORIGINAL_FILES, write_cfg  # noqa: E402
 
 TLA_NAMES = {"weak-isr": "WeakIsr", "strong-isr": "StrongIsr", "leader-in-isr": "LeaderInIsr"}
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -68,7 +68,7 @@ def run_tlc(jar, spec_dir, name, invariant, bounds, seed, depth, budget):
     """One TLC simulation: {"setup", "find" (CPU seconds, None: not found), "length", "process"}."""
     work = tempfile.mkdtemp(prefix="isrcheck-tlcsim-")
     try:
-        tla, cfg = write_tla(work, name, bounds, spec_dir, invariant=TLA_NAMES[invariant])
+        tla, cfg = write_cfg(work, name, bounds, spec_dir, TLA_NAMES[invariant])
         cmd = ["java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC", "-simulate", "-depth", str(depth),
                "-seed", str(seed), "-deadlock", "-workers", "1", "-metadir", os.path.join(work, "meta"),
                "-config", cfg, tla]

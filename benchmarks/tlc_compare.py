@@ -1,43 +1,44 @@
-"""Our BFS engine against TLC on the TLA+ ports (specs/tla): states, depth, seconds.
+"""isrcheck against TLC on the TLA+ ports (specs/tla), side by side in one invocation: states, depth, seconds.
 
-    python benchmarks/tlc_compare.py                                  # all five, 3 replicas
-    python benchmarks/tlc_compare.py --replicas 2 tla-kip320          # one spec, other constants
+    TLA2TOOLS_JAR=../shared/tlc/tla2tools.jar KAFKA_SPEC_DIR=../shared/tlc/kafka-specification \
+        python benchmarks/tlc_compare.py                              # tla-kip320 at 3/2/2/2, 5 pairs a mode
+    ... python benchmarks/tlc_compare.py --max-epochs 3 --pairs 3     # 3/2/2/3 (9,985,570 states)
+    ... python benchmarks/tlc_compare.py --markdown                   # also the table docs/benchmarks/tlc.md quotes
 
-For each spec it runs ``checker.bfs.search`` for ``type-ok`` (an invariant that holds,
-so the search is complete) and prints distinct states, depth and seconds, then the
-same check as a user runs it (``isrcheck check``, whole process: the figure the ratio
-to TLC uses). ``--ours-workers`` and ``--kernels`` are our search's options;
-``--tlc-seconds`` takes TLC's time from an earlier measurement instead of running it; ``--runs N`` times the
-whole process N times after an untimed one (the ratio uses the best wall; each run's CPU seconds are printed).
+Both tools run as their users run them, whole processes, one after the other, alternating which goes
+first: ``java -XX:+UseParallelGC -cp $TLA2TOOLS_JAR tlc2.TLC -deadlock -workers N`` (the garbage
+collector TLC asks for) and ``isrcheck check --workers N``, after one untimed isrcheck run (which fills
+its caches, compiles the spec's kernels and writes Python's bytecode, as installing it and a first search
+do). Two modes: one worker each (``-workers
+1`` against ``--workers 1``: the CPU ratio) and every core (``-workers C`` against isrcheck's default).
+Each run's CPU seconds are the whole process's (user + system of the child, its JVM threads or isrcheck's
+compiler included) with the load average (``os.getloadavg``) when it started; per mode the medians, and
+the TLC/isrcheck ratio of CPU and of wall time pair by pair with their median. Both must report the same
+distinct states and depth, or the run fails (exit 1).
 
-When the environment variable TLA2TOOLS_JAR names a TLC jar (tla2tools.jar), it also
-writes, into a work directory, the TLA+ modules and a .cfg for the same constants
-(Replicas = {r1, ..., rN} as model values, no symmetry, INVARIANT TypeOk), runs
-``java -cp $TLA2TOOLS_JAR tlc2.TLC -deadlock`` on them, and prints TLC's distinct
-states, depth and seconds next to ours with the ratio of the times. The TLA+ comes
-from KAFKA_SPEC_DIR when that names a local checkout of hachikuji/kafka-specification
-(the original modules, run as they are); otherwise from the rendering embedded below,
-written for isrcheck to the same definitions (same variables, Init, actions and
-quantifiers). Nothing is downloaded. Without the jar the TLC part is skipped with a
-one-line note.
+TLC runs the original modules of KAFKA_SPEC_DIR (hachikuji/kafka-specification): tla-kip320 checking
+StrongIsr (isrcheck: strong-isr), the other versions no invariant (isrcheck: type-ok, which holds by
+construction), since their StrongIsr breaks and the original TypeOk cannot be evaluated. Without
+KAFKA_SPEC_DIR it runs the rendering embedded below, written for isrcheck to the same definitions (same
+variables, Init, actions and quantifiers), with TypeOk on both sides. Nothing is downloaded; without a
+TLC jar the script says so and exits 2.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from isrcheck.checker.bfs import search  # noqa: E402
-from isrcheck.model.spec import BoundsError  # noqa: E402
-from isrcheck.specs.tla import TLA_SPECS  # noqa: E402
+from isrcheck.model.spec import BoundsError
+from isrcheck.specs.tla import TLA_SPECS
 
 # spec name -> (root module of the original specs, root module of the embedded rendering)
 MODULES = {
@@ -424,16 +425,15 @@ def version_module(name):
             "\nSpec == Init /\\ [][Next]_vars\n" + "=" * 77 + "\n")
 
 
-def config_text(bounds, invariant="TypeOk"):
+def config_text(bounds):
     replicas = ", ".join(f"r{i + 1}" for i in range(bounds["replicas"]))
     return (f"CONSTANTS\n    Replicas = {{{replicas}}}\n    LogSize = {bounds['log_size']}\n"
             f"    MaxRecords = {bounds['max_records']}\n    MaxLeaderEpoch = {bounds['max_epochs']}\n"
-            f"INIT Init\nNEXT Next\nINVARIANT {invariant}\n")
+            "INIT Init\nNEXT Next\nINVARIANT TypeOk\n")
 
 
-def write_tla(workdir, name, bounds, spec_dir=None, invariant="TypeOk"):
-    """Write the modules and the .cfg checking ``invariant`` for spec ``name``; returns (root .tla file name,
-    .cfg file name)."""
+def write_tla(workdir, name, bounds, spec_dir=None):
+    """Write the modules and the .cfg for spec ``name``; returns (root .tla file name, .cfg file name)."""
     original, embedded = MODULES[name]
     if spec_dir:
         for f in ORIGINAL_FILES:
@@ -445,114 +445,181 @@ def write_tla(workdir, name, bounds, spec_dir=None, invariant="TypeOk"):
         with open(os.path.join(workdir, f"{embedded}.tla"), "w") as fh:
             fh.write(version_module(embedded))
         root = embedded
-    cfg = (f"{root}_{bounds['replicas']}r{bounds['log_size']}l{bounds['max_records']}m{bounds['max_epochs']}e"
-           f"{'' if invariant == 'TypeOk' else '_' + invariant}.cfg")
+    cfg = f"{root}_{bounds['replicas']}r{bounds['log_size']}l{bounds['max_records']}m{bounds['max_epochs']}e.cfg"
     with open(os.path.join(workdir, cfg), "w") as fh:
-        fh.write(config_text(bounds, invariant))
+        fh.write(config_text(bounds))
     return f"{root}.tla", cfg
 
 
-def run_tlc(jar, workdir, tla, cfg, workers, java_opts):
-    cmd = ["java", *java_opts, "-cp", jar, "tlc2.TLC", "-deadlock", "-workers", str(workers),
-           "-config", cfg, tla]
+def config_for(name, bounds, spec_dir):
+    """(TLC's invariant or None, isrcheck's invariant) for spec ``name`` (see the module docstring)."""
+    if not spec_dir:
+        return "TypeOk", "type-ok"
+    return ("StrongIsr", "strong-isr") if name == "tla-kip320" else (None, "type-ok")
+
+
+def write_cfg(workdir, name, bounds, spec_dir, invariant):
+    """Write the modules and a .cfg for spec ``name`` checking ``invariant`` (or none); returns (root .tla, .cfg)."""
+    tla, cfg = write_tla(workdir, name, bounds, spec_dir)
+    text = config_text(bounds).replace("INVARIANT TypeOk\n", f"INVARIANT {invariant}\n" if invariant else "")
+    with open(os.path.join(workdir, cfg), "w") as fh:
+        fh.write(text)
+    return tla, cfg
+
+
+def timed(cmd, cwd=None, env=None):
+    """Run ``cmd`` to the end: (its stdout and stderr, exit code, wall seconds, CPU seconds of the whole process
+    tree it waited for, load average when it started)."""
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    out = proc.stdout + proc.stderr
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return proc.stdout + proc.stderr, proc.returncode, wall, cpu, load
+
+
+def run_tlc(jar, workdir, tla, cfg, workers, java_opts):
+    """TLC on the given module: (distinct states, depth, wall, CPU, load)."""
+    meta = tempfile.mkdtemp(prefix="tlc-meta-", dir=workdir)
+    cmd = ["java", *java_opts, "-cp", jar, "tlc2.TLC", "-deadlock", "-workers", str(workers), "-metadir", meta,
+           "-config", cfg, tla]
+    try:
+        out, code, wall, cpu, load = timed(cmd, cwd=workdir)
+    finally:
+        shutil.rmtree(meta, ignore_errors=True)
     # progress lines also say "... distinct states found": the final summary is the last one
     states = re.findall(r"([\d,]+) distinct states found", out)
     depth = re.search(r"depth of the complete state graph search is (\d+)", out)
-    if proc.returncode != 0 or not states or not depth:
+    if code != 0 or not states or not depth:
         tail = "\n".join(out.strip().splitlines()[-15:])
-        raise RuntimeError(f"TLC failed (exit {proc.returncode}) on {tla} with {cfg}:\n{tail}")
-    return int(states[-1].replace(",", "")), int(depth.group(1)), seconds
+        raise RuntimeError(f"TLC failed (exit {code}) on {tla} with {cfg}:\n{tail}")
+    return int(states[-1].replace(",", "")), int(depth.group(1)), wall, cpu, load
 
 
-def whole_process(name, bounds, workers, kernels, env=None):
-    """(wall, CPU) seconds of ``isrcheck check --invariant type-ok`` as a user runs it: start-up, the spec's
-    load (its checks' verdict comes from the cache after the first run), the kernels (compiled ones come from
-    the cache too) and the search. CPU is the process's user and system time."""
-    cmd = ["isrcheck", "check", "--spec", name, "--invariant", "type-ok", "--no-progress", "--format", "json",
-           "--kernels", kernels, *(f"--{k.replace('_', '-')}={v}" for k, v in bounds.items())]
+def run_isrcheck(name, bounds, invariant, workers, extra, env=None):
+    """``isrcheck check`` as a user runs it: (distinct states, depth, wall, CPU, load, its report)."""
+    cmd = ["isrcheck", "check", "--spec", name, "--invariant", invariant, "--no-progress", "--format", "json",
+           *(f"--{k.replace('_', '-')}={v}" for k, v in bounds.items()), *extra]
     if workers:
         cmd += ["--workers", str(workers)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, env=env)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    out, code, wall, cpu, load = timed(cmd, env=env)
+    if code != 0:
+        raise RuntimeError(f"isrcheck failed (exit {code}): {' '.join(cmd)}\n{out[-2000:]}")
+    report = json.loads(out[out.index("{"):])
+    return report["distinct_states"], report["depth"], wall, cpu, load, report
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def compare(name, bounds, args, jar, spec_dir, workdir, tlc_workers, ours_workers):
+    """Alternating pairs of TLC and isrcheck runs; prints each and the medians. Returns (rows, same answers)."""
+    tlc_inv, inv = config_for(name, bounds, spec_dir)
+    tla, cfg = write_cfg(workdir, name, bounds, spec_dir, tlc_inv)
+    extra = [f"--fingerprint={args.fingerprint}"] if args.fingerprint else []
+    # untimed: fills the caches (the spec's load verdict, its compiled kernels: a first search of this size
+    # compiles them in the background, --kernels native at once) and writes Python's bytecode, as installing
+    # isrcheck does (pip compiles it), even where PYTHONDONTWRITEBYTECODE is set
+    run_isrcheck(name, bounds, inv, ours_workers, extra + ["--kernels", "native"],
+                 env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
+    mode = f"TLC -workers {tlc_workers} / isrcheck --workers {ours_workers or 'default (every core)'}"
+    print(f"\n{name} {'/'.join(str(v) for v in bounds.values())}, {mode}; TLC checks {tlc_inv or 'no invariant'}, "
+          f"isrcheck {inv}", flush=True)
+    print(f"{'pair':>4} {'first':>8} {'TLC wall':>9} {'TLC CPU':>8} {'load':>5} {'ours wall':>9} {'ours CPU':>8} "
+          f"{'load':>5} {'wall x':>7} {'CPU x':>7}", flush=True)
+    rows, same = [], True
+    for i in range(args.pairs):
+        tlc_first = i % 2 == 0
+        runs = {}
+        for who in (("tlc", "ours") if tlc_first else ("ours", "tlc")):
+            if who == "tlc":
+                runs[who] = run_tlc(jar, workdir, tla, cfg, tlc_workers, args.java_opt)
+            else:
+                runs[who] = run_isrcheck(name, bounds, inv, ours_workers, extra)[:5]
+        (ts, td, tw, tc, tl), (os_, od, ow, oc, ol) = runs["tlc"], runs["ours"]
+        same = same and (ts, td) == (os_, od)
+        rows.append((tw, tc, tl, ow, oc, ol, tw / ow, tc / oc))
+        print(f"{i + 1:>4} {'TLC' if tlc_first else 'isrcheck':>8} {tw:>9.2f} {tc:>8.2f} {tl:>5.1f} {ow:>9.3f} "
+              f"{oc:>8.3f} {ol:>5.1f} {tw / ow:>7.1f} {tc / oc:>7.1f}"
+              + ("" if (ts, td) == (os_, od) else f"  MISMATCH: TLC {ts:,} states depth {td}, ours {os_:,} depth {od}"),
+              flush=True)
+    med = [median([r[k] for r in rows]) for k in range(8)]
+    print(f"{'med':>4} {'':>8} {med[0]:>9.2f} {med[1]:>8.2f} {med[2]:>5.1f} {med[3]:>9.3f} {med[4]:>8.3f} "
+          f"{med[5]:>5.1f} {med[6]:>7.1f} {med[7]:>7.1f}   ({ts:,} states, depth {td})", flush=True)
+    return (name, bounds, mode, ts, td, rows, med), same
+
+
+def markdown(results):
+    """The results as the table of docs/benchmarks/tlc.md."""
+    lines = ["| spec, constants | states | depth | workers (TLC / isrcheck) | TLC wall s | TLC CPU s | isrcheck wall s "
+             "| isrcheck CPU s | TLC/isrcheck wall | TLC/isrcheck CPU | load |",
+             "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, bounds, mode, states, depth, rows, med in results:
+        workers = mode.replace("TLC -workers ", "").replace(" / isrcheck --workers ", " / ")
+        loads = [r[k] for r in rows for k in (2, 5)]
+        lines.append(f"| {name} {'/'.join(str(v) for v in bounds.values())} | {states:,} | {depth} | {workers} "
+                     f"| {med[0]:.1f} | {med[1]:.1f} | {med[3]:.2f} | {med[4]:.2f} | **{med[6]:.0f}x** "
+                     f"({min(r[6] for r in rows):.0f} to {max(r[6] for r in rows):.0f}) | **{med[7]:.0f}x** "
+                     f"({min(r[7] for r in rows):.0f} to {max(r[7] for r in rows):.0f}) "
+                     f"| {min(loads):.1f} to {max(loads):.1f} |")
+    return "\n".join(lines)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("specs", nargs="*", default=sorted(TLA_SPECS, key=list(MODULES).index),
-                   help=f"specs to run (default: all of {', '.join(MODULES)})")
+    p.add_argument("specs", nargs="*", default=["tla-kip320"], help=f"specs to run (default: tla-kip320; any of "
+                                                                    f"{', '.join(MODULES)})")
     p.add_argument("--replicas", type=int, default=3)
     p.add_argument("--log-size", type=int, default=2)
     p.add_argument("--max-records", type=int, default=2)
     p.add_argument("--max-epochs", type=int, default=2, help="MaxLeaderEpoch (epochs 0 .. max)")
-    p.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1, like our engine)")
+    p.add_argument("--pairs", type=int, default=5, help="alternating TLC / isrcheck pairs per mode (default 5)")
+    p.add_argument("--modes", choices=["one", "all", "both"], default="both",
+                   help="one worker each, every core, or both (default)")
     p.add_argument("--workdir", help="where to write the .tla/.cfg (default: a new temporary directory)")
-    p.add_argument("--java-opt", action="append", default=[], help="an option for java (repeatable)")
-    p.add_argument("--ours-workers", type=int, default=None, help="our --workers (default: every core)")
-    p.add_argument("--kernels", choices=["auto", "native", "numpy"], default="auto", help="our kernels")
-    p.add_argument("--runs", type=int, default=5,
-                   help="whole-process runs of ours (after one not timed): each one's wall and CPU seconds are "
-                        "printed, the ratio is taken on the best wall (the machine may be shared)")
-    p.add_argument("--tlc-seconds", type=float, default=None,
-                   help="TLC's time measured before (e.g. 106 for tla-kip320 at 3/2/2/2 with 1 worker): the ratio "
-                        "is taken against it and TLC is not run")
+    p.add_argument("--java-opt", action="append", default=None,
+                   help="an option for java (repeatable; default -XX:+UseParallelGC, which TLC asks for)")
+    p.add_argument("--fingerprint", choices=["auto", "64", "96"], default=None,
+                   help="isrcheck's --fingerprint (default: its own default, auto)")
+    p.add_argument("--markdown", action="store_true", help="also print the results as a markdown table")
     args = p.parse_args(argv)
+    args.java_opt = args.java_opt if args.java_opt is not None else ["-XX:+UseParallelGC"]
     unknown = [s for s in args.specs if s not in TLA_SPECS]
     if unknown:
         p.error(f"unknown spec {unknown[0]!r} (known: {', '.join(MODULES)})")
     bounds = dict(replicas=args.replicas, log_size=args.log_size, max_records=args.max_records,
                   max_epochs=args.max_epochs)
-
     jar = os.environ.get("TLA2TOOLS_JAR")
     spec_dir = os.environ.get("KAFKA_SPEC_DIR")
-    if jar and not os.path.isfile(jar):
-        p.error(f"TLA2TOOLS_JAR={jar} is not a file")
+    if not jar or not os.path.isfile(jar):
+        print("tlc_compare: set TLA2TOOLS_JAR to a tla2tools.jar (the comparison runs TLC itself)", file=sys.stderr)
+        return 2
     if spec_dir and not all(os.path.isfile(os.path.join(spec_dir, f)) for f in ORIGINAL_FILES):
         p.error(f"KAFKA_SPEC_DIR={spec_dir} does not hold all of {', '.join(ORIGINAL_FILES)}")
-    workdir = args.workdir or (tempfile.mkdtemp(prefix="tlc_compare_") if jar else None)
-    if workdir:
-        os.makedirs(workdir, exist_ok=True)
-
-    print(f"constants: Replicas={bounds['replicas']} LogSize={bounds['log_size']} "
-          f"MaxRecords={bounds['max_records']} MaxLeaderEpoch={bounds['max_epochs']} (no symmetry)")
-    if not jar:
-        print("TLC: skipped (set TLA2TOOLS_JAR to a tla2tools.jar to run TLC -deadlock on the same constants)")
-    mismatches = 0
     for name in args.specs:
         try:
-            spec = TLA_SPECS[name](**bounds)
+            TLA_SPECS[name](**bounds)
         except BoundsError as e:
             p.error(str(e))
-        r = search(spec, ["type-ok"], workers=args.ours_workers, kernels=args.kernels)
-        # untimed: fills the caches (the spec's load verdict, compiled kernels) and writes Python's bytecode, as
-        # installing isrcheck does (pip compiles it), even where PYTHONDONTWRITEBYTECODE is set
-        whole_process(name, bounds, args.ours_workers, args.kernels,
-                      env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
-        runs = [whole_process(name, bounds, args.ours_workers, args.kernels) for _ in range(max(args.runs, 1))]
-        whole = min(w for w, _ in runs)
-        print(f"{name}: whole process, wall / CPU s: " + ", ".join(f"{w:.2f} / {c:.2f}" for w, c in runs), flush=True)
-        line = (f"{name:22s} ours: {r.distinct_states:>10,} states  depth {r.depth:>3}  search {r.seconds:6.1f} s"
-                f"  whole process best of {len(runs)} {whole:6.2f} s (CPU {min(c for _, c in runs):.2f} s)")
-        if args.tlc_seconds:
-            line += f" | TLC (measured before): {args.tlc_seconds:8.1f} s | TLC/ours {args.tlc_seconds / whole:5.1f}x"
-        elif jar:
-            tla, cfg = write_tla(workdir, name, bounds, spec_dir)
-            states, depth, seconds = run_tlc(jar, workdir, tla, cfg, args.workers, args.java_opt)
-            same = (states, depth) == (r.distinct_states, r.depth)
-            mismatches += not same
-            line += (f" | TLC: {states:>10,} states  depth {depth:>3}  {seconds:8.1f} s"
-                     f" | TLC/ours {seconds / whole:5.1f}x{'' if same else '  MISMATCH'}")
-        print(line, flush=True)
-    if workdir:
-        print(f"TLA+ modules and configurations in {workdir}")
-    return 1 if mismatches else 0
+    workdir = args.workdir or tempfile.mkdtemp(prefix="tlc_compare_")
+    os.makedirs(workdir, exist_ok=True)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    modes = {"one": [(1, 1)], "all": [(cores, None)], "both": [(1, 1), (cores, None)]}[args.modes]
+    print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {cores} cores, load average {os.getloadavg()[0]:.1f}; "
+          f"TLC: {jar} (java {' '.join(args.java_opt)}), modules: {spec_dir or 'the embedded rendering'}")
+    results, same = [], True
+    for name in args.specs:
+        for tlc_workers, ours_workers in modes:
+            result, ok = compare(name, bounds, args, jar, spec_dir, workdir, tlc_workers, ours_workers)
+            results.append(result)
+            same = same and ok
+    if args.markdown:
+        print("\n" + markdown(results))
+    print(f"\nTLA+ modules and configurations in {workdir}; load average at the end {os.getloadavg()[0]:.1f}")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

@@ -1,13 +1,21 @@
-"""Exhaustive breadth-first search over numpy batches.
+"""Exhaustive breadth-first search over column-major batches of states.
 
-Level by level: each chunk of the frontier is expanded action by action (a
-guard is a boolean vector over the chunk, an update computes only the written
-columns of the enabled rows), successors get linear fingerprints by delta,
-and only fingerprints new to the visited set are materialized as rows. States
-are numbered in BFS order; a new state's canonical discovery is the one with the
-smallest (parent number, action instance), so numbering, parents and traces do
-not depend on the chunk size. Kept in RAM per visited state: its fingerprint in
-the visited set's table (10.7 to 16 bytes); its parent number (4) and action
+Level by level: each chunk of the frontier is expanded, successors get linear
+fingerprints by delta, and only fingerprints new to the visited set are
+materialized as rows. States are numbered in BFS order; a new state's canonical
+discovery is the one with the smallest (parent number, action instance), so
+numbering, parents and traces do not depend on the chunk size or the kernels.
+
+On the compiled kernels (model/c_kernels.py: C, where there is a compiler) a
+chunk's successors come out in (parent, action) order and go into the visited
+table in that order (checker/table.c), so the first of equal fingerprints is the
+canonical discovery; the new ones' rows are built from their parents'. On numpy's
+kernels (small searches, symmetry, no compiler; numba's where a level is large) a
+chunk is expanded action by action (a guard is a boolean vector over the chunk,
+an update computes only the written columns of the enabled rows), its successors
+are grouped by one sort of their fingerprints and the smallest (parent, action)
+of each new group is picked. Kept in RAM per visited state: its fingerprint in
+the visited set's table (10.7 to 16 bytes; 16 to 24 for 96-bit keys); its parent number (4) and action
 instance (2) go to a file per level (from 64K states), and the rows of a level being built do too
 when the memory limit comes near (:mod:`checker.levels`).
 """
@@ -17,14 +25,13 @@ import contextlib
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from isrcheck.checker import checkpoint as checkpoint_mod, levels, stop
 from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.coverage import ENABLED, FIRED, Coverage
-from isrcheck.checker.fingerprint import Fingerprint, Symmetry
+from isrcheck.checker.fingerprint import WIDTHS, Fingerprint, Symmetry, widen_now
 from isrcheck.checker.result import Result, Violation
 from isrcheck.checker.visited import GROUPS, VisitedSet
 from isrcheck.model import backends
@@ -39,6 +46,8 @@ LEVEL_SPLIT = 8         # a level is cut into about this many chunks (for the wo
 # chunk per level, 0.78 s (0.64 s wall) in chunks from 32K, 1.14 s (0.81 s) from 16K; tla-kip320 3/2/2/3 and
 # kip-320:max_epochs=5,max_crashes=2 took about 5% less wall and 8% less CPU from 128K than from 64K.
 MIN_CHUNK = 1 << 17
+PIECE = 1 << 15         # states: on the compiled kernels with several workers a chunk is expanded in pieces this large
+PIECES_FROM = 1 << 16  # ... from a level this large (on smaller ones a second thread costs more CPU than it saves)
 
 
 def chunk_step(size, most):
@@ -87,6 +96,15 @@ def all_cores():
 NATIVE_FROM = 1 << 22
 NATIVE_CACHED_FROM = 1 << 18
 NATIVE_MEMORY = 512 << 20           # numba, LLVM and the loaded kernels: "auto" keeps numpy if the limit has no room
+# With a C compiler the search runs on the compiled kernels instead (model/c_kernels.py, checker/table.c): from
+# the first level when they are compiled already (loading them takes a millisecond). Compiling a spec's takes 1.5
+# to 3 s of CPU, once per machine (per spec and bounds), more than a search of a million states on numpy: a
+# level of COMPILE_AHEAD_FROM states in a configuration an earlier process searched too starts the compiler in
+# the background, and the search moves to the compiled kernels at the first level after they are ready (a later
+# search starts on them); a level of COMPILED_FROM states waits for them. One-off and small searches never
+# compile (the gate's dozens of configurations on a fresh CI machine: 49 s against 116 s when each compiled).
+COMPILE_AHEAD_FROM = 1 << 16
+COMPILED_FROM = 1 << 22
 
 
 class Abandoned(Exception):
@@ -133,12 +151,23 @@ class Turns:
             self._cond.notify_all()
 
 
-class Search:
-    """``kernels``: "native" (model/native.py), "numpy" (model/compile.py, the reference) or "auto" (from the
-    level where native kernels pay: see NATIVE_FROM). ``workers``: threads expanding chunks
-    ahead of the one being deduplicated (default: every core); the results do not depend on it."""
+def _new_cells(update):
+    """A numpy update's written cells: {column: int8 values, or a constant}."""
+    return {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
+            for c, v in update._written.items()}
 
-    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18, workers=None, kernels="auto"):
+
+class Search:
+    """``kernels``: "native" (the compiled kernels, model/c_kernels.py, or without a C compiler numba's,
+    model/native.py), "numpy" (model/compile.py, the reference) or "auto" (from the level where compiled
+    kernels pay: see COMPILED_FROM and NATIVE_FROM). ``workers``: threads expanding chunks
+    ahead of the one being deduplicated (default: every core); the results do not depend on it.
+    ``fingerprint``: "64", "96" (wide keys: needs the compiled kernels, so a C compiler, and no symmetry) or
+    "auto" (64 until the collision bound could pass ``fingerprint.TARGET``, then wide, on the compiled kernels;
+    see ``fingerprint.widen_now``)."""
+
+    def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18, workers=None, kernels="auto",
+                 fingerprint="auto"):
         self.spec = spec
         self.invariants = [spec.invariants[name] for name in invariants]
         self.fingerprint = Fingerprint(spec.layout)
@@ -147,9 +176,56 @@ class Search:
         self.workers = workers or all_cores()
         if kernels not in ("auto", "native", "numpy"):
             raise ValueError(f"unknown kernels {kernels!r}")
+        if str(fingerprint) not in WIDTHS:
+            raise ValueError(f"unknown fingerprint width {fingerprint!r}")
         self.kernels = kernels
+        self.width = str(fingerprint)
         self.native = None          # the native kernels, once chosen
+        self.compiled = None        # the compiled kernels (model/c_kernels.py), once chosen
+        self.compile_failed = False
+        self._candidate = None      # the compiled kernels not loaded yet (knows whether they are compiled)
+        self._compiler = None       # the compiler compiling them in the background, once started (False: none)
+        self.wide_from = None       # states found when the keys became wide (0: from the start)
+        self._scratch = threading.local()   # each worker's buffers for the compiled kernels
+        self.kept_lanes = None
         self.pool = None            # the worker threads while a search runs with several
+        if self.width == "96":
+            if symmetry or kernels == "numpy":
+                raise ValueError("96-bit fingerprints need the compiled kernels, without --symmetry")
+            self._use_compiled()    # raises CompileError when there is no working C compiler
+
+    def _use_compiled(self):
+        """Load the compiled kernels (compiling them first if needed) and the visited table's C loops."""
+        from isrcheck.checker.visited import table_loops
+        from isrcheck.model.c_kernels import CKernels
+        table_loops()
+        self.compiled = (self._candidate or CKernels(self.spec)).load()
+
+    def _choose_compiled(self, level_size, hashed):
+        """Switch to the compiled kernels when the policy says so (they give the numpy kernels' results): not
+        under symmetry (its canonical fingerprints are numba's) nor with "numpy"; "native" and wide keys at once,
+        "auto" once they are compiled or a level is large enough to pay for compiling them."""
+        if self.compiled is not None or self.compile_failed or self.kernels == "numpy" or self.symmetry is not None:
+            return
+        from isrcheck.model import cbuild
+        if cbuild.compiler() is None:
+            self.compile_failed = True
+            return
+        if self._candidate is None:
+            from isrcheck.model.c_kernels import CKernels
+            self._candidate = CKernels(self.spec)
+        ready = bool(self._compiler) and self._compiler.poll() is not None
+        wanted = (self.kernels == "native" or level_size >= COMPILED_FROM or self._candidate.compiled or ready
+                  or widen_now(self.width, hashed, 0, self.fingerprint.bits))
+        if wanted:
+            if self._compiler:
+                self._compiler.wait()               # the compile started ahead, rather than another one
+            try:
+                self._use_compiled()
+            except cbuild.CompileError:
+                self.compile_failed = True          # numpy and numba's kernels, as without a compiler
+        elif level_size >= COMPILE_AHEAD_FROM and self._compiler is None:
+            self._compiler = self._candidate.start() or False
 
     def _choose_kernels(self, level_size):
         """Switch to the native kernels when the policy says so (they give the numpy kernels' results)."""
@@ -181,8 +257,7 @@ class Search:
             if coverage is not None:
                 coverage.counts[ENABLED, inst.id] += rows.size
             update = backends.batch(spec).update(inst, batch, rows)
-            new_cols = {c: v.astype(np.int8, copy=False) if isinstance(v, np.ndarray) else int(v)
-                        for c, v in update._written.items()}
+            new_cols = _new_cells(update)
             # drop self-loops: no cell moved, so the fingerprint's delta is 0
             parent_fp = np.take(fps, rows)
             h = parent_fp.copy()
@@ -212,6 +287,29 @@ class Search:
                 src = pos[dest]
                 for c, v in cols.items():
                     out[c][dest] = v[src] if isinstance(v, np.ndarray) else v     # 1-D indexing: twice as fast
+        return out
+
+    def apply(self, batch, fps, actions):
+        """The successor of each parent (column ``i`` of ``batch``, fingerprint ``fps[i]``) by action instance
+        ``actions[i]``, enabled there and moving it (as ``expand`` found): ``batch`` becomes the successors, in
+        place; returns their fingerprints. What ``expand`` then ``materialize`` give, for chosen pairs only:
+        one kernel call per run of equal actions, so parents sharing an action should be side by side."""
+        out = np.empty_like(fps)
+        lo = 0
+        for hi in np.append(np.flatnonzero(actions[1:] != actions[:-1]) + 1, actions.size).tolist():
+            a = int(actions[lo])
+            if self.native is not None:
+                h, cols = self.native.apply(a, batch[:, lo:hi], fps[lo:hi], self.fingerprint.multipliers)
+            else:
+                update = backends.batch(self.spec).update(self.spec.actions[a], batch, np.arange(lo, hi))
+                cols = _new_cells(update)
+                h = fps[lo:hi].copy()
+                for c, v in cols.items():
+                    h += self.fingerprint.delta(c, update.old[c], v)
+            out[lo:hi] = h
+            for c, v in cols.items():
+                batch[c, lo:hi] = v
+            lo = hi
         return out
 
     @staticmethod
@@ -314,7 +412,12 @@ class Search:
                 init = backends.scalar(spec).initial_row()[:, None]
                 init_fp = self.fingerprint.full(init)
                 key_fp = init_fp if self.symmetry is None else self.symmetry.canonical(init)
-                visited = VisitedSet.of(key_fp)
+                self._choose_compiled(1, 1)
+                if self.width == "96":
+                    visited = VisitedSet.of(key_fp, self.fingerprint.full(init, lane=2) >> np.uint64(32))
+                    self.wide_from = 0
+                else:
+                    visited = VisitedSet.of(key_fp, compiled=self.compiled is not None)
                 parents = [np.array([NO_PARENT], dtype=np.uint32)]
                 actions = [np.array([NO_ACTION], dtype=np.uint16)]
                 level_start = [0]
@@ -328,6 +431,7 @@ class Search:
                 transitions, depth = 0, 1
             budget_hit, complete = None, False
             last_snapshot = time.perf_counter()
+            self.kept_lanes = None          # (lane 1, lane 2) of the states from level lanes_from on, kept to widen
 
             while frontier.size and (pending or not self.invariants):
                 if max_depth is not None and depth >= max_depth:
@@ -335,12 +439,20 @@ class Search:
                     break
                 next_id = level_start[-1] + frontier.size
                 level = levels.LevelWriter(spec.layout.width)
-                self._choose_kernels(frontier.size)
                 # the same chunks for any number of workers: they decide where a --max-states search stops
                 step = chunk_step(frontier.size, self.chunk)
-                chunks = self._chunks(frontier, step, visited, list(pending))
+                # what the next level may add, for the fingerprint width: its states' successors, at the rate so far
+                coming = int(frontier.size * max(1.0, transitions / max(1, level_start[-1])))
+                self._choose_compiled(frontier.size, next_id + coming)
+                if self.compiled is None:
+                    self._choose_kernels(frontier.size)
+                else:
+                    visited.use_loops()
+                    self._widen(visited, frontier, step, next_id, coming, depth)
+                pieces = self._pieces(frontier.size, step)
+                chunks = self._chunks(frontier, pieces, visited, list(pending))
                 spill_failed = None
-                for cs in range(0, frontier.size, step):
+                for cs, _, last in pieces:
                     kept, before = level.size, dict(violations)
                     try:
                         counts, moves, found, bad = next(chunks)
@@ -352,7 +464,9 @@ class Search:
                         hits = self._record(bad, next_id + level.size, depth + 1, pending, violations)
                         if on_states is not None:
                             on_states(rows)
-                        win_parent = (level_start[-1] + cs + win_parent).astype(np.uint32)
+                        if self.kept_lanes is not None:
+                            self.kept_lanes.append(row_fps)
+                        win_parent = (np.int64(level_start[-1] + cs) + win_parent).astype(np.uint32)
                         win_action = win_action.astype(np.uint16)
                         level.append(rows, row_fps, win_parent, win_action)
                         coverage.add_new(win_action)
@@ -374,6 +488,8 @@ class Search:
                     if progress is not None:
                         progress(depth=depth, frontier=frontier.size, distinct=next_id + level.size,
                                  seconds=elapsed + time.perf_counter() - start, snapshot=self.snapshot_time)
+                    if not last:                    # the budgets are looked at between chunks
+                        continue
                     if max_states is not None and next_id + level.size >= max_states:
                         budget_hit = f"max states {max_states}"
                         break
@@ -433,7 +549,8 @@ class Search:
                 seconds=elapsed + time.perf_counter() - start, peak_memory_bytes=peak_memory(),
                 retained_bytes=retained, complete=complete, budget_hit=budget_hit,
                 never_fired=never if complete else [], fingerprint_bits=self.fingerprint.bits,
-                renamings=self.symmetry.renamings if self.symmetry else 1, coverage=coverage)
+                wide_from=self.wide_from, renamings=self.symmetry.renamings if self.symmetry else 1,
+                coverage=coverage)
         finally:
             if self.pool is not None:       # the workers of this search end with it
                 with self.pool:
@@ -447,10 +564,15 @@ class Search:
                   violations, transitions, depth, seconds):
         """Everything the search needs to go on from the start of level ``depth``: a consistent snapshot."""
         rows, fps = frontier.in_memory()
-        arrays = {"visited": visited.values(), "parents": np.concatenate(parents), "actions": np.concatenate(actions),
-                  "frontier": rows, "frontier_fps": fps, "coverage": coverage.counts}
+        fps = fps if fps.ndim == 1 else fps[0]
+        keys = visited.values()
+        arrays = {"visited": keys[0] if visited.wide else keys, "parents": np.concatenate(parents),
+                  "actions": np.concatenate(actions), "frontier": rows, "frontier_fps": fps, "coverage": coverage.counts}
+        if visited.wide:
+            arrays["visited_high"] = keys[1]        # lane 2's high halves (checker/visited.py)
         counters = {"depth": depth, "transitions": transitions, "level_start": level_start, "seconds": seconds,
-                    "violations": {n: [v.state_id, v.level] for n, v in violations.items()}}
+                    "violations": {n: [v.state_id, v.level] for n, v in violations.items()},
+                    "wide_from": self.wide_from}
         self.snapshot_bytes = checkpoint_mod.write(directory, ident, arrays, counters)
         self.snapshot_time = time.time()
 
@@ -458,7 +580,16 @@ class Search:
         """The search as snapshotted in ``directory``, every part of it checked first (checker/checkpoint.py; the
         violations' paths replayed): a trace is written (``on_violation``) only from a snapshot found whole."""
         arrays, c = checkpoint_mod.read(directory, ident, self.spec.layout, len(self.spec.actions))
-        visited = VisitedSet.of(arrays["visited"])
+        if "visited_high" in arrays:
+            from isrcheck.model.cbuild import CompileError
+            try:
+                visited = VisitedSet.of(arrays["visited"], arrays["visited_high"])
+            except CompileError as e:
+                raise checkpoint_mod.CheckpointError(f"--resume {directory}: the snapshot's fingerprints are "
+                                                     f"96-bit, which need the compiled kernels: {e}") from None
+            self.wide_from = c.get("wide_from") or 0
+        else:
+            visited = VisitedSet.of(arrays["visited"])
         level_start = [int(x) for x in c["level_start"]]
         bounds = level_start[1:]
         parents = np.split(arrays["parents"], bounds)
@@ -487,54 +618,71 @@ class Search:
         return (frontier, visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 
-    def _chunk(self, frontier, cs, step, visited, turns, invariants):
-        """The chunk at ``cs`` (``step`` states), start to end: expanded, its successors grouped by fingerprint, the groups inserted
-        into the visited set when ``turns`` says it is this chunk's turn, the fresh ones' rows built and checked
-        against ``invariants``. Runs on a worker thread (everything but the insert runs alongside other chunks).
+    def _chunk(self, frontier, k, start, count, visited, turns, invariants):
+        """Piece ``k`` of the level (``count`` states from ``start``: see ``_pieces``), start to end: expanded, its
+        successors grouped by fingerprint, the groups inserted into the visited set when ``turns`` says it is
+        this piece's turn, the fresh ones' rows built and checked against ``invariants``. Runs on a worker thread
+        (everything but the insert runs alongside other pieces).
 
         Returns (enabled and fired counts per action instance, transitions, found, first violations) where found
-        is (rows, fingerprints, parent rows in the chunk, action ids) or None, and first violations is
+        is (rows, fingerprints, parent rows in the piece, action ids) or None, and first violations is
         {invariant name: column in rows} for the invariants the rows break.
         """
-        k = cs // step
         try:
             coverage = Coverage(self.spec.actions)
-            batch, fps = frontier.block(cs, step)
-            parts = self.expand(batch, fps, coverage)
-            found, moves = self._successors(batch, parts, visited, turns, k)
+            if self.compiled is not None:
+                found, moves = self._compiled_successors(*frontier.block(start, count, contiguous=False), visited,
+                                                         turns, k, coverage)
+            else:
+                batch, fps = frontier.block(start, count)
+                parts = self.expand(batch, fps, coverage)
+                found, moves = self._successors(batch, parts, visited, turns, k)
         except BaseException:
             turns.fail(k)
             raise
         bad = {} if found is None else self._violations(found[0], invariants)
         return coverage.counts[:FIRED + 1], moves, found, bad
 
-    def _chunks(self, frontier, step, visited, invariants):
-        """The level's chunks (see ``_chunk``) in order; with several workers, up to that many at once on the
-        thread pool (the native kernels release the GIL, numpy does in its loops) while the caller takes them."""
-        starts = range(0, frontier.size, step)
+    def _pieces(self, size, step):
+        """[(start, states, whether it ends a chunk)] of the pieces a level of ``size`` states is expanded in: its
+        chunks of ``step`` states, or on the compiled kernels with several workers, those cut into pieces of
+        PIECE states, which keep both cores busy on the levels of a single chunk. The budgets are looked at
+        where a chunk ends, so the pieces change no answer."""
+        piece = step if self.compiled is None or self.workers == 1 or size < PIECES_FROM else min(step, PIECE)
+        out = []
+        for cs in range(0, size, step):
+            end = min(cs + step, size)
+            out += [(ps, min(piece, end - ps), ps + piece >= end) for ps in range(cs, end, piece)]
+        return out
+
+    def _chunks(self, frontier, pieces, visited, invariants):
+        """The level's pieces (see ``_chunk``) in order; with several workers, up to that many at once on the
+        thread pool (the compiled and native kernels release the GIL, numpy does in its loops) while the caller
+        takes them."""
         turns = Turns()
-        if self.workers == 1 or len(starts) == 1:
-            for cs in starts:
-                yield self._chunk(frontier, cs, step, visited, turns, invariants)
+        tasks = [(self._chunk, frontier, k, ps, n, visited, turns, invariants) for k, (ps, n, _) in enumerate(pieces)]
+        if self.workers == 1 or len(tasks) == 1:
+            for fn, *args in tasks:
+                yield fn(*args)
             return
         if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor       # (and logging): only a search on several workers
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-search")
-        ahead = [self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants)
-                 for cs in starts[:self.workers + 1]]
+        ahead = [self.pool.submit(*task) for task in tasks[:self.workers + 1]]
         try:
-            for cs in starts[self.workers + 1:]:
+            for task in tasks[self.workers + 1:]:
                 done = ahead.pop(0).result()
-                ahead.append(self.pool.submit(self._chunk, frontier, cs, step, visited, turns, invariants))
+                ahead.append(self.pool.submit(*task))
                 yield done
             while ahead:
                 yield ahead.pop(0).result()
         finally:
-            turns.fail(-1)                  # a stop: chunks waiting for their turn give up, the rest are dropped
+            turns.fail(-1)                  # a stop: pieces waiting for their turn give up, the rest are dropped
             for future in ahead:
                 future.cancel()
             for future in ahead:
                 if not future.cancelled():
-                    future.exception()      # wait: no chunk inserts into the visited set after the search moves on
+                    future.exception()      # wait: no piece inserts into the visited set after the search moves on
 
     def _successors(self, batch, parts, visited, turns, k):
         """The new states reached from chunk ``k`` of the frontier (``parts``: its ``expand``), added to the
@@ -559,6 +707,58 @@ class Search:
         part_w = np.searchsorted(part_start, winners, side="right") - 1
         rows = self.materialize(batch, parts, (part_w, winners - part_start[part_w]), win_parent)
         return (rows, plain_fp[winners], win_parent, win_action), moves
+
+    def _compiled_successors(self, batch, fps, visited, turns, k, coverage):
+        """``_successors`` on the compiled kernels: every successor of chunk ``k`` in (parent, action) order,
+        inserted into the visited set in that order in its turn (so the first discovery of a new state is the
+        one marked), then the new ones' rows built. Lane 2 of the fingerprints is computed when the keys are
+        wide or the search keeps it to widen them later."""
+        kernels, fp = self.compiled, self.fingerprint
+        lanes = visited.wide or self.kept_lanes is not None
+        fps, fps2 = (fps[0], fps[1] if lanes else None) if fps.ndim == 2 else (
+            fps, kernels.fingerprint(batch, fp.lane2) if lanes else None)
+        scratch = getattr(self._scratch, "buffers", None)
+        if scratch is None:
+            from isrcheck.model.c_kernels import Scratch
+            scratch = self._scratch.buffers = Scratch()
+        h1, h2, parent, action = kernels.expand(batch, fps, fps2, fp.multipliers, fp.lane2 if lanes else None,
+                                                coverage.counts[ENABLED], coverage.counts[FIRED], scratch)
+        fresh = visited.insert_ordered(h1, h2, lambda group: turns.turn(k, group), scratch)
+        new = int(np.count_nonzero(fresh))
+        if not new:
+            return None, h1.size
+        return kernels.build(batch, fresh, h1, h2, parent, action, new), h1.size
+
+    def _widen(self, visited, frontier, step, found, coming, depth):
+        """At the start of a level (``depth``: the one being built; ``found`` states so far, ``coming``: what the
+        level may add): make the visited set's keys wide when ``fingerprint.widen_now`` says so, and from half
+        that count on keep the new states' lane 2 (lanes of earlier levels are found again then: keeping them
+        costs a tenth of finding a state again, but most searches never widen)."""
+        bits = self.fingerprint.bits
+        if visited.wide or self.width == "64":
+            return
+        if widen_now(self.width, found, coming, bits):          # "96" (a narrow snapshot resumed) or "auto"
+            kept = self.kept_lanes or []
+            lanes_from = self.lanes_from if self.kept_lanes is not None else depth
+            replayed = self._replayed_lanes(lanes_from) if lanes_from else []
+            lanes = np.concatenate(replayed + kept, axis=1)
+            self.kept_lanes = None
+            visited.widen(lanes[0], lanes[1])
+            self.wide_from = found
+        elif self.kept_lanes is None and widen_now(self.width, 2 * found, 2 * coming, bits):
+            self.kept_lanes, self.lanes_from = [], depth - 1        # the frontier's level on
+            for cs in range(0, frontier.size, step):
+                rows, fps = frontier.block(cs, step, contiguous=False)
+                self.kept_lanes.append(np.stack([fps, self.compiled.fingerprint(rows, self.fingerprint.lane2)]))
+
+    def _replayed_lanes(self, count):
+        """[(lane 1, lane 2)] of the states of the first ``count`` levels, found again by a search on the compiled
+        kernels (the states that were found before the search kept lane 2)."""
+        lanes, again = [], Search(self.spec, [], chunk=self.chunk, workers=self.workers, kernels="native",
+                                  fingerprint="64")
+        again.run(max_depth=count, on_states=lambda rows: lanes.append(np.stack(
+            [self.compiled.fingerprint(rows, m) for m in (self.fingerprint.multipliers, self.fingerprint.lane2)])))
+        return lanes
 
     def _canonical(self, batch, parts, sizes, plain_fp):
         """The canonical fingerprints of a chunk's successors (``parts``, of ``sizes``; their own fingerprints
@@ -587,8 +787,14 @@ class Search:
 
     def _violations(self, rows, invariants):
         """{invariant name: its first violating column in rows} for the ``invariants`` the rows break."""
-        kernels = backends.batch(self.spec) if self.native is None else self.native
         bad = {}
+        if self.compiled is not None:
+            for inv in invariants:
+                hit = self.compiled.first_violation(inv.name, rows)
+                if hit >= 0:
+                    bad[inv.name] = hit
+            return bad
+        kernels = backends.batch(self.spec) if self.native is None else self.native
         for inv in invariants:
             hit = np.flatnonzero(~kernels.holds(inv, rows))
             if hit.size:
@@ -629,12 +835,13 @@ class Search:
 
 
 def search(spec, invariants, symmetry=False, chunk=1 << 18, budget=UNLIMITED, workers=None, kernels="auto",
-           **options):
+           fingerprint="auto", **options):
     """Run the exhaustive search for the named invariants within ``budget`` (its max_states, max_depth and
-    seconds) on ``workers`` threads with ``kernels`` ("auto", "native" or "numpy"); ``options`` are
-    :meth:`Search.run`'s others (progress, on_violation, checkpoint, ...)."""
-    return run_within(Search(spec, invariants, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels),
-                      budget, **options)
+    seconds) on ``workers`` threads with ``kernels`` ("auto", "native" or "numpy") and ``fingerprint`` width
+    ("auto", "64", "96": see :class:`Search`); ``options`` are :meth:`Search.run`'s others (progress,
+    on_violation, checkpoint, ...)."""
+    return run_within(Search(spec, invariants, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels,
+                             fingerprint=fingerprint), budget, **options)
 
 
 def run_within(searcher, budget, **options):

@@ -42,12 +42,14 @@ class CheckpointError(ValueError):
 
 
 def identity(spec, invariants, symmetry):
-    """What a snapshot must agree on to be resumed: tool version, spec, bounds, invariants, the model's shape."""
+    """What a snapshot must agree on to be resumed: tool version, spec, bounds, invariants, the model's shape, and
+    the fingerprints' multipliers (the visited set it keeps is theirs)."""
     shape = [[a.label for a in spec.actions], list(spec.layout.fields),
              spec.layout.lo.tolist(), spec.layout.hi.tolist()]
     model = hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
+    from isrcheck.checker.fingerprint import SCHEME
     return {"version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-            "invariants": list(invariants), "symmetry": bool(symmetry), "model": model}
+            "invariants": list(invariants), "symmetry": bool(symmetry), "model": model, "fingerprints": SCHEME}
 
 
 def _digest(a):
@@ -112,13 +114,14 @@ def write(directory, ident, arrays, counters):
     return size
 
 
-def schema(layout, n_actions):
+def schema(layout, n_actions, wide=False):
     """{array: (dtype, shape with None for a count)} of what the exhaustive search snapshots: the visited
-    fingerprints (sorted), each state's parent number and action id, the frontier's rows (one column per state)
-    and fingerprints, and the coverage counts per action instance."""
+    fingerprints (sorted; for 96-bit keys, lane 2's high halves beside them in ``visited_high``), each state's
+    parent number and action id, the frontier's rows (one column per state) and fingerprints, and the coverage
+    counts per action instance."""
     return {"visited": ("<u8", (None,)), "parents": ("<u4", (None,)), "actions": ("<u2", (None,)),
             "frontier": ("|i1", (layout.width, None)), "frontier_fps": ("<u8", (None,)),
-            "coverage": ("<i8", (3, n_actions))}
+            "coverage": ("<i8", (3, n_actions)), **({"visited_high": ("<u4", (None,))} if wide else {})}
 
 
 def read(directory, ident, layout, n_actions):
@@ -132,7 +135,7 @@ def read(directory, ident, layout, n_actions):
         raise CheckpointError(f"{where}: {MANIFEST} names no snapshot folder of this directory")
     counters = _counters(where, manifest, ident["invariants"])
     hashes = manifest.get("sha256")
-    expected = schema(layout, n_actions)
+    expected = schema(layout, n_actions, wide=isinstance(hashes, dict) and "visited_high" in hashes)
     if not isinstance(hashes, dict) or sorted(hashes) != sorted(expected) \
             or not all(isinstance(h, str) for h in hashes.values()):
         raise CheckpointError(f"{where}: {MANIFEST} does not list the arrays {', '.join(expected)} with their hashes")
@@ -201,6 +204,8 @@ def _counters(where, manifest, invariants):
         raise bad(f"'level_start' is not {depth} increasing state numbers from 0")
     if not isinstance(violations, dict):
         raise bad("'violations' is not an object")
+    if c.get("wide_from") is not None and not (_int(c["wide_from"]) and 0 <= c["wide_from"] <= level_start[-1]):
+        raise bad("'wide_from' is not a state count")
     for name, found in violations.items():
         if name not in invariants:
             raise bad(f"a violation of {name!r}, which this search does not check")
@@ -263,8 +268,12 @@ def _check_search(where, arrays, counters, layout, n_actions):
         raise bad("the frontier is empty, or has not a fingerprint per state")
     if total >= np.iinfo(np.uint32).max:
         raise bad(f"{total:,} states, more than 32-bit state numbers name")
-    if np.any(visited[1:] <= visited[:-1]):
+    high = arrays.get("visited_high")
+    if high is None and np.any(visited[1:] <= visited[:-1]):
         raise bad("the visited fingerprints are not sorted and distinct")
+    if high is not None and (high.size != visited.size or not np.all(
+            (visited[1:] > visited[:-1]) | ((visited[1:] == visited[:-1]) & (high[1:] > high[:-1])))):
+        raise bad("the visited keys are not sorted and distinct")
     if np.any(arrays["coverage"] < 0):
         raise bad("a negative coverage count")
     ends = level_start[1:] + [total]

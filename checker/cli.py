@@ -311,8 +311,14 @@ def cli(ctx, config, profile):
 @click.option("--checkpoint-every", type=Seconds(zero=True), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
+@click.option("--decide-from", type=click.IntRange(min=0, max=1 << 62), default=None, hidden=True,
+              help="spark: levels of this many states or more are jobs of their own, decided on (fingerprint, tag) "
+                   "records (default: the engine's own threshold)")
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
               help="local engine: threads expanding states (default: every core); results do not depend on it")
+@click.option("--fingerprint", type=click.Choice(["auto", "64", "96"]), default="auto", show_default=True,
+              help="local engine: fingerprint bits; auto keeps 64 until the collision bound could pass 1e-6, then "
+                   "goes 96 (96 needs a C compiler, without --symmetry)")
 @click.option("--kernels", type=click.Choice(["auto", "native", "numpy"]), default="auto", hidden=True,
               help="local and spark engines: compiled (numba) kernels, numpy's, or native once compiled or for large "
                    "levels")
@@ -322,8 +328,8 @@ def cli(ctx, config, profile):
                    "(always in --format json)")
 @click.option("--no-progress", is_flag=True, help="no live progress on stderr")
 def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_timeout, master, partitions, workdir,
-          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, workers, kernels,
-          itf, coverage, no_progress, **kw):
+          out_dir, fmt, max_states, max_depth, time_limit, checkpoint, resume, checkpoint_every, chunk, decide_from,
+          workers, fingerprint, kernels, itf, coverage, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
     unused_options.refuse(click.get_current_context(), engine)
@@ -350,6 +356,8 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
             raise UserError(f"--workdir {workdir}: not a writable directory")
     if checkpoint and resume:
         raise UserError("--resume DIR goes on snapshotting to DIR: leave out --checkpoint")
+    if fingerprint == "96" and (engine != "local" or symmetry or kernels == "numpy"):
+        raise UserError("--fingerprint 96 works with the local engine on its compiled kernels, without --symmetry")
     if checkpoint:
         try:
             os.makedirs(checkpoint, exist_ok=True)
@@ -369,25 +377,32 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                 from isrcheck.checker.bmc import bmc
                 result = bmc(spec, names, depth, budget, progress=progress.bmc(depth), on_violation=sink)
             elif engine == "spark":
-                from isrcheck.checker.spark_engine import INSTALL_HINT, missing_dependencies, spark_search
+                from isrcheck.checker.spark_engine import (BATCH_STATES, INSTALL_HINT, SparkSetupError,
+                                                           check_options, missing_dependencies, spark_search)
                 if missing_dependencies():
                     raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
                 try:
+                    check_options(master, workdir or checkpoint or resume)
                     result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
                                           budget=budget, progress=progress, on_violation=sink, workdir=workdir,
                                           snapshot=checkpoint or resume, resume=resume is not None,
-                                          snapshot_seconds=checkpoint_every, kernels=kernels)
-                except CheckpointError as e:
+                                          snapshot_seconds=checkpoint_every, kernels=kernels,
+                                          **({} if decide_from is None else dict(
+                                              decide_from=decide_from, batch_states=min(BATCH_STATES, decide_from))))
+                except (CheckpointError, SparkSetupError) as e:
                     raise UserError(str(e)) from None
             else:
                 from isrcheck.checker.bfs import search
+                from isrcheck.model.cbuild import CompileError
                 try:
                     result = search(spec, names, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels,
-                                    budget=budget, progress=progress,
+                                    fingerprint=fingerprint, budget=budget, progress=progress,
                                     on_violation=sink, checkpoint=checkpoint or resume, resume=resume is not None,
                                     checkpoint_every=checkpoint_every)
                 except CheckpointError as e:
                     raise UserError(str(e)) from None
+                except CompileError as e:
+                    raise UserError(f"--fingerprint 96 needs the compiled kernels: {e}") from None
         finally:
             progress.done()
     live = None

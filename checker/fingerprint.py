@@ -19,19 +19,62 @@ import itertools
 import numpy as np
 
 
+WIDE_EXTRA_BITS = 31            # what the high half of lane 2 adds to lane 1's bits (see the module docstring)
+TARGET = 1e-6                   # "auto" keeps the collision bound under this
+WIDTHS = ("auto", "64", "96")
+
+
+def pairs(n):
+    return n * (n - 1) / 2
+
+
+def collision_bound(hashed, bits, wide_from=None):
+    """Upper bound on the chance that a fingerprint collision hid a state among ``hashed`` fingerprinted states
+    (the birthday bound: each pair collides with probability at most 2**-bits). ``wide_from``: how many had
+    been fingerprinted when the keys became wide (0: wide from the start, None: never): the pairs among those
+    count at ``bits``, every pair at the wide keys' ``bits + WIDE_EXTRA_BITS``."""
+    if wide_from is None:
+        return min(1.0, pairs(hashed) / 2.0 ** bits)
+    return min(1.0, pairs(wide_from) / 2.0 ** bits + pairs(hashed) / 2.0 ** (bits + WIDE_EXTRA_BITS))
+
+
+def widen_now(width, hashed, coming, bits):
+    """Whether a search with fingerprint ``width`` ("auto", "64", "96") that has ``hashed`` states and may find
+    ``coming`` more before it can next widen should make its keys wide now: "96" at once, "auto" before the
+    narrow keys' bound could pass half of TARGET (the other half covers how far ``coming`` is off)."""
+    if width == "96":
+        return True
+    return width == "auto" and pairs(hashed + coming) / 2.0 ** bits > TARGET / 2
+
+
+SCHEME = 2                      # which multipliers (``random_words``): a snapshot keeps the fingerprints it made
+
+
+def random_words(seed, n):
+    """``n`` pseudo-random 64-bit words from ``seed`` (splitmix64, vectorized: importing numpy.random for them cost
+    8 ms of a small check's CPU)."""
+    with np.errstate(over="ignore"):
+        z = (np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) + np.uint64(seed)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
 class Fingerprint:
     def __init__(self, layout, seed=0x15C4EC):
-        self.multipliers = np.random.default_rng(seed).integers(0, 2 ** 64, layout.width, dtype=np.uint64,
-                                                                endpoint=False)
+        self.multipliers = random_words(seed, layout.width)
+        # the second lane of wide fingerprints: independent multipliers (see ``collision_bound``)
+        self.lane2 = random_words(seed ^ 0x5DEECE66D, layout.width)
         self.layout = layout
         widest = int((layout.hi - layout.lo).max()) if layout.width else 1
         self.bits = 64 - (max(widest, 1).bit_length() - 1)      # the largest 2-adic valuation of a difference
 
-    def full(self, batch):
-        """Fingerprints of a column-major batch (width x n)."""
+    def full(self, batch, lane=1):
+        """Fingerprints of a column-major batch (width x n): lane 1, or the wide fingerprints' lane 2."""
+        multipliers = self.multipliers if lane == 1 else self.lane2
         h = np.zeros(batch.shape[1], dtype=np.uint64)
         for c in range(batch.shape[0]):
-            h += batch[c].astype(np.uint64) * self.multipliers[c]
+            h += batch[c].astype(np.uint64) * multipliers[c]
         return h
 
     def delta(self, c, old, new):
@@ -105,8 +148,7 @@ class Symmetry:
                     kinds.append(kind)
                     terms.append((f.name, "row", j, rest(cells[0])))
         names = sorted(set(terms), key=repr)
-        mult = np.random.default_rng(0x5147).integers(0, 2 ** 64, max(len(names), 1), dtype=np.uint64,
-                                                      endpoint=False)
+        mult = random_words(0x5147, max(len(names), 1))
         self.sig_columns = np.array(columns, dtype=np.int64).reshape(len(columns), replicas).T.copy()
         self.sig_kinds = np.array(kinds, dtype=np.int64)
         self.sig_mult = np.array([mult[names.index(t)] for t in terms], dtype=np.uint64)

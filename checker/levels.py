@@ -56,18 +56,21 @@ def _pread(fh, size, offset):
 class Frontier:
     """The states of one level: in memory (parts of ``rows`` width x n with their ``fps``, kept as the chunks
     that found them: a block is copied out of them by the worker that reads it, never the whole level at once),
-    or in unnamed files."""
+    or in unnamed files. Fingerprints are one lane (n) or two (2 x n: wide fingerprints, checker/fingerprint.py);
+    a level's parts all have the same ``lanes``."""
 
-    def __init__(self, rows=None, fps=None, files=None, width=0, size=0, parts=None):
+    def __init__(self, rows=None, fps=None, files=None, width=0, size=0, parts=None, lanes=1):
         self.parts = [(rows, fps)] if rows is not None else parts
         self.files, self.width = files, width
+        self.lanes = self.parts[0][1].ndim if self.parts else lanes
         if self.parts is not None:
             self.ends = np.cumsum([p[0].shape[1] for p in self.parts])
             size = int(self.ends[-1])
         self.size = size
 
-    def block(self, start, count):
-        """Rows (width x k, contiguous) and fingerprints of states start..start+count."""
+    def block(self, start, count, contiguous=True):
+        """Rows (width x k, contiguous, or where a block lies in one part only possibly a view of it whose rows
+        are contiguous) and fingerprints of states start..start+count."""
         if self.files is None:
             stop = min(start + count, self.size)
             first = int(np.searchsorted(self.ends, start, side="right"))
@@ -77,16 +80,18 @@ class Frontier:
                 lo = int(self.ends[p - 1]) if p else 0
                 part_rows, part_fps = self.parts[p]
                 rows.append(part_rows[:, max(start - lo, 0):stop - lo])
-                fps.append(part_fps[max(start - lo, 0):stop - lo])
+                fps.append(part_fps[..., max(start - lo, 0):stop - lo])
             if len(rows) == 1:
-                return np.ascontiguousarray(rows[0]), fps[0]
-            return np.concatenate(rows, axis=1), np.concatenate(fps)
+                return np.ascontiguousarray(rows[0]) if contiguous else rows[0], fps[0]
+            return np.concatenate(rows, axis=1), np.concatenate(fps, axis=-1)
         rows_file, fps_file = self.files
         count = min(count, self.size - start)
         # positional reads (no shared file offset): the search's workers read blocks of a level at once
         rows = np.frombuffer(_pread(rows_file, count * self.width, start * self.width), dtype=np.int8)
-        fps = np.frombuffer(_pread(fps_file, count * 8, start * 8), dtype=np.uint64)
-        return np.ascontiguousarray(rows.reshape(count, self.width).T), fps.copy()
+        size = 8 * self.lanes
+        fps = np.frombuffer(_pread(fps_file, count * size, start * size), dtype=np.uint64)
+        fps = fps.copy() if self.lanes == 1 else np.ascontiguousarray(fps.reshape(count, self.lanes).T)
+        return np.ascontiguousarray(rows.reshape(count, self.width).T), fps
 
     def in_memory(self):
         """(rows, fingerprints) as arrays (reads a spilled level back: for checkpoints)."""
@@ -103,12 +108,14 @@ class LevelWriter:
 
     def __init__(self, width):
         self.width = width
+        self.lanes = 1
         self.parts = []                 # (rows, fps) while in memory
         self.parents, self.actions = [], []
         self.files = None
         self.size = 0
 
     def append(self, rows, fps, parents, actions):
+        self.lanes = fps.ndim
         self.parents.append(parents)
         self.actions.append(actions)
         self.size += rows.shape[1]
@@ -133,7 +140,7 @@ class LevelWriter:
         rows_file.seek(0, os.SEEK_END)
         np.ascontiguousarray(rows.T).tofile(rows_file)
         fps_file.seek(0, os.SEEK_END)
-        fps.tofile(fps_file)
+        np.ascontiguousarray(fps.T).tofile(fps_file)          # a state's lanes side by side
 
     def finish(self):
         """(the level as a Frontier, its parent numbers, its action instances), the last two on disk."""
@@ -141,7 +148,7 @@ class LevelWriter:
         if self.files is not None:
             for fh in self.files:
                 fh.flush()
-            frontier = Frontier(files=self.files, width=self.width, size=self.size)
+            frontier = Frontier(files=self.files, width=self.width, size=self.size, lanes=self.lanes)
         else:
             frontier = Frontier(parts=self.parts)
         return frontier, parents, actions

@@ -37,7 +37,9 @@ def as_json(spec, engine, result, trace_files, observed=()):
     ``expected`` and ``as_expected`` are :func:`expectations`; ``seed``, ``workers`` and ``found`` (per invariant:
     how long to find, and trace lengths before and after shrinking) are the fuzzer's (else null). A quantity the
     engine does not know is null (BMC: ``distinct_states``, ``transitions``, ``states_per_second``,
-    ``bytes_per_state``, ``collision_probability``, ``never_fired``; the fuzzer: ``never_fired``). ``levels``
+    ``bytes_per_state``, ``collision_probability``, ``fingerprints``, ``never_fired``; the fuzzer:
+    ``never_fired``). ``fingerprints`` says how states were told apart ("64-bit", "96-bit", or "64-bit,
+    96-bit from N states"), which ``collision_probability`` accounts for. ``levels``
     (Spark only): per level expanded, its new states, ``shuffle_write_bytes`` (Spark's shuffle write metrics)
     ``python_jvm_bytes`` (the numpy payload of the records between the JVM and the Python workers) and
     ``successor_file_bytes`` (the successors written to files in the workdir instead: on one machine).
@@ -52,7 +54,9 @@ def as_json(spec, engine, result, trace_files, observed=()):
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
         "seconds": round(result.seconds, 3), "states_per_second": _round(result.states_per_second, 1),
         "peak_memory_bytes": result.peak_memory_bytes, "bytes_per_state": _round(result.bytes_per_state, 2),
-        "collision_probability": result.collision_probability, "complete": result.complete,
+        "collision_probability": result.collision_probability,
+        "fingerprints": result.fingerprint_width if result.distinct_states is not None else None,
+        "complete": result.complete,
         "budget_hit": result.budget_hit, "never_fired": result.never_fired,
         "trace_file": first, "trace_files": trace_files,
         "coverage": result.coverage.as_json() if getattr(result, "coverage", None) is not None else None,
@@ -157,7 +161,8 @@ def _print_search_summary(console, result):
     console.print(f"{result.distinct_states:,} distinct states · {result.transitions:,} transitions · "
                   f"depth {result.depth} · {result.seconds:.2f} s · {result.states_per_second:,.0f} states/s")
     console.print(f"peak memory {_bytes(result.peak_memory_bytes)} · {result.bytes_per_state:.1f} bytes retained "
-                  f"per state · fingerprint collision probability ≤ {result.collision_probability:.1e}")
+                  f"per state · fingerprint collision probability ≤ {result.collision_probability:.1e} "
+                  f"({result.fingerprint_width})")
     if result.budget_hit:
         console.print(f"[yellow]stopped by {result.budget_hit}: depth {result.depth} fully explored, "
                       f"{result.distinct_states:,} states[/]")

@@ -80,6 +80,7 @@ class Result(Measured):
     budget_hit: str | None
     never_fired: list | None
     fingerprint_bits: int = 64       # a pair of distinct states collides with probability <= 2**-bits
+    wide_from: int | None = None     # states found when the fingerprints became wide (0: from the start; None: never)
     renamings: int = 1               # symmetry: the replica renamings each canonical state stands for
     engine: str = "local"
     runs: int | None = None                                   # fuzz: runs executed
@@ -103,14 +104,23 @@ class Result(Measured):
         """Upper bound on the chance that a fingerprint collision hid a state.
 
         The search is exact unless two distinct reachable states share a fingerprint, and each pair does with
-        probability at most 2**-bits: the birthday bound over the pairs. Under symmetry a state's canonical
+        probability at most 2**-bits (less once the keys are wide: ``fingerprint.collision_bound``): the birthday
+        bound over the pairs. Under symmetry a state's canonical
         fingerprint is one of its renamings' fingerprints, so the pairs are those of the up to n x renamings
         states the n canonical ones stand for (a symmetric search never claims better odds than the plain one).
         """
         if self.distinct_states is None:
             return None
-        hashed = self.distinct_states * self.renamings
-        return min(1.0, hashed * (hashed - 1) / 2 / 2.0 ** self.fingerprint_bits)
+        from isrcheck.checker.fingerprint import collision_bound
+        wide_from = None if self.wide_from is None else self.wide_from * self.renamings
+        return collision_bound(self.distinct_states * self.renamings, self.fingerprint_bits, wide_from)
+
+    @property
+    def fingerprint_width(self):
+        """How the states were told apart: "64-bit", "96-bit", or "64-bit, 96-bit from N states"."""
+        if self.wide_from is None:
+            return "64-bit"
+        return "96-bit" if self.wide_from == 0 else f"64-bit, 96-bit from {self.wide_from:,} states"
 
     @property
     def timed_out(self):

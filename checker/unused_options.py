@@ -12,7 +12,7 @@ from click.core import ParameterSource
 #: check's options that only some engines use: parameter name -> those engines
 ENGINES = {
     "depth": ("bmc",), "z3_timeout": ("bmc",),
-    "master": ("spark",), "partitions": ("spark",),
+    "master": ("spark",), "partitions": ("spark",), "decide_from": ("spark",),
     "workers": ("local",),
     "symmetry": ("local", "spark"), "max_states": ("local", "spark"), "max_depth": ("local", "spark"),
 }

@@ -54,7 +54,22 @@ _OWN = ("numpy", "z3")      # versioned by their releases, not their sources
 
 
 def digest(spec):
-    """The hex digest a record of ``spec``'s load checks is kept under, or None when it cannot be keyed."""
+    """The hex digest a record of ``spec``'s load checks is kept under, or None when it cannot be keyed (computed
+    once per spec instance: the numpy and compiled kernels are kept under it too)."""
+    found = getattr(spec, "__dict__", {}).get(_MEMO, _MEMO)
+    if found is _MEMO:
+        found = _digest(spec)
+        try:
+            spec.__dict__[_MEMO] = found
+        except AttributeError:
+            pass
+    return found
+
+
+_MEMO = "_isrcheck_load_digest"
+
+
+def _digest(spec):
     h = _sources(type(spec), sys.version, np.__version__, _z3_version())
     if h is None:
         return None

@@ -296,6 +296,18 @@ class Native:
                 parts.append((k, rows, {c: vals[j] for j, c in enumerate(self.columns[k])}, h))
         return parts, enabled, fired
 
+    def apply(self, k, batch, fps, multipliers):
+        """Action instance ``k``'s successor of every column of ``batch``, each one it is enabled on and moves (as
+        ``expand`` found): (their fingerprints, {column: new values})."""
+        self.load()
+        n = batch.shape[1]
+        out = self._buffers(n)
+        counts = np.zeros(len(self.columns), dtype=np.int64)
+        _, pos = self._acts[k](np.ascontiguousarray(batch), fps, multipliers, 0, 0, *out, counts, counts.copy(), k)
+        if pos != n:
+            raise RuntimeError(f"internal error: action instance {k} does not move {n - pos} of its parents")
+        return out[1][:n], {c: out[2][j, :n] for j, c in enumerate(self.columns[k])}
+
     def _buffers(self, cap):
         return (np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.uint64),
                 np.empty((self.width, cap), dtype=np.int8))

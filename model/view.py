@@ -32,10 +32,14 @@ class View:
         object.__setattr__(self, "_index_obligations", [])
 
     def require(self, cond):
-        """The action is enabled only where ``cond`` holds (all requires come before the first write)."""
+        """The action is enabled only where ``cond`` holds (all requires come before the first write). A view
+        that wants only the guard stops at a require that is plainly false (a constant, or one state's value):
+        the guard is false whatever follows."""
         if self._written:
             raise DeclarationError("require() after a write: guards must come before updates")
         self._requires.append(cond)
+        if self._guard_only and isinstance(cond, (bool, np.bool_)) and not cond:
+            raise GuardDone
 
     @property
     def guard(self):

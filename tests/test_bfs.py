@@ -153,9 +153,11 @@ def test_the_search_stops_before_its_32_bit_parent_numbers_overflow(monkeypatch)
     assert (result.distinct_states, result.depth) == (cut.distinct_states, cut.depth)     # the same chunk
 
 
-def test_retained_bytes_per_state_at_most_16():
+def test_retained_bytes_per_state_at_most_16_and_6_for_small_levels():
+    """At most 16 bytes a fingerprint in the visited table (8 in the sorted array numpy's small searches keep),
+    and the parent numbers and actions of levels under 64K states, which stay in memory (6 bytes a state)."""
     result = search(SPECS["kip-320"](), ["no-committed-loss"])
-    assert result.bytes_per_state <= 16
+    assert result.bytes_per_state <= 16 + 6
 
 
 class NeverFires(Kip320):
@@ -187,6 +189,47 @@ def test_collision_probability_is_small_and_grows_with_states():
     assert 0 < small.collision_probability < big.collision_probability < 1e-6
 
 
+def explore(spec, invariants, **kw):
+    """A search's result and every state it found, in the order it numbered them."""
+    found = []
+    result = search(spec, invariants, on_states=lambda rows: found.append(rows.copy()), **kw)
+    return result, np.concatenate(found, axis=1)
+
+
+def test_fingerprints_widened_midway_give_the_same_search_and_a_smaller_bound(monkeypatch):
+    """With the collision target made tiny, "auto" starts on numpy's kernels, moves to the compiled ones at a
+    level of 5K states, keeps the second lane a few levels before it makes the keys wide, near 100K (the
+    lanes of the levels before it kept them found again): the same states in the same order and the same
+    violations as 64-bit keys on numpy, and as 96-bit keys from the start; the bound counts the narrow keys'
+    pairs at 2**-bits and the rest at the wide keys' bits."""
+    from isrcheck.checker import fingerprint
+    from isrcheck.model.c_kernels import CKernels
+    spec, names = SPECS["kip-101"](), ["log-matching", "strong-isr"]      # holds: every state; violated at 31
+    narrow, rows = explore(spec, names, kernels="numpy", fingerprint="64")
+    wide, wide_rows = explore(spec, names, kernels="native", fingerprint="96")
+    monkeypatch.setattr(bfs, "COMPILED_FROM", 5_000)
+    monkeypatch.setattr(CKernels, "compiled", False)                 # as on a machine that never compiled them
+    monkeypatch.setattr(fingerprint, "TARGET", 2e-8)                 # widen near 300K states, not 4M
+    phases = []
+    widen = bfs.Search._widen
+    monkeypatch.setattr(bfs.Search, "_widen", lambda self, visited, *a: phases.append(
+        (self.kept_lanes is not None, visited.wide)) or widen(self, visited, *a))
+    widened, widened_rows = explore(spec, names, fingerprint="auto")
+    assert (False, False) in phases and (True, False) in phases and (False, True) in phases     # keep, then wide
+    assert 50_000 < widened.wide_from < 600_000 and wide.wide_from == 0 and narrow.wide_from is None
+    assert widened.fingerprint_width == f"64-bit, 96-bit from {widened.wide_from:,} states"
+    for other, other_rows in ((wide, wide_rows), (widened, widened_rows)):
+        assert (other.distinct_states, other.transitions, other.depth) == (
+            narrow.distinct_states, narrow.transitions, narrow.depth)
+        assert np.array_equal(other_rows, rows)
+        assert {n: v.state_id for n, v in other.violations.items()} == {n: v.state_id for n, v in narrow.violations.items()}
+    n, bits = narrow.distinct_states, narrow.fingerprint_bits
+    assert narrow.collision_probability == pytest.approx(n * (n - 1) / 2 / 2 ** bits)
+    assert widened.collision_probability == pytest.approx(
+        widened.wide_from * (widened.wide_from - 1) / 2 / 2 ** bits + n * (n - 1) / 2 / 2 ** (bits + 31))
+    assert wide.collision_probability < widened.collision_probability < narrow.collision_probability
+
+
 def test_fingerprints_by_delta_match_full_fingerprints():
     """The delta fingerprint of every successor equals its full fingerprint."""
     from isrcheck.checker.bfs import Search
@@ -212,15 +255,17 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
     """An interrupt mid-search ends it like a budget: violations found so far keep their traces."""
     from isrcheck.checker.bfs import Search
     calls = {"n": 0}
-    successors = Search._successors
 
-    def interrupted_later(self, *args):
-        calls["n"] += 1
-        if calls["n"] == 12:
-            raise KeyboardInterrupt
-        return successors(self, *args)
+    def interrupted_later(successors):
+        def successors_or_interrupt(self, *args):
+            calls["n"] += 1
+            if calls["n"] == 12:
+                raise KeyboardInterrupt
+            return successors(self, *args)
+        return successors_or_interrupt
 
-    monkeypatch.setattr(Search, "_successors", interrupted_later)
+    for pipeline in ("_successors", "_compiled_successors"):       # numpy and numba's kernels, or the compiled ones
+        monkeypatch.setattr(Search, pipeline, interrupted_later(getattr(Search, pipeline)))
     spec = SPECS["kip-320"]()
     result = search(spec, ["single-acting-leader", "no-committed-loss"])
     assert result.budget_hit == "Ctrl-C" and not result.complete
@@ -228,6 +273,20 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
     steps = result.violations["single-acting-leader"].steps
     assert not backends.scalar(spec).holds(steps[-1][1], spec.invariants["single-acting-leader"])
     assert 0 < result.distinct_states < 694_386
+
+
+def test_wide_search_resumed_from_a_snapshot_is_the_uninterrupted_one(tmp_path):
+    """A search with 96-bit keys snapshots them whole (lane 2's high halves beside lane 1) and, resumed, finds the
+    same states, transitions and violations, and says its keys were wide from the start."""
+    spec, names = SPECS["kip-101"](), ["log-matching", "strong-isr"]
+    whole = search(spec, names, kernels="native", fingerprint="96")
+    cut = search(spec, names, kernels="native", fingerprint="96", budget=Budget(max_depth=20),
+                 checkpoint=str(tmp_path), checkpoint_every=0)
+    assert cut.budget_hit and cut.distinct_states < whole.distinct_states
+    resumed = search(spec, names, checkpoint=str(tmp_path), resume=True, checkpoint_every=0)   # "auto": wide still
+    assert (resumed.distinct_states, resumed.transitions, resumed.depth, resumed.wide_from) == \
+        (whole.distinct_states, whole.transitions, whole.depth, 0)
+    assert {n: v.state_id for n, v in resumed.violations.items()} == {n: v.state_id for n, v in whole.violations.items()}
 
 
 def test_symmetric_search_resumed_from_a_snapshot_is_the_uninterrupted_one(tmp_path):

@@ -153,5 +153,19 @@ def test_bmc_reports_what_it_does_not_count_as_null(tmp_path):
     assert report["verdicts"] == {"log-matching": "unknown"} and report["depth"] == 4
     assert report["budget_hit"] == "bmc depth 4"
     for key in ("distinct_states", "transitions", "states_per_second", "bytes_per_state", "collision_probability",
-                "never_fired"):
+                "fingerprints", "never_fired"):
         assert key in report and report[key] is None, key
+
+
+def test_fingerprint_width_is_reported_and_96_bits_refused_where_it_cannot_run(tmp_path):
+    """--fingerprint 96 tells states apart by 96-bit keys (the report says so, and its collision bound is that
+    of 94 effective bits); with --symmetry, the numpy kernels or another engine it is one line and exit 2."""
+    args = ("check", "--spec", "kip-101", "--invariant", "log-matching", "--format", "json", "--out", str(tmp_path),
+            "--no-progress")
+    wide, narrow = (json.loads(run(*args, "--fingerprint", bits).stdout) for bits in ("96", "64"))
+    assert (wide["fingerprints"], narrow["fingerprints"]) == ("96-bit", "64-bit")
+    assert wide["distinct_states"] == narrow["distinct_states"] == 899_108
+    assert wide["collision_probability"] == pytest.approx(narrow["collision_probability"] / 2 ** 31)
+    for extra in (["--symmetry"], ["--kernels", "numpy"], ["--engine", "bmc"]):
+        r = run(*args, "--fingerprint", "96", *extra)
+        assert r.returncode == 2 and "--fingerprint 96" in r.stderr and "Traceback" not in r.stderr

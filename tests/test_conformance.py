@@ -1,5 +1,6 @@
 """Backend conformance: scalar, numpy and z3 give identical guards, updates and invariants; so do the native
-kernels the exhaustive search runs (compared with numpy's results: enabled counts, moves, successors, fingerprints).
+(numba) and compiled (C) kernels the exhaustive search runs (compared with numpy's results: enabled counts, moves,
+successors, fingerprints).
 
 For every spec in ``specs.SPECS`` at its default bounds, kip-320 at
 replicas=3, and kip-320 with its proof ghosts on, a fixed-seed sample of well-typed states is run through all three
@@ -227,6 +228,57 @@ def native_mismatches(spec, rows, nu):
     return bad
 
 
+def compiled_mismatches(spec, rows, nu):
+    """The compiled kernels (model/c_kernels.py) against numpy's results ``nu`` on the same rows: per instance
+    the enabled count and the rows whose successor differs from the state; in (row, instance) order every
+    successor's two fingerprint lanes, and the row ``isr_build`` makes of it; every invariant, row by row."""
+    from isrcheck.model.c_kernels import CKernels, Scratch
+    batch = np.ascontiguousarray(np.stack(rows, axis=1))
+    fingerprint = Fingerprint(spec.layout)
+    fps, fps2 = fingerprint.full(batch), fingerprint.full(batch, lane=2)
+    kernels = CKernels(spec).load()
+    enabled, fired = (np.zeros(len(spec.actions), dtype=np.int64) for _ in range(2))
+    h1, h2, parent, action = kernels.expand(batch, fps, fps2, fingerprint.multipliers, fingerprint.lane2,
+                                            enabled, fired, Scratch())
+    names, bad = spec.layout.names, []
+    expected = []
+    for k in range(len(rows)):
+        for a in spec.actions:
+            if nu[0][a.id, k] and any(v != rows[k][c] for c, v in nu[1][a.id][k].items()):
+                expected.append((k, a.id))
+    for a in spec.actions:
+        if enabled[a.id] != nu[0][a.id].sum():
+            bad.append(f"{spec.name}: action {a.label}: compiled enabled on {enabled[a.id]} states, numpy on "
+                       f"{nu[0][a.id].sum()}")
+    got = list(zip(parent.tolist(), action.tolist()))
+    if got != expected:
+        first = next((i for i, (x, y) in enumerate(zip(got, expected)) if x != y), min(len(got), len(expected)))
+        return bad + [f"{spec.name}: compiled successors differ from numpy's from the {first}th: "
+                      f"{got[first:first + 3]} against {expected[first:first + 3]}"]
+    rows_out, lanes, p, a_out = kernels.build(batch, np.ones(h1.size, dtype=np.uint8), h1, h2, parent, action,
+                                              h1.size)
+    assert (lanes[0] == h1).all() and (lanes[1] == h2).all() and (p == parent).all() and (a_out == action).all()
+    for j, (k, a) in enumerate(expected):
+        succ = rows[k].copy()
+        for c, v in nu[1][a][k].items():
+            succ[c] = v
+        label = spec.actions[a].label
+        if (rows_out[:, j] != succ).any():
+            bad.append(f"{spec.name}: action {label}: compiled successor differs from numpy's in state "
+                       f"{state_text(spec, rows[k])}: cells {[names[c] for c in np.flatnonzero(rows_out[:, j] != succ)]}")
+        elif (h1[j], h2[j]) != (fingerprint.full(succ[:, None])[0], fingerprint.full(succ[:, None], lane=2)[0]):
+            bad.append(f"{spec.name}: action {label}: compiled fingerprint differs from the successor's")
+    if (kernels.fingerprint(batch, fingerprint.lane2) != fps2).any():
+        bad.append(f"{spec.name}: compiled fingerprints of whole rows differ from numpy's")
+    for name in spec.invariants:
+        for k in range(len(rows)):
+            got = kernels.first_violation(name, batch[:, k:k + 1]) < 0
+            if got != nu[2][name][k]:
+                bad.append(f"{spec.name}: invariant {name}: compiled={got} numpy={bool(nu[2][name][k])} "
+                           f"in state {state_text(spec, rows[k])}")
+    return bad
+
+
 class Z3Backend:
     """Every guard, written term and invariant of a spec, evaluated on concrete states by substitution."""
 
@@ -422,6 +474,20 @@ def test_conformance_native_kernels(config):
     assert not bad, fail_text(bad)
 
 
+@pytest.mark.parametrize("config", NATIVE_CONFIGS, ids=config_id)
+def test_conformance_compiled_kernels(config):
+    """The compiled kernels (C: a second or two of the C compiler's CPU a configuration, once per machine)
+    against numpy on the same sample."""
+    from isrcheck.model import cbuild
+    if cbuild.compiler() is None:
+        pytest.skip("no C compiler: the search runs on numpy's and numba's kernels")
+    name, bounds = config
+    spec = SPECS[name](**bounds)
+    rows = sample(spec, sample_rng(name, bounds))
+    bad = compiled_mismatches(spec, rows, numpy_results(spec, rows))
+    assert not bad, fail_text(bad)
+
+
 # ------------------------------------------------------------------------------------------
 # the harness itself must see a disagreement when there is one
 # ------------------------------------------------------------------------------------------
@@ -485,4 +551,27 @@ def test_conformance_harness_reports_native_disagreement(monkeypatch):
     rows = walk_rows(spec, 40, np.random.default_rng(SEED))
     bad = native_mismatches(spec, rows, numpy_results(spec, rows))
     assert sum("native moves from" in m for m in bad) == 1
+    assert sum("invariant log-matching" in m for m in bad) == len(rows)
+
+
+def test_conformance_harness_reports_compiled_disagreement(monkeypatch):
+    """kip-101 on compiled kernels that lie about one invariant, or build one successor wrong: noticed."""
+    from isrcheck.model import cbuild
+    from isrcheck.model.c_kernels import CKernels
+    if cbuild.compiler() is None:
+        pytest.skip("no C compiler")
+    first_violation, build = CKernels.first_violation, CKernels.build
+
+    def miswritten(self, *args):
+        rows, lanes, parent, action = build(self, *args)
+        rows[0, -1] ^= 1
+        return rows, lanes, parent, action
+
+    monkeypatch.setattr(CKernels, "first_violation", lambda self, name, rows: (
+        0 if name == "log-matching" and first_violation(self, name, rows) < 0 else first_violation(self, name, rows)))
+    monkeypatch.setattr(CKernels, "build", miswritten)
+    spec = SPECS["kip-101"]()
+    rows = walk_rows(spec, 40, np.random.default_rng(SEED))
+    bad = compiled_mismatches(spec, rows, numpy_results(spec, rows))
+    assert sum("compiled successor differs" in m for m in bad) == 1
     assert sum("invariant log-matching" in m for m in bad) == len(rows)

@@ -205,6 +205,8 @@ DAMAGE = {
                           "a violation of 'zz', which this search does not check"),
     "visited-as-uint32": (_set("visited", lambda a: a.view(np.uint32)), "visited.npy holds <u4"),
     "visited-swapped": (lambda f: (f.put("visited", f.load("frontier_fps")), f.save()), "fingerprints"),
+    "wide-keys-short": (lambda f: (f.put("visited_high", np.zeros(3, dtype="<u4")), f.save()),
+                        "the visited keys are not sorted and distinct"),
     "parent-elsewhere": (_set("parents", lambda a: _cell(a, -1, 0)), "has a parent outside level"),
     "frontier-cell": (_set("frontier", lambda a: _cell(a, (0, 0), 100)), "a frontier cell outside"),
     "violation-elsewhere": (_other_state, "does not replay to one"),

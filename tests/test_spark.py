@@ -82,14 +82,19 @@ def test_violation_same_as_local(sc, partitions, tmp_path):
 
 
 def test_holds_same_as_local(sc, tmp_path):
+    """Small levels chained into jobs, larger ones a job each (``batch_states``) decided on records
+    (``decide_from``), then chained again as the levels shrink: every level expanded once, the visited sets those
+    of the local engine."""
     partitions = 2
     spec, invariants = _setup(HOLDS)
     local = search(spec, invariants)
     assert local.complete and not local.violations
     levels = []
     result = spark_search(spec, invariants, partitions=partitions, progress=lambda **kw: levels.append(kw),
-                          workdir=str(tmp_path))
+                          workdir=str(tmp_path), batch_states=1500, decide_from=0)
     assert_same(local, result)
+    decided = ["materialize: apply" in m["stage_cpu_seconds"] for m in result.levels]
+    assert decided.index(True) > 0 and decided[-1] is False and sum(decided) >= 3      # chained, single, chained
     assert [kw["depth"] for kw in levels] == list(range(1, local.depth))
     assert levels[-1]["distinct"] == local.distinct_states
     assert all(kw["level_seconds"] > 0 for kw in levels)
@@ -99,17 +104,17 @@ def test_holds_same_as_local(sc, tmp_path):
 
 
 def assert_bytes_follow_the_new_states(result):
-    """The bytes a level moves follow its new states, not the visited set (which no longer travels): the last
-    level, which finds nothing new, moves less than the visited set's 8 bytes per state. On a local master the
-    successors go through files (``successor_file_bytes``), and Spark carries only their paths and the tasks'
+    """The bytes a level moves follow its new states, not the visited set (which never travels): the last
+    level, which finds nothing new, moves less than the visited set's 8 bytes per state. The successors go
+    through files beside the tasks (``successor_file_bytes``), and Spark carries only their paths and the tasks'
     counts: a few bytes per state."""
     peak = max(result.levels, key=lambda m: m["new_states"])
     last = result.levels[-1]
     assert last["new_states"] == 0
     assert last["python_jvm_bytes"] < 8 * result.distinct_states
-    for key in ("python_jvm_bytes", "shuffle_write_bytes", "successor_file_bytes"):
-        assert last[key] * 4 < peak[key], key
-    assert sum(m["python_jvm_bytes"] for m in result.levels) < 40 * result.distinct_states
+    assert last["successor_file_bytes"] * 4 < peak["successor_file_bytes"]
+    for key in ("python_jvm_bytes", "shuffle_write_bytes"):
+        assert sum(m[key] for m in result.levels) < 40 * result.distinct_states, key
     assert sum(m["successor_file_bytes"] for m in result.levels) > 66 * result.distinct_states    # a row is 66 B
 
 
@@ -144,28 +149,36 @@ def assert_visited_sets_rebuilt(spec, result, workdir, partitions):
         assert np.array_equal(held(p)[0], kept[p][0])
 
 
-@pytest.mark.parametrize("case", [VIOLATED, HOLDS], ids=["violated", "holds"])
-def test_one_level_per_job_same_as_local(sc, case):
-    """Levels chained into one job (the default while they are small) or one job per level: the same answers.
-    Here the successors go through Spark's shuffle (a cluster master's default), not through files."""
-    spec, invariants = _setup(case)
-    result = spark_search(spec, invariants, partitions=2, batch_states=0, shuffle="spark")
+def test_one_level_per_job_same_as_local(sc):
+    """One job per level: the owners decide the new states on 16-byte (fingerprint, tag) records, and only the
+    winners' rows are materialized, by their parents' partitions, and written once, so a level's files hold a row
+    and five 8-byte words per new state (its fingerprint, its key twice, its place twice) and 16 bytes per
+    successor routed: the same answers. (Chained levels route every successor with its row.)"""
+    spec, invariants = _setup(VIOLATED)
+    result = spark_search(spec, invariants, partitions=2, batch_states=0, decide_from=0)
     assert_same(search(spec, invariants), result)
     assert_levels_measured(result)
-    assert all(m["successor_file_bytes"] == 0 for m in result.levels)
-    assert sum(m["python_jvm_bytes"] for m in result.levels) > 100 * result.distinct_states
+    width, routed = spec.layout.width, 0
+    for m in result.levels:
+        assert "materialize: apply" in m["stage_cpu_seconds"] and "map: successor rows" not in m["stage_cpu_seconds"]
+        records = (m["successor_file_bytes"] - (width + 40) * m["new_states"]) / 16      # less the winners' files
+        assert records == int(records) and records >= m["new_states"], m
+        routed += records
+    assert routed <= result.transitions
 
 
-@pytest.mark.parametrize("stage", ["map", "reduce"])
-@pytest.mark.parametrize("batch_states", [0, None], ids=["one-level-jobs", "chained-levels"])
-def test_task_failure_is_retried(sc, stage, batch_states, tmp_path):
-    """The first attempt of one task fails (after writing its Parquet file, for reduce); the answer is unchanged."""
+@pytest.mark.parametrize("faults, batch_states", [
+    ((("map", 3, 1), ("reduce", 4, 0), ("materialize", 5, 1)), 0),
+    ((("map", 3, 1), ("reduce", 4, 0)), None)], ids=["one-level-jobs", "chained-levels"])
+def test_task_failure_is_retried(sc, faults, batch_states, tmp_path):
+    """The first attempt of one task of each stage fails (after writing its files: Parquet for reduce and
+    decide, pieces for materialize); the answer is unchanged."""
     spec, invariants = _setup(VIOLATED)
-    group = f"isrcheck-fault-{stage}-{batch_states}"
-    kw = {} if batch_states is None else {"batch_states": batch_states}
+    group = f"isrcheck-fault-{batch_states}"
+    kw = {} if batch_states is None else {"batch_states": batch_states, "decide_from": 0}
     sc.setJobGroup(group, "fault injection test")
     try:
-        result = spark_search(spec, invariants, partitions=2, workdir=str(tmp_path), _fault=(stage, 3, 1), **kw)
+        result = spark_search(spec, invariants, partitions=2, workdir=str(tmp_path), _fault=faults, **kw)
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     assert_same(search(spec, invariants), result)
@@ -173,18 +186,22 @@ def test_task_failure_is_retried(sc, stage, batch_states, tmp_path):
     failed = sum(tracker.getStageInfo(s).numFailedTasks
                  for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds
                  if tracker.getStageInfo(s) is not None)
-    assert failed == 1
-    files = sorted(p.name for p in (tmp_path / "levels" / "level-00004").iterdir())
-    assert files == ["part-00000.parquet", "part-00001.parquet"]       # no temporary file left behind
+    assert failed == len(faults)
+    for level in (4, 5, 6):                 # no temporary file left behind
+        files = sorted(p.name for p in (tmp_path / "levels" / f"level-{level:05d}").iterdir())
+        assert files == ["part-00000.parquet", "part-00001.parquet"]
+    assert not list(tmp_path.glob("frontier-files/*/*.tmp-*"))
 
 
 def test_budgets_same_as_local(sc):
-    """max_states stops at the local engine's chunk boundary (a small chunk, to cut mid-level); max_depth too."""
+    """max_states stops at the local engine's chunk boundary (a small chunk, to cut mid-level, in a level decided
+    on records, then in a chained one); max_depth too."""
     spec, invariants = _setup(HOLDS)
-    for budget in (Budget(max_states=1500), Budget(max_states=1), Budget(max_depth=6)):
+    for budget in (Budget(max_states=1500), Budget(max_states=200), Budget(max_states=1), Budget(max_depth=6)):
         local = search(spec, invariants, chunk=64, budget=budget)
         assert local.budget_hit
-        assert_same(local, spark_search(spec, invariants, partitions=2, chunk=64, budget=budget))
+        assert_same(local, spark_search(spec, invariants, partitions=2, chunk=64, budget=budget, batch_states=300,
+                                        decide_from=0))
 
 
 def test_levels_past_32_bit_numbers_are_not_chained(sc, monkeypatch):
@@ -216,9 +233,10 @@ def test_max_states_cut_in_a_level_of_default_chunks(sc):
 
 
 def test_symmetry_same_as_local(sc):
+    """Canonical fingerprints route and deduplicate, in chained levels and in levels decided on records."""
     spec, invariants = _setup(VIOLATED)
     assert_same(search(spec, invariants, symmetry=True),
-                spark_search(spec, invariants, partitions=2, symmetry=True))
+                spark_search(spec, invariants, partitions=2, symmetry=True, batch_states=300, decide_from=0))
 
 
 def test_time_limit(sc):
@@ -228,9 +246,3 @@ def test_time_limit(sc):
     assert not result.complete
     assert set(result.verdicts.values()) == {"unknown"}
 
-
-
-def test_shuffle_must_be_named(sc):
-    spec, invariants = _setup(HOLDS)
-    with pytest.raises(ValueError, match="shuffle must be 'auto', 'files' or 'spark'"):
-        spark_search(spec, invariants, partitions=2, shuffle="disk")

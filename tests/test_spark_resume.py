@@ -63,3 +63,40 @@ def test_resume_needs_a_spark_snapshot(tmp_path):
     run = _run([*SPARK, "--resume", str(tmp_path)], tmp_path)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.strip() == f"isrcheck: error: --resume {tmp_path}: no Spark snapshot there (spark-snapshot.json)"
+
+
+def test_damaged_snapshot_is_refused(tmp_path):
+    """A snapshot is checked before anything is resumed from it: an edited manifest (its digest), a forged one
+    whose digest was recomputed (its counters' ranges), a FIFO in its place (never waited on) and a frontier file
+    with one byte changed (its digest, checked by the task reading it) are each one line and exit 2, with no
+    trace written."""
+    from isrcheck.checker.spark_snapshot import _manifest_digest
+    snap = tmp_path / "snap"
+    first = _run([*SPARK, "--checkpoint", str(snap), "--checkpoint-every", "0", "--out", "first"], tmp_path)
+    assert first.returncode == 1, first.stderr
+    manifest = snap / "spark-snapshot.json"
+    good = json.loads(manifest.read_text())
+    frontier = next((snap / "frontier").glob("level-*/part-*.npz"))
+
+    def refused(expected):
+        run = _run([*SPARK, "--resume", str(snap), "--out", "resumed"], tmp_path, stdin=subprocess.DEVNULL)
+        assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr[-3000:]
+        assert run.stderr.startswith("isrcheck: error: --resume ") and expected in run.stderr, run.stderr
+        assert not (tmp_path / "resumed").exists()
+
+    edited = {**good, "state": {**good["state"], "transitions": good["state"]["transitions"] + 1}}
+    manifest.write_text(json.dumps(edited))
+    refused("spark-snapshot.json does not match its digest (edited or damaged)")
+    forged = {**good, "state": {**good["state"], "level_start": good["state"]["level_start"][:-1] + [10 ** 12]}}
+    forged["digest"] = _manifest_digest(forged)
+    manifest.write_text(json.dumps(forged))
+    refused("'level_start' is not each level's first state number")
+    manifest.unlink()
+    os.mkfifo(manifest)
+    refused("not a regular file")
+    manifest.unlink()
+    manifest.write_text(json.dumps(good))
+    data = bytearray(frontier.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    frontier.write_bytes(bytes(data))
+    refused(f"{frontier.relative_to(snap)} does not match its digest (edited or damaged)")

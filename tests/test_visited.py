@@ -31,6 +31,42 @@ def test_insert_says_which_are_new_and_grows(table_from):
     assert (visited.sorted is None) == (table_from < 1 << 30)
 
 
+def test_ordered_inserts_mark_the_first_of_each_new_key_and_grow_midway():
+    """The compiled table (checker/table.c) takes keys in discovery order, repeats included: the first of each
+    key it lacked is marked, later repeats and known keys are not; shards grow in the middle of a batch. Wide
+    keys differ by either lane; widening keeps exactly the set, and its values come back whole."""
+    rng = np.random.default_rng(11)
+    visited, seen = VisitedSet(compiled=True), {}
+    for size in (1, 70, 9000, 120_000):
+        h1 = rng.integers(0, 2 ** 64, size, dtype=np.uint64, endpoint=False)
+        h1[: size // 3] = rng.choice(np.array(list(seen) or [0], dtype=np.uint64), size // 3)     # some seen
+        h1[size // 2:] = h1[: size - size // 2]                                                    # repeats
+        h1[-1] = 0
+        fresh = visited.insert_ordered(h1, None)
+        expected = []
+        for f in h1.tolist():
+            expected.append(f not in seen)
+            seen.setdefault(f, len(seen))
+        assert fresh.astype(bool).tolist() == expected and len(visited) == len(seen)
+    assert visited.values().tolist() == sorted(seen)
+    assert visited.nbytes <= 16 * len(visited) + 8 * 4096 * 256     # small shards grow to 4096 slots at once
+    keys = np.array(list(seen), dtype=np.uint64)                    # in the order they were found
+    lane2 = rng.integers(0, 2 ** 64, keys.size, dtype=np.uint64, endpoint=False)
+    lane2[keys == 0] = 0                                           # (0, 0): the wide set's flag
+    visited.widen(keys, lane2)
+    assert visited.wide and len(visited) == keys.size
+    other = lane2 ^ np.uint64(1 << 40)                             # same lane 1, another lane 2 (high half)
+    both = np.concatenate([keys[:500], keys[:500], keys[:20]])
+    fresh = visited.insert_ordered(both, np.concatenate([other[:500], lane2[:500], other[:20]]))
+    assert fresh.tolist() == [1] * 500 + [0] * 520 and len(visited) == keys.size + 500
+    h1, high = visited.values()
+    pairs = sorted(zip(keys.tolist() + keys[:500].tolist(),
+                       (lane2 >> np.uint64(32)).tolist() + (other[:500] >> np.uint64(32)).tolist()))
+    assert sorted(zip(h1.tolist(), high.tolist())) == pairs and (np.diff(h1.astype(float)) >= 0).all()
+    again = VisitedSet.of(h1, high)
+    assert len(again) == len(visited) and not again.insert_ordered(h1, high.astype(np.uint64) << np.uint64(32)).any()
+
+
 def test_a_shard_has_room_for_its_whole_batch_before_it_goes_in(monkeypatch):
     """A sorted batch inserted into a shard too small for it would pile into the lowest slots and take quadratic
     time (66 s for the 8M fingerprints a search holds when the sorted array becomes the table): every shard

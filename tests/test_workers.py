@@ -1,5 +1,6 @@
 """`check --workers N`: the exhaustive search gives the same counts, verdicts, state numbers and traces for any N,
-on the numpy kernels and on the native ones (model/native.py), through the installed `isrcheck` script.
+on the numpy kernels and on the native ones (the compiled kernels, model/c_kernels.py, where there is a C
+compiler), through the installed `isrcheck` script.
 
 Small chunks make a level many chunks, so the workers really expand ahead of the chunk being deduplicated.
 The native run compiles kip-101's kernels once per machine (about 20 s of CPU; then they load from the cache).
@@ -8,20 +9,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 INVARIANTS = ["no-committed-loss", "strong-isr", "hw-monotonic"]
-VARYING = {"seconds", "states_per_second", "peak_memory_bytes", "trace_file", "trace_files"}
+# what the run's speed and memory decide (the compiled kernels' visited set is a table from the start, numpy's a
+# sorted array while small: bytes per state differ), not its answers
+VARYING = {"seconds", "states_per_second", "peak_memory_bytes", "bytes_per_state", "trace_file", "trace_files"}
 
 
-def check(tmp_path, name, *args, cwd=None):
+def check(tmp_path, name, *args, cwd=None, env=None):
     out = tmp_path / name
     cmd = ["isrcheck", "check", "--spec", "kip-101", "--format", "json", "--out", str(out), "--no-progress",
            "--chunk", "4096", *[x for i in INVARIANTS for x in ("--invariant", i)], *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=cwd)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
     assert proc.returncode in (0, 1, 3), proc.stderr
     report = json.loads(proc.stdout)
     traces = {n: open(os.path.join(cwd or ".", p)).read() for n, p in report["trace_files"].items()}
@@ -40,6 +44,37 @@ def test_workers_give_identical_results(tmp_path, kernels):
 
 def test_native_and_numpy_kernels_agree(tmp_path):
     assert check(tmp_path, "numpy", "--kernels", "numpy") == check(tmp_path, "native", "--kernels", "native")
+
+
+def without_a_compiler(tmp_path):
+    """The environment of a machine with no C compiler: none on the PATH (only the installed scripts' directory,
+    which holds isrcheck), no $CC; and one whose $CC cannot run."""
+    scripts = os.path.dirname(shutil.which("isrcheck"))
+    env = {k: v for k, v in os.environ.items() if k != "CC"}
+    assert not any(shutil.which(cc, path=scripts) for cc in ("cc", "gcc", "clang"))
+    return {**env, "PATH": scripts}, {**env, "CC": str(tmp_path / "no-such-cc")}
+
+
+def test_without_a_c_compiler_the_search_runs_on_numba_with_the_same_answers(tmp_path):
+    """The compiled kernels are optional: with no C compiler, or one that cannot run, `--kernels native` searches on
+    numba's kernels and gives the compiled kernels' counts, verdicts, state numbers and traces; only
+    `--fingerprint 96`, which needs them, is refused, in one line with exit 2."""
+    none, broken = without_a_compiler(tmp_path)
+    cut = ("--kernels", "native", "--max-states", "150000")
+    compiled = check(tmp_path, "compiled", *cut, "--workers", "2")
+    assert compiled[1]["distinct_states"] >= 150_000 and compiled[2]        # many chunks, traces written
+    assert compiled == check(tmp_path, "none", *cut, "--workers", "2", env=none)
+    assert compiled == check(tmp_path, "broken", *cut, env=broken)
+    code = ("from isrcheck.checker.bfs import Search; from isrcheck.specs import SPECS; "
+            "s = Search(SPECS['kip-101'](), ['log-matching'], kernels='native'); s.run(max_states=20000); "
+            "print(s.compiled is None, s.native is not None, s.compile_failed)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=none)
+    assert proc.stdout.split() == ["True", "True", "True"], proc.stderr         # numba's kernels, none compiled
+    for env in (none, broken):
+        r = subprocess.run(["isrcheck", "check", "--spec", "kip-101", "--invariant", "log-matching",
+                            "--fingerprint", "96", "--no-progress"], capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        assert "--fingerprint 96 needs the compiled kernels" in r.stderr
 
 
 def test_workers_from_the_settings_file_and_user_mistakes(tmp_path):
