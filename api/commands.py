@@ -49,7 +49,7 @@ class FuzzResult:
 def fuzz(spec, invariants=None, *, seconds=60.0, seed=None, max_steps=None, **bounds):
     """Random long executions of ``spec`` at ``bounds`` for ``seconds``, steered by its fuzz targets, checking
     ``invariants`` (one, a list, or None for all) after every step; a violation is shrunk (``isrcheck fuzz``)."""
-    from isrcheck.checker.fuzz import fuzz as run
+    from isrcheck.checker.fuzzer import fuzz as run
     instance = spec_class(spec)(**bounds)
     chosen = names("invariant", invariants, instance.invariants, instance.name)
     seed = random.getrandbits(32) if seed is None else seed

@@ -4,7 +4,7 @@
                                     [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...] [--json FILE]
 
 For every spec in ``specs.SPECS`` and every invariant it expects "violated",
-fuzzes that invariant alone (``checker.fuzz.fuzz``, one worker) with each of
+fuzzes that invariant alone (``checker.fuzzer.fuzz``, one worker) with each of
 ``--seeds`` seeds from ``--first-seed`` on, at ``--replicas`` replicas (0: the
 spec's default), the spec's default bounds otherwise, raised by any ``--bound``
 given (a bound is only ever raised: ``--bound max_epochs=8`` leaves a spec whose
@@ -55,7 +55,7 @@ def _shortest(spec_name, invariant):
 
 def _one(task):
     spec_name, invariant, bounds, budget, seed = task
-    from isrcheck.checker.fuzz import fuzz
+    from isrcheck.checker.fuzzer import fuzz
     from isrcheck.checker.budget import Budget
     from isrcheck.specs import SPECS
     cpu0, wall0 = time.process_time(), time.monotonic()

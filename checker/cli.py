@@ -778,7 +778,7 @@ def parse_budget(text):
 def fuzz(spec_name, invariants, every, budget, seed, max_steps, workers, out_dir, fmt, itf, no_progress, **kw):
     """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
     stop.polled()
-    from isrcheck.checker.fuzz import fuzz as run_fuzz
+    from isrcheck.checker.fuzzer import fuzz as run_fuzz
     spec = make_spec(spec_name, collect_bounds(kw))
     names = pick_invariants(spec, invariants, every)
     limits = Budget(seconds=parse_budget(budget), max_steps=max_steps)

@@ -1,17 +1,14 @@
 """Property fuzzing: Hypothesis drives long random executions at bounds far beyond exhaustive reach.
 
-API (the CLI's ``isrcheck fuzz`` calls these)::
-
-    fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, *,
-         shrink_budget_s=None, backend="compiled", minimize_steps=True, clock=time.monotonic,
-         on_violation=None, workers=1) -> Result
+The search of one process (:class:`_Fuzzer`); :func:`checker.fuzzer.fuzz` is the entry the CLI calls, on
+one process or several (checker/fuzz_workers.py).
 
 The fuzzer runs on model/backends.py's ``compiled(spec)``, the fast one-state-at-a-time
 executor (``ScalarTuples`` for ``backend="scalar"``).
 
 The spec's bounds are whatever spec instance is passed in (e.g.
 ``SPECS["hw-truncation"](replicas=5, max_epochs=8, max_crashes=3)``).
-``fuzz`` raises KeyError for an invariant the spec does not have and
+``checker.fuzzer.fuzz`` raises KeyError for an invariant the spec does not have and
 ValueError for a budget (checker/budget.py) without ``seconds``.
 
 Result. A :class:`checker.result.Result` with ``engine`` "fuzz" (the CLI prints
@@ -729,34 +726,3 @@ def assemble(spec, names, model, found, minimize_steps, shrink_budget_s, clock, 
         peak_memory_bytes=peak, retained_bytes=retained, complete=False,
         budget_hit=budget_hit, never_fired=None, engine="fuzz", runs=runs, seed=seed, workers=workers, found=report,
         fired=fired)
-
-
-def fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, *, shrink_budget_s=None,
-         backend="compiled", minimize_steps=True, clock=time.monotonic, on_violation=None, workers=1):
-    """Fuzz ``spec`` for the named invariants for about ``budget.seconds`` seconds; see the module doc.
-
-    ``budget`` (checker/budget.py): ``seconds`` (required), ``max_steps`` (the longest execution;
-    DEFAULT_MAX_STEPS when None), ``max_runs`` (search runs at most; none when None).
-
-    ``progress``, when given, is called about once a second with keyword
-    arguments ``runs``, ``transitions``, ``distinct``, ``seconds``, ``found``;
-    ``on_violation(violation)`` as soon as an invariant is first broken (not yet
-    minimized). A stop request (:mod:`checker.stop`) ends the run like the budget,
-    and the traces found are then kept unminimized. ``workers``: processes searching
-    at once (checker/fuzz_workers.py; 1: this process alone).
-    """
-    unknown = [n for n in invariants if n not in spec.invariants]
-    if unknown:
-        raise KeyError(f"spec {spec.name} has no invariant {unknown[0]!r}")
-    if budget.seconds is None:
-        raise ValueError("fuzz needs a time budget (Budget(seconds=...))")
-    if seed is None:
-        seed = 0 if derandomize else random.getrandbits(32)
-    args = (spec, invariants, budget.seconds, seed, budget.max_steps or DEFAULT_MAX_STEPS, derandomize, progress,
-            budget.max_runs, shrink_budget_s, backend, clock, on_violation)
-    if workers > 1:
-        from isrcheck.checker.fuzz_workers import fuzz_in_workers
-        return fuzz_in_workers(args, workers, minimize_steps)
-    fz = _Fuzzer(*args)
-    fz.search()
-    return fz.result(minimize_steps and not stop.reason())     # a stop keeps the traces unminimized

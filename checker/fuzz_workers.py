@@ -101,7 +101,7 @@ def _runs_of(max_runs, workers, worker):
 
 
 def fuzz_in_workers(args, workers, minimize_steps):
-    """``checker.fuzz.fuzz`` on ``workers`` processes; see the module doc."""
+    """``checker.fuzzer.fuzz`` on ``workers`` processes; see the module doc."""
     spec, names, budget_s, seed, max_steps, derandomize, progress, max_runs, shrink_budget_s, backend, clock, \
         on_violation = args
     if "fork" not in mp.get_all_start_methods():

@@ -1023,8 +1023,7 @@ def _relay(stream):
     ``_JVM_START_WARNING`` and what comes once ``_JVM_DONE`` is set."""
     for line in iter(stream.readline, b""):
         if line != _JVM_START_WARNING and not _JVM_DONE.is_set():
-            sys.stderr.write(line.decode(errors="replace"))
-            sys.stderr.flush()
+            sys.stderr.write(line.decode(errors="replace"))      # stderr is line-buffered: written at once
 
 
 class _Stopped(Exception):

@@ -15,7 +15,8 @@ import pytest
 from isrcheck.checker.bfs import search
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.result import Result
-from isrcheck.checker.fuzz import _Fuzzer, _pick, fuzz
+from isrcheck.checker.fuzz import _Fuzzer, _pick
+from isrcheck.checker.fuzzer import fuzz
 from isrcheck.checker.fuzz_cells import Cells
 from isrcheck.checker.trace import from_steps, replay
 from isrcheck.specs import SPECS
