@@ -326,7 +326,8 @@ def test_engines_and_model_import_no_module_that_imports_them_back():
     """No import cycle (fuzz.py and minimize.py had one): the compiled backend lives in model/backends.py."""
     graph = _imports({**_modules("checker", "isrcheck.checker"), **_modules("model", "isrcheck.model")})
     assert "isrcheck.checker.fuzz" not in graph["isrcheck.checker.minimize"]
-    assert "isrcheck.checker.bfs" in graph["isrcheck.checker.liveness"]      # the graph sees the imports it checks
+    # the graph sees the imports it checks
+    assert "isrcheck.checker.bfs" in graph["isrcheck.checker.liveness"]
 
     def reaches(start, goal, seen):
         for dep in graph.get(start, ()):
