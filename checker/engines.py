@@ -37,7 +37,7 @@ class Engine:
     help: str                         # what --engine's help says of it
     resumable: bool = False           # --checkpoint and --resume
     liveness: bool = False            # liveness properties are checked alongside (without --symmetry or snapshots)
-    workdir: bool = False             # --workdir: where its files go, shared with workers on other machines
+    only: tuple = ()                  # check's options this engine alone reads: refused with any other engine
     symbolic: bool = False            # enumerates no states: its report says which paths it covered instead
 
 
@@ -88,7 +88,7 @@ def _spark(spec, invariants, request):
 ENGINES = {e.name: e for e in (
     Engine("local", _local, "exhaustive BFS in process", resumable=True, liveness=True),
     Engine("bmc", _bmc, "bounded model checking (z3 + SAT)", symbolic=True),
-    Engine("spark", _spark, "BFS on Spark", resumable=True, workdir=True),
+    Engine("spark", _spark, "BFS on Spark", resumable=True, only=("workdir",)),
 )}
 
 
@@ -98,8 +98,16 @@ def run(name, spec, invariants, request):
 
 
 def which(ability):
-    """The names of the engines that have ``ability`` (an :class:`Engine` flag: "resumable", "workdir", ...)."""
+    """The names of the engines that have ``ability`` (an :class:`Engine` flag: "resumable", "liveness", ...)."""
     return [e.name for e in ENGINES.values() if getattr(e, ability)]
+
+
+def refuse_others(name, options):
+    """An EngineError for the first of ``options`` (check's, by parameter name) that another engine alone reads."""
+    for engine in ENGINES.values():
+        given = [o for o in engine.only if options.get(o) is not None]
+        if engine.name != name and given:
+            raise EngineError(f"--{given[0].replace('_', '-')} is for --engine {engine.name}")
 
 
 def symbolic(name):

@@ -30,7 +30,7 @@ def test_the_command_line_names_no_engine_in_a_branch():
 
 
 def test_what_an_engine_cannot_do_is_refused_naming_the_engines_that_can(tmp_path):
-    assert which("resumable") == ["local", "spark"] and which("workdir") == ["spark"]
+    assert which("resumable") == ["local", "spark"] and which("liveness") == ["local"]
     r = isrcheck("check", "--spec", "acks-1", "--invariant", "log-matching", "--engine", "bmc", "--checkpoint",
                  str(tmp_path / "snap"), "--no-progress", "--out", str(tmp_path))
     assert (r.returncode, r.stderr) == (2, "isrcheck: error: --checkpoint and --resume work with the local and spark "
