@@ -16,11 +16,10 @@ import time
 
 import click
 
-from isrcheck.checker import (__version__, atomic, provenance, report, settings, show as show_mod, state_counts, stop,
-                              unused_options)
+from isrcheck.checker import (__version__, atomic, engines, provenance, report, settings, show as show_mod,
+                              state_counts, stop, unused_options)
 from isrcheck.checker.atomic import WriteFailed
 from isrcheck.checker.budget import Budget
-from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, itf_text, load,
                                     replay as replay_trace, replay_lasso, save)
@@ -286,8 +285,8 @@ def cli(ctx, config, profile):
               help="liveness property to check (repeatable; local engine): P leads to Q under its fairness")
 @bound_options
 @click.option("--symmetry", is_flag=True, help="replica-symmetry reduction")
-@click.option("--engine", type=click.Choice(["local", "bmc", "spark"]), default="local", show_default=True,
-              help="local: exhaustive BFS in process; bmc: bounded model checking (z3 + SAT); spark: BFS on Spark")
+@click.option("--engine", type=click.Choice(list(engines.ENGINES)), default="local", show_default=True,
+              help=engines.help_text())
 @click.option("--depth", type=click.IntRange(min=1, max=10_000), default=40, show_default=True,
               help="bmc: longest path checked, in states")
 @click.option("--z3-timeout", type=Seconds(), default=None, help="bmc: seconds")
@@ -334,19 +333,22 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
     stop.polled()
     unused_options.refuse(click.get_current_context(), engine)
     spec = make_spec(spec_name, collect_bounds(kw))
-    live_engine = engine == "local" and not symmetry and not (checkpoint or resume)
+    live_engine = engines.ENGINES[engine].liveness and not symmetry and not (checkpoint or resume)
     props = pick_properties(spec, properties, every and live_engine)
     if props and not live_engine:
         raise UserError("liveness properties are checked by the local engine, without --symmetry, --checkpoint "
                         "or --resume")
     names = pick_invariants(spec, invariants, every) if invariants or every or not props else []
     check_out_dir(out_dir, spec.name, names + props)
-    if (checkpoint or resume) and engine not in ("local", "spark"):
-        raise UserError("--checkpoint and --resume work with the local and spark engines only")
+    if (checkpoint or resume) and not engines.ENGINES[engine].resumable:
+        raise UserError(f"--checkpoint and --resume work with the {' and '.join(engines.which('resumable'))} engines "
+                        f"only")
     if (checkpoint or resume) and workdir is not None:
         raise UserError("--checkpoint/--resume DIR is the Spark run's workdir: leave out --workdir")
-    if workdir is not None and engine != "spark":
-        raise UserError("--workdir is for --engine spark")
+    try:
+        engines.refuse_others(engine, click.get_current_context().params)
+    except engines.EngineError as e:
+        raise UserError(str(e)) from None
     if workdir is not None:
         try:
             os.makedirs(workdir, exist_ok=True)
@@ -368,41 +370,14 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                         f"directory")
     sink = TraceSink(spec, engine, out_dir, typed=itf == "typed", symmetry=symmetry)
     progress = Progress(not no_progress)
-    budget = Budget(max_states=max_states, max_depth=max_depth,
-                    seconds=z3_timeout or time_limit if engine == "bmc" else time_limit)
+    budget = Budget(max_states=max_states, max_depth=max_depth, seconds=time_limit)
     result = None
     if names:           # the invariants first: their traces are written as found, and a stop keeps them
         try:
-            if engine == "bmc":
-                from isrcheck.checker.bmc import bmc
-                result = bmc(spec, names, depth, budget, progress=progress.bmc(depth), on_violation=sink)
-            elif engine == "spark":
-                from isrcheck.checker.spark_engine import (BATCH_STATES, INSTALL_HINT, SparkSetupError,
-                                                           check_options, missing_dependencies, spark_search)
-                if missing_dependencies():
-                    raise UserError(f"--engine spark needs {' and '.join(missing_dependencies())}: {INSTALL_HINT}")
-                try:
-                    check_options(master, workdir or checkpoint or resume)
-                    result = spark_search(spec, names, master=master, partitions=partitions, symmetry=symmetry,
-                                          budget=budget, progress=progress, on_violation=sink, workdir=workdir,
-                                          snapshot=checkpoint or resume, resume=resume is not None,
-                                          snapshot_seconds=checkpoint_every, kernels=kernels,
-                                          **({} if decide_from is None else dict(
-                                              decide_from=decide_from, batch_states=min(BATCH_STATES, decide_from))))
-                except (CheckpointError, SparkSetupError) as e:
-                    raise UserError(str(e)) from None
-            else:
-                from isrcheck.checker.bfs import search
-                from isrcheck.model.cbuild import CompileError
-                try:
-                    result = search(spec, names, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels,
-                                    fingerprint=fingerprint, budget=budget, progress=progress,
-                                    on_violation=sink, checkpoint=checkpoint or resume, resume=resume is not None,
-                                    checkpoint_every=checkpoint_every)
-                except CheckpointError as e:
-                    raise UserError(str(e)) from None
-                except CompileError as e:
-                    raise UserError(f"--fingerprint 96 needs the compiled kernels: {e}") from None
+            result = engines.run(engine, spec, names, engines.Request(budget, progress, sink,
+                                                                      click.get_current_context().params))
+        except engines.EngineError as e:
+            raise UserError(str(e)) from None
         finally:
             progress.done()
     live = None

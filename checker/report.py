@@ -1,7 +1,7 @@
 """Reports of a check: a JSON object for machines, rich text for people."""
 from __future__ import annotations
 
-from isrcheck.checker import __version__, provenance
+from isrcheck.checker import __version__, engines, provenance
 from isrcheck.checker.registry import reference, show_command
 from isrcheck.checker.show import markup_safe
 from isrcheck.model.configuration import DEFAULTS, configuration_of
@@ -105,7 +105,7 @@ def print_text(console, spec, engine, result, trace_files, observed=(), coverage
             shown = "[yellow]observed[/] (benign)" if verdict == "violated" else f"{shown} (benign)"
         table.add_row(markup_safe(inv), shown, markup_safe(expected), trace)
     console.print(table)
-    (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
+    (_print_bmc_summary if engines.symbolic(engine) else _print_search_summary)(console, result)
     if coverage:
         print_coverage(console, result)
     if getattr(result, "seed", None) is not None:

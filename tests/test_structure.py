@@ -294,27 +294,40 @@ def test_bound_declaration_mistakes_fail_at_class_creation(bounds, words):
     assert words in str(info.value)
 
 
-def _imports(folder, package):
+def _modules(folder, package):
+    """module name -> its file, for every module of the folder and of the packages in its subfolders."""
+    found = {}
+    for where, dirs, files in os.walk(os.path.join(ROOT, folder)):
+        dirs[:] = sorted(d for d in dirs if os.path.exists(os.path.join(where, d, "__init__.py")))
+        sub = os.path.relpath(where, os.path.join(ROOT, folder))
+        prefix = package if sub == "." else f"{package}.{sub.replace(os.sep, '.')}"
+        found.update({f"{prefix}.{name[:-3]}": os.path.join(where, name) for name in sorted(files)
+                      if name.endswith(".py")})
+    return found
+
+
+def _imports(modules):
     """module -> the isrcheck modules it imports anywhere in its source (lazy imports in functions too)."""
+    packages = {name[:-len(".__init__")] for name in modules if name.endswith(".__init__")}
     graph = {}
-    for name in sorted(os.listdir(os.path.join(ROOT, folder))):
-        if not name.endswith(".py"):
-            continue
+    for module, path in modules.items():
         deps = set()
-        for node in ast.walk(ast.parse(open(os.path.join(ROOT, folder, name), encoding="utf-8").read())):
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("isrcheck."):
-                parent = node.module in ("isrcheck.checker", "isrcheck.model")
+                parent = node.module in packages
                 deps |= {f"{node.module}.{a.name}" for a in node.names} if parent else {node.module}
             elif isinstance(node, ast.Import):
                 deps |= {a.name for a in node.names if a.name.startswith("isrcheck.")}
-        graph[f"{package}.{name[:-3]}"] = deps
+        graph[module] = deps
     return graph
 
 
 def test_engines_and_model_import_no_module_that_imports_them_back():
     """No import cycle (fuzz.py and minimize.py had one): the compiled backend lives in model/backends.py."""
-    graph = {**_imports("checker", "isrcheck.checker"), **_imports("model", "isrcheck.model")}
+    graph = _imports({**_modules("checker", "isrcheck.checker"), **_modules("model", "isrcheck.model")})
     assert "isrcheck.checker.fuzz" not in graph["isrcheck.checker.minimize"]
+    # the graph sees the imports it checks
+    assert "isrcheck.checker.bfs" in graph["isrcheck.checker.liveness"]
 
     def reaches(start, goal, seen):
         for dep in graph.get(start, ()):
