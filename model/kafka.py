@@ -229,8 +229,7 @@ class KafkaReplication(Spec):
             for i in self.REPLICAS:
                 s.remote_leo[r][i] = -1
         s.q_leader = self.NONE
-        for e in self.EPOCHS:
-            s.req_leader[e - 1] = self.NONE
+        self.initial_requests(s)
         for m in self.RECORDS:
             s.acked_at[m - 1] = -1
         if self.leader_epoch_cache:
@@ -242,6 +241,11 @@ class KafkaReplication(Spec):
             s.zreq_leader = self.NONE
             for r in self.REPLICAS:
                 s.controller_epoch_seen[r] = 1
+
+    def initial_requests(self, s):
+        """No LeaderAndIsr request is sent yet."""
+        for e in self.EPOCHS:
+            s.req_leader[e - 1] = self.NONE
 
     # ------------------------------------------------------------------------------------
     # helpers over the state (plain functions of the expression language)
@@ -907,9 +911,14 @@ class KafkaReplication(Spec):
         s.require(s.up[r] & (s.crashes < self.C))
         if self.unflushed_loss:
             self.truncate_to(s, r, s.flushed[r])
-            if self.elr:
-                s.unclean_shutdown[r] = True
+            self.note_unclean_shutdown(s, r)
         self.go_down(s, r)
+
+    def note_unclean_shutdown(self, s, r):
+        """What the model remembers of r's hard crash losing its unflushed tail: with KIP-966 (elr) the flag the
+        controller's ELR rules read when r leaves the ISR or registers again."""
+        if self.elr:
+            s.unclean_shutdown[r] = True
 
     @action(r="REPLICAS")
     def shutdown(self, s, r):
@@ -939,7 +948,7 @@ class KafkaReplication(Spec):
         s.leader_epoch[r] = 0
         if self.proof_ghosts:
             s.led_since[r] = 0
-        s.zk_version_current[r] = False
+        self.forget_partition_epoch(s, r)
         s.truncating[r] = False
         s.ack_from[r] = 0
         if self.leader_epoch_cache:
@@ -953,6 +962,10 @@ class KafkaReplication(Spec):
             s.remote_leo[r][i] = -1
         if self.controller_failover:
             s.controller_epoch_seen[r] = 0
+
+    def forget_partition_epoch(self, s, r):
+        """A stopped broker's cached zkVersion and its in-flight AlterIsr die with its memory."""
+        s.zk_version_current[r] = False
         if self.async_isr:
             self.clear_pending_isr(s, r)
 

@@ -1,9 +1,9 @@
 """Kafka 3.9 without the fix of KAFKA-13141: the leader records a diverging follower's fetch offset."""
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kafka_3_9 import Kafka39
+from isrcheck.specs.kafka_3_9 import Kafka39KeepPending
 
 
-class Kafka13141(Kafka39):
+class Kafka13141(Kafka39KeepPending):
     name = "kafka-13141"
     summary = ("Kafka 3.9 with KAFKA-13141 back (2.7.0-2.7.1, 2.8.0): a fetch answered with DivergingEpoch still "
                "updates the follower's fetch state on the leader, so the leader counts the diverging follower's "
@@ -12,7 +12,7 @@ class Kafka13141(Kafka39):
                      "DivergingEpoch; since 2.7.2/3.0 ReplicaManager.updateFollowerFetchState skips such a read.")
     references = ("KAFKA-13141",)
     records_diverging_fetch = True
-    expected = {**Kafka39.expected, **{name: "violated" for name in (
+    expected = {**Kafka39KeepPending.expected, **{name: "violated" for name in (
         "no-committed-loss", "no-committed-loss-anywhere", "hw-log-matching", "consistent-reads", "hw-monotonic",
         "strong-isr", "strong-live-isr")}}
     expected_why = {**KafkaReplication.expected_why,

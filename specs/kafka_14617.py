@@ -1,9 +1,9 @@
 """Kafka 4.0 without KIP-903's broker-epoch check on AlterPartition (KAFKA-14617)."""
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kafka_4_0 import Kafka40
+from isrcheck.specs.kafka_4_0 import Kafka40KeepPending
 
 
-class Kafka14617(Kafka40):
+class Kafka14617(Kafka40KeepPending):
     name = "kafka-14617"
     summary = ("Kafka 4.0 without KIP-903 (before 3.5): an AlterPartition built from a replica's fetch before it "
                "restarted is accepted after it registered again, so a replica that lost its unflushed log in a "
@@ -16,7 +16,7 @@ class Kafka14617(Kafka40):
     #: liveness not part of the gate: the check at the defaults takes a minute (2.5M states); measured, it gives
     #: kafka-4.0's verdicts
     expected_liveness = dict.fromkeys(("eventually-leader", "hw-advances", "isr-regrows", "truncation-terminates"))
-    expected = {**Kafka40.expected, **{name: "violated" for name in (
+    expected = {**Kafka40KeepPending.expected, **{name: "violated" for name in (
         "no-committed-loss", "no-committed-loss-anywhere", "consistent-reads", "hw-monotonic", "strong-live-isr")}}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-14617: the leader proposes adding a caught-up follower, the follower loses its "

@@ -1,52 +1,103 @@
-"""Kafka 3.9 in KRaft mode: truncate-on-fetch, AlterPartition with broker epochs, the 3.x high watermark."""
+"""Kafka 3.9 in KRaft mode (3.9.0), and the same with its equal-partition-epoch makeLeader fixed."""
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kraft import KRaftReplication
 
 #: the safety invariants every KRaft-era version without a known bug keeps
 SAFETY = ("no-committed-loss", "no-committed-loss-anywhere", "log-matching", "hw-log-matching", "consistent-reads",
-          "hw-monotonic", "single-leader-per-epoch", "leader-in-isr", "strong-isr", "strong-live-isr")
+          "hw-monotonic", "single-leader-per-epoch", "leader-in-isr", "strong-isr", "strong-live-isr",
+          "candidates-complete", "maximal-isr-covers-isr", "leader-unfenced")
+
+#: what Partition.makeLeader's re-run on an equal partition epoch breaks (docs/findings/makeleader-equal-epoch.md)
+REAPPLY = ("no-committed-loss", "no-committed-loss-anywhere", "hw-log-matching", "consistent-reads", "hw-monotonic",
+           "strong-isr", "strong-live-isr", "candidates-complete", "maximal-isr-covers-isr")
+
+#: the finding, in one sentence each invariant's reason starts from
+REAPPLY_WHY = ("Partition.makeLeader re-applies the leader's own accepted AlterPartition from the metadata log at "
+               "an equal partition epoch and drops the expansion it has sent since (updateAssignmentAndIsr), which "
+               "the controller then commits (docs/findings/makeleader-equal-epoch.md; kafka-3.9-keep-pending holds "
+               "at these bounds)")
+
+#: the reviewer's probe: 3 replicas, min.insync.replicas=2, one leader epoch, no crash
+PROBE = {"replicas": 3, "min_isr": 2, "max_epochs": 1, "max_crashes": 0}
 
 
 class Kafka39(KRaftReplication):
     name = "kafka-3.9"
-    summary = ("Kafka 3.9 (KRaft): followers fetch with their last fetched epoch and truncate on a DivergingEpoch "
-               "answer; the leader proposes ISR changes with AlterPartition (compare-and-set on the partition "
-               "epoch, broker epochs checked, KIP-903); the HW waits for the maximal ISR and caught-up eligible "
-               "replicas and stops below min.insync.replicas; ELR off.")
+    summary = ("Kafka 3.9.0 (KRaft): brokers apply the partition's records from the metadata log when their "
+               "listener reaches them, and Partition.makeLeader runs again on an equal partition epoch; followers "
+               "fetch with their last fetched epoch and truncate on a DivergingEpoch answer; the leader proposes "
+               "ISR changes with AlterPartition (partition epoch compared, broker epochs checked, KIP-903; every "
+               "out-of-sync follower dropped at once), and the controller fences a broker whose session expired; the "
+               "HW waits for the maximal ISR and caught-up eligible replicas and stops below min.insync.replicas; "
+               "ELR off. Defaults: a broker's image one record behind at most, the leader's view of registrations "
+               "the controller's, fetch answers read at once (configurations metadata-lag-2, eligibility-lag and "
+               "fetch-responses lift each).")
     references = ("KIP-320", "KIP-497", "KIP-841", "KIP-903", "KAFKA-13141 (fixed here)", "KAFKA-14704 (fixed here)",
-                  "KAFKA-15021", "KAFKA-15583", "KIP-966 (ELR, off in 3.9: the last replica standing)")
-    expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY}}
+                  "KAFKA-15021", "KAFKA-15583", "KAFKA-18991 (fixed in 3.9.1)",
+                  "KIP-966 (ELR, off in 3.9: the last replica standing)")
+    expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY},
+                **{name: "violated" for name in REAPPLY}}
     expected_why = {**KafkaReplication.expected_why,
-        "no-committed-loss": "KAFKA-13141 fixed: a fetch answered with DivergingEpoch does not update the follower's "
-                             "fetch state on the leader (kafka-13141 loses a committed record at these bounds); "
-                             "KIP-320's epoch fence, KIP-497's maximal ISR, KAFKA-15021's wait for caught-up "
-                             "replicas and KAFKA-15583's min-ISR guard in place",
-        "hw-log-matching": "KAFKA-14704 fixed: a follower truncates on DivergingEpoch before it applies any HW "
-                           "(kafka-14704 holds a HW over a diverging record at these bounds)",
-        "strong-isr": "KIP-903: an AlterPartition built from a replica's previous incarnation is rejected for its "
-                      "stale broker epoch, and KIP-841: one adding a broker in controlled shutdown too (and no "
-                      "crash loses a record at these bounds: unflushed_loss=0)",
+        "no-committed-loss": f"{REAPPLY_WHY}: the leader's HW passes a record the new ISR member lacks, and a "
+                             "preferred-leader election (or the leader's fencing) elects that member",
+        "no-committed-loss-anywhere": "the same: after the election no electable replica holds the record",
+        "hw-log-matching": "the same: the new leader writes another record below the HW the old leader exposed",
+        "consistent-reads": "the same: consumers read the lost record's offset twice with different records",
+        "hw-monotonic": "the same: the new leader's log ends below the HW consumers saw",
+        "strong-isr": f"{REAPPLY_WHY}: the controller's ISR holds a member without a record below the HW",
+        "strong-live-isr": "the same: that member is live",
+        "candidates-complete": "the same: that member, electable, lacks an acknowledged record",
+        "maximal-isr-covers-isr": f"{REAPPLY_WHY}: right after the re-run, the controller's ISR has a member the "
+                                  "leader's maximal ISR lacks",
+        "log-matching": "KIP-320's epoch fence and truncate-on-fetch: no two replicas hold the same epoch at an "
+                        "offset with different logs below it",
+        "leader-unfenced": "PartitionChangeBuilder elects only unfenced brokers, and handleBrokerFenced elects another "
+                           "leader in the record that fences the leader",
     }
     configurations = {
+        "probe": Configuration(
+            bounds=PROBE, expected={"strong-isr": "violated", "maximal-isr-covers-isr": "violated",
+                                    "no-committed-loss": "holds"},
+            why={"strong-isr": f"{REAPPLY_WHY}; within one leader epoch and without a crash: the new member lacks "
+                               "a record below the HW",
+                 "maximal-isr-covers-isr": f"{REAPPLY_WHY}",
+                 "no-committed-loss": "one leader epoch: no election can follow"}),
         "last-replica-standing": Configuration(
             bounds={"min_isr": 2, "unflushed_loss": 1}, expected={"no-committed-loss": "violated"},
             why={"no-committed-loss": "KIP-966's last replica standing, ELR off: a record committed by both replicas, "
-                                      "the ISR shrinks to the leader, whose hard crash loses its unflushed tail; it "
-                                      "is re-elected as the last ISR member (kafka-4.0, ELR on, holds at these "
-                                      "bounds)"}),
+                                      "the ISR shrinks to the leader, whose hard crash loses its unflushed tail; "
+                                      "fenced, it stays the last ISR member and is elected again once it registers "
+                                      "and is unfenced (kafka-4.0, ELR on, holds at these bounds)"}),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "violated", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
     expected_liveness_why = {
         "hw-advances": "Kafka 3.9 recomputes the HW only where Partition.maybeIncrementLeaderHW is called: makeLeader, "
                        "appendRecordsToLeader, updateFollowerFetchState when the follower's LEO moved, and "
-                       "handleAlterPartitionUpdate. The leader proposes dropping a lagging follower; the follower "
-                       "fetches at the leader's LEO (caught up again, so the HW waits for it: "
-                       "shouldWaitForReplicaToJoinIsr, KAFKA-15021); a record is appended; the AlterPartition "
-                       "commits the ISR {leader} and recomputes the HW, still waiting for the caught-up follower; the "
-                       "follower crashes. Its lag expiring and its fencing change what the HW waits for but call none "
-                       "of the four, so the HW stays below the record until the next produce (producers need no "
-                       "fairness; an idempotent producer's retry of the record would recompute it). Fairness: weak "
-                       "fetch, apply_leader_and_isr, truncate_on_fetch_response, alter_partition, "
-                       "apply_partition_change"}
+                       "handleAlterPartitionUpdate. A follower caught up but outside the ISR holds the HW back "
+                       "(shouldWaitForReplicaToJoinIsr, KAFKA-15021) and then crashes: its lag expiring and its "
+                       "fencing change what the HW waits for but call none of the four, so the HW stays below a "
+                       "record until the next produce (producers need no fairness; an idempotent producer's retry "
+                       "would recompute it). Fairness: weak fetch, apply_metadata, truncate_on_fetch_response, "
+                       "alter_partition, unfence_broker; strong alter_partition_response"}
+
+
+class Kafka39KeepPending(Kafka39):
+    name = "kafka-3.9-keep-pending"
+    summary = ("kafka-3.9 with the smallest fix of its equal-partition-epoch makeLeader: a partition record of the "
+               "partition epoch the leader already has (its own accepted AlterPartition, learnt first from the "
+               "response) leaves the partition state alone, so an AlterPartition sent since stays pending and its "
+               "proposed member stays in the maximal ISR.")
+    references = ("KAFKA-15021", "KAFKA-15583")
+    make_leader_keeps_pending = True
+    expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY}}
+    expected_why = {**KafkaReplication.expected_why,
+        **{name: "makeLeader keeps the pending AlterPartition on an equal partition epoch (kafka-3.9 breaks it at "
+                 "these bounds)" for name in REAPPLY}}
+    configurations = {
+        "probe": Configuration(
+            bounds=PROBE, expected={"strong-isr": "holds", "maximal-isr-covers-isr": "holds"},
+            why={"strong-isr": "the fix holds where kafka-3.9 breaks strong-isr",
+                 "maximal-isr-covers-isr": "the fix holds where kafka-3.9 breaks it"}),
+    }
