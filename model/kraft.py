@@ -1,6 +1,119 @@
 """The KRaft-era replication model for one partition (Kafka 3.5 to 4.x, KRaft controller).
 
-FAMILY-DOC
+``KRaftReplication`` shares the ZooKeeper-era model (model/kafka.py): the logs, offsets, HW checkpoint,
+crashes, the leader-epoch cache, producers and the invariants are Kafka's own in both eras. The controller and the
+metadata log are model/kraft_metadata.py (``KRaftController``, mixed in); this module is the brokers: each
+broker's Partition, its fetcher, and its metadata listener. Mechanisms, each with its Kafka code path (3.9.0):
+
+- the metadata log: a broker applies the partition's records in log order when its listener reaches them, one or a
+  batch at a time (``apply_metadata``), and its Partition runs makeLeader or makeFollower for the record it lands on,
+  equal partition epochs included (only a smaller one is skipped); the AlterPartition answer (``alter_partition``
+  then ``alter_partition_response``) and the record path interleave as they can;
+- AlterPartition (3.2+, KIP-841; AlterIsr 2.7): the leader's partition state is committed or pending
+  (``alter_pending``, its maximal ISR with the proposed ISR ``pending_isr``), apart from the request
+  AlterPartitionManager holds (``ap_sent``: one per partition; a second submit fails with OPERATION_NOT_ATTEMPTED);
+  the controller compares leader epoch, partition epoch and each member's registration and broker epoch (KIP-903,
+  3.5); an answer may be lost and the request handled again; a request may be handled after its sender crashed;
+  the leader drops every out-of-sync follower in one request (``maybe_shrink_isr``);
+- registrations: a broker that stops keeps its registration until its session expires (``fence_broker``); it
+  registers a new incarnation once fenced (``restart``) and is unfenced when it asks (``unfence_broker``); elections
+  take acceptable brokers (unfenced, not in controlled shutdown) as the controller sees them;
+- truncate-on-fetch (2.7+): a follower fetches from its LEO with its last fetched epoch; a diverging leader answers
+  DivergingEpoch and no records; the follower truncates (``truncate_on_fetch_response``) and fetches again;
+- the lag (Replica.scala): ``caught_up`` (lastCaughtUpTimeMs within replica.lag.time.max.ms), ``fetch_recent``
+  (lastFetchTimeMs) and ``last_fetch_leo`` (lastFetchLeaderLogEndOffset): a fetch at the leader's LEO, or at the LEO
+  the leader had at the follower's previous fetch (as of that fetch's time), makes the follower caught up;
+  ``lag_expires`` lets replica.lag.time.max.ms pass;
+- the 3.x high watermark: the minimum LEO over the maximal ISR and the caught-up, ISR-eligible replicas
+  (shouldWaitForReplicaToJoinIsr, KAFKA-15021, 3.6), no advance below min.insync.replicas (KAFKA-15583, 3.7);
+  acks=all compares the maximal ISR with min(min.insync.replicas, replication factor);
+- fetch answers may carry fewer records than the leader has (``fetch_partial``), and with ``fetch_responses`` they
+  are messages of their own: lost, or read after the follower moved to another leader epoch (KAFKA-18991);
+- ELR (KIP-966) when ``elr`` is on (4.0), with every new incarnation counted an unclean shutdown.
+
+Where each Kafka method the model encodes is called in 3.9.0, and the action covering each call (trunk of late 2024
+has the same call sites):
+
+- Partition.makeLeader: ReplicaManager.applyLocalLeadersDelta (applyDelta, from BrokerMetadataPublisher) ->
+  ``apply_metadata``; ReplicaManager.becomeLeaderOrFollower (ZooKeeper LeaderAndIsr): not in KRaft.
+- Partition.makeFollower: ReplicaManager.applyLocalFollowersDelta -> ``apply_metadata``; becomeLeaderOrFollower: not
+  in KRaft.
+- Partition.updateAssignmentAndIsr: makeLeader and makeFollower -> ``apply_metadata`` (make_leader, make_follower).
+- Partition.maybeIncrementLeaderHW: makeLeader -> ``apply_metadata``; appendRecordsToLeader -> ``produce``;
+  updateFollowerFetchState when the follower's LEO moved -> ``fetch``, ``fetch_partial``;
+  handleAlterPartitionUpdate -> ``alter_partition_response``.
+- Partition.updateFollowerFetchState (Replica.updateFetchStateOrThrow, maybeExpandIsr): ReplicaManager
+  .updateFollowerFetchState for every follower fetch -> ``fetch``, ``fetch_partial`` (record_fetch).
+- Replica.resetReplicaState: makeLeader on a new leader epoch -> ``apply_metadata``.
+- Partition.maybeShrinkIsr: ReplicaManager's isr-expiration task -> ``maybe_shrink_isr``.
+- Partition.maybeExpandIsr: updateFollowerFetchState -> ``fetch``, ``fetch_partial``.
+- Partition.submitAlterPartition: maybeExpandIsr, maybeShrinkIsr -> the actions above (propose_isr); its own
+  callback on a retriable error, and AlterPartitionManager's resend after a lost answer -> ``alter_partition`` again
+  after ``alter_partition_response_lost``.
+- Partition.handleAlterPartitionUpdate / handleAlterPartitionError: submitAlterPartition's callback ->
+  ``alter_partition_response``.
+- Partition.appendRecordsToLeader: ReplicaManager.appendToLocalLog -> ``produce``; GroupMetadataManager (the group
+  coordinator's own partitions): not this partition.
+- Partition.checkEnoughReplicasReachOffset: DelayedProduce.tryComplete -> the acknowledgement in
+  maybe_increment_hw (model/kafka.py).
+- AbstractFetcherThread.processFetchRequest / truncateOnFetchResponse: the fetcher's doWork -> ``fetch``,
+  ``fetch_partial`` (``fetch_response`` with fetch_responses), ``truncate_on_fetch_response``.
+- ReplicationControlManager.alterPartition: QuorumController.alterPartition -> ``alter_partition``.
+- ReplicationControlManager.handleBrokerFenced: maybeFenceOneStaleBroker (session expiry) and
+  processBrokerHeartbeat (FENCED, SHUTDOWN_NOW) -> ``fence_broker``.
+- ReplicationControlManager.handleBrokerUnfenced: processBrokerHeartbeat (UNFENCED) -> ``unfence_broker``.
+- ReplicationControlManager.handleBrokerInControlledShutdown: processBrokerHeartbeat (CONTROLLED_SHUTDOWN) ->
+  ``controlled_shutdown``.
+- ReplicationControlManager.handleBrokerUncleanShutdown: ClusterControlManager.registerBroker for every new
+  incarnation (metadata.version 4.0+) -> ``restart``.
+- ReplicationControlManager.generateLeaderAndIsrUpdates: the four handlers above; handleBrokerUnregistered and
+  handleDirectoriesOffline / offline-dir-assignment: not modelled (one log directory per broker, no broker is
+  unregistered; for the partition a failed log directory is a crash of its replica, ``crash`` and ``fence_broker``).
+- PartitionChangeBuilder (electAnyLeader, electPreferredLeader, maybePopulateTargetElr, maybeUpdateLastKnownLeader):
+  every controller action above, and maybeBalancePartitionLeaders / electLeaders (preferred) and
+  maybeElectUncleanLeaders (unclean) -> ``elect_leader``, ``elect_last_known_leader``.
+
+Bounds. ``metadata_lag`` bounds how far a live broker's metadata image may lag the controller (the controller
+waits beyond it); leader epochs are bounded by --max-epochs; ISR changes need no bound of their own: partition
+epochs are relative to the controller's (model/kraft_metadata.py) and broker epochs are the flag
+``pending_epochs_current`` (only equality with the registered epoch matters), so no counter grows.
+
+Departures (each a sound over-approximation for safety unless said):
+- lag: replica.lag.time.max.ms may pass at any moment (``lag_expires``), and the timestamps of different followers
+  expire in any order;
+- the leader's image of the other brokers' registrations (Partition.isReplicaIsrEligible: fenced, in controlled
+  shutdown, broker epoch): with ``eligibility_lag`` any answer at any moment (``image_registration``); at 0 (the
+  defaults) the controller's own view, which leaves out the leader proposing a broker the controller already fenced
+  (rejected with INELIGIBLE_REPLICA) or not proposing one it already unfenced: the configuration eligibility-lag of
+  each version checks that its verdicts stay;
+- preferred-leader elections (``preferred_elections``) give leadership back to the partition's first leader, which
+  the controller elected as its preferred replica (the first acceptable replica of the assignment, every broker
+  being up then); any valid replica stands for the first valid one of the assignment in every other election;
+- a broker's metadata image of the partition is exact (in order, batched), bounded by ``metadata_lag``: a run where a
+  broker lags further is not explored (the controller waits instead);
+- the AlterPartition a leader sends carries current broker epochs for every member (the expanded member's from the
+  fetch that proposes it; a member whose broker epoch is stale has been fenced out of the ISR, which moved the
+  partition epoch first: INVALID_UPDATE_VERSION, checked before INELIGIBLE_REPLICA);
+- a request that fails at once with OPERATION_NOT_ATTEMPTED (AlterPartitionManager still holds one) is not sent: the
+  partition state goes back to the committed one in the same call (Partition.submitAlterPartition's callback), and a
+  concurrent HW computation seeing the short-lived pending state would only wait for more replicas;
+- the DivergingEpoch response and the truncation are two steps (the HW checkpoint thread and a crash can come
+  between them, as in Kafka); a truncation still runs after the follower moved to a new leader of the same
+  partition (maybeTruncateToEpochEndOffsets truncates any partition still in the fetcher);
+- a broker in controlled shutdown keeps fetching until it stops (ReplicaManager.applyLocalFollowersDelta stops the
+  follower of a partition it is not in the ISR of: fewer fetches); the controller lets it stop (SHUTDOWN_NOW) or its
+  shutdown times out at any moment (``shutdown``), and fences it when its session ends (``fence_broker``);
+- KIP-966's last known ELR (``q_last_known_leader``, ELR on): 4.0 fills PartitionRegistration.lastKnownElr only
+  with the last known leader (useLastKnownLeaderInBalancedRecovery is true and nothing sets it false); the election
+  from it is unclean (ISR: the leader alone) and the leader's RECOVERING state (KIP-704, which keeps the ISR from
+  growing until the leader has recovered) is not modelled: the ISR may grow at once; the election may come at any
+  moment after the partition became leaderless (Kafka runs it at the next change that looks at the partition);
+- the ZooKeeper-era options are fixed off (``controller_failover``, ``fetch_response_loss``: ``fetch_responses``
+  models lost answers here).
+
+The HW is recomputed exactly where Kafka 3.9 calls Partition.maybeIncrementLeaderHW (see above). Nothing else
+does: a follower that stops being caught up (replica.lag.time.max.ms) or is fenced changes what the HW may wait for,
+but recomputes nothing.
 """
 from __future__ import annotations
 

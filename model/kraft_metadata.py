@@ -225,9 +225,9 @@ class KRaftController:
 
     def update_last_known_leader(self, s, leader, new_isr, when=True):
         """PartitionChangeBuilder.maybeUpdateLastKnownLeader (4.0, ELR on; useLastKnownLeaderInBalancedRecovery is
-        never turned off): a record that empties the ISR stores the partition's leader as it was as the last known
-        ELR; one that leaves the partition with a leader clears it; a leaderless partition keeps it."""
-        empties = none_of(new_isr[i] for i in self.REPLICAS)
+        never turned off): a record that empties the ISR (sets an empty one) stores the partition's leader as it was
+        as the last known ELR; one that leaves the partition with a leader clears it; otherwise it stays."""
+        empties = none_of(new_isr[i] for i in self.REPLICAS) & any_of(s.q_isr[i] for i in self.REPLICAS)
         value = where(empties, s.q_leader, where(leader != self.NONE, self.NONE, s.q_last_known_leader))
         s.q_last_known_leader = where(when, value, s.q_last_known_leader)
 
@@ -282,13 +282,16 @@ class KRaftController:
         takes it out of the ISR; if it led, the same record elects l (R: no valid leader, the partition goes
         leaderless) (BrokerHeartbeatManager, ReplicationControlManager.handleBrokerFenced, 3.9).
 
-        r's process is down (it crashed or shut down; a live broker whose heartbeats stop is not modelled). The ISR
-        shrink keeps the leader epoch (3.6+; 3.5 bumps it); with ELR off the last ISR member stays; with ELR on r
-        joins the ELR when the ISR falls below min.insync.replicas (the controller does not know whether r's
-        shutdown was clean). Only a partition with r in its ISR changes (partitionsWithBrokerInIsr).
+        r's process is down (it crashed or shut down), or it runs but its heartbeats do not reach the controller
+        (a long pause, a network partition: one of the max_crashes failures); it keeps running, and acting as the
+        leader it believes it is, until its metadata image learns otherwise. The ISR shrink keeps the leader epoch
+        (3.6+; 3.5 bumps it); with ELR off the last ISR member stays; with ELR on r joins the ELR when the ISR falls
+        below min.insync.replicas (the controller does not know whether r's shutdown was clean). Only a partition
+        with r in its ISR changes (partitionsWithBrokerInIsr).
         """
-        self._remove_broker(s, r, l, ~s.up[r] & ~s.fenced[r])
+        self._remove_broker(s, r, l, ~s.fenced[r] & (~s.up[r] | (s.crashes < self.C)))
         s.fenced[r] = True
+        s.crashes = where(s.up[r], s.crashes + 1, s.crashes)
 
     @action(r="REPLICAS", l="LEADER_CHOICES")
     def controlled_shutdown(self, s, r, l):

@@ -102,8 +102,8 @@ def _election(prev, cur, R):
     if leader is None or leader >= R:
         return "; no valid leader is left: the partition has no leader"
     how = ""
-    if _flag(prev, "q_elr", leader) and not prev.isr():
-        how = " from the ELR (the ISR is empty)"
+    if _flag(prev, "q_elr", leader) and leader not in prev.isr():
+        how = " from the ELR (no ISR member left: a clean election, KIP-966)"
     return f"; r{leader} becomes leader{how} for leader epoch {cur.get('q_epoch')}"
 
 
@@ -183,7 +183,9 @@ class KRaftPresentation(KafkaPresentation):
             r = p["r"]
             text = f"r{r} asks to be unfenced and the controller unfences it"
             if prev.get("q_leader") != cur.get("q_leader"):
-                text += f"; the leaderless partition elects it (leader epoch {cur.get('q_epoch')}, ISR {_set(cur.isr())})"
+                how = " from the ELR (a clean election, KIP-966)" if r not in prev.isr() else ""
+                text += (f"; the leaderless partition elects it{how} (leader epoch {cur.get('q_epoch')}, ISR "
+                         f"{_set(cur.isr())})")
             return text + "."
         if name == "controlled_shutdown":
             r = p["r"]

@@ -16,13 +16,19 @@ class Kafka19522(Kafka40KeepPending):
     #: the last known leader needs both replicas down once (kafka-4.0's configuration last-known-leader)
     defaults = {**Kafka40KeepPending.defaults, "max_crashes": 2, "max_records": 1, "log_size": 1}
     configurations = {}
+    expected_liveness = {"isr-regrows": "violated"}
+    expected_liveness_why = {
+        "isr-regrows": "KAFKA-19522: the last known leader is elected while in controlled shutdown; as a member of "
+                       "its own proposed ISR it is ineligible (INELIGIBLE_REPLICA), so the ISR cannot grow until it "
+                       "stops (its shutdown needs no fairness). Fairness: weak fetch, apply_metadata, "
+                       "truncate_on_fetch_response, alter_partition, unfence_broker; strong alter_partition_response"}
     expected = {**Kafka40KeepPending.expected, "leader-unfenced": "violated", "no-committed-loss": "violated",
-                "no-committed-loss-anywhere": "violated", "consistent-reads": "violated", "hw-monotonic": "violated"}
+                "no-committed-loss-anywhere": "violated", "hw-monotonic": "violated", "candidates-complete": "violated"}
     expected_why = {**KafkaReplication.expected_why,
         "leader-unfenced": "KAFKA-19522: with the ISR and the ELR empty, the controller elects the partition's last "
                            "known leader while it is fenced (kafka-4.0 holds at these bounds)",
         "no-committed-loss": "KIP-966's last known leader, as kafka-4.0's configuration last-known-leader loses a "
                              "record at these bounds (both replicas lose it in hard crashes)",
         "no-committed-loss-anywhere": "the same",
-        "consistent-reads": "the same: the elected last known leader serves another record at the offset",
+        "candidates-complete": "the same: the elected last known leader is in the ISR without the record",
         "hw-monotonic": "the same: its log ends below the HW consumers saw"}

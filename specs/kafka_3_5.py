@@ -18,7 +18,31 @@ class Kafka35(Kafka39):
     shrink_keeps_leader_epoch = False
     hw_waits_for_eligible_only = False
     hw_stops_below_min_isr = False
-    defaults = {**Kafka39.defaults, "min_isr": 2, "unflushed_loss": 1}
+    #: the last replica standing needs four leader epochs here: the ISR shrink to the leader bumps the epoch (3.5),
+    #: the leader's fencing leaves the partition leaderless, and its unfencing elects it again
+    defaults = {**Kafka39.defaults, "min_isr": 2, "unflushed_loss": 1, "max_epochs": 4}
     configurations = {}
-    expected = {**KafkaReplication.expected}
-    expected_why = {**KafkaReplication.expected_why}
+    expected = {**Kafka39.expected, **{name: "holds" for name in (
+        "log-matching", "hw-log-matching", "single-leader-per-epoch", "leader-in-isr", "strong-live-isr",
+        "maximal-isr-covers-isr", "leader-unfenced")}, **{name: "violated" for name in (
+        "no-committed-loss", "no-committed-loss-anywhere", "consistent-reads", "hw-monotonic", "strong-isr",
+        "candidates-complete")}}
+    expected_liveness = {"hw-advances": "holds"}
+    expected_liveness_why = {
+        "hw-advances": "with min.insync.replicas=2 a follower that stops leaves fewer acceptable brokers than "
+                       "min.insync.replicas, which ends the obligation (kafka-3.9's stale caught-up follower needs an "
+                       "ISR of min.insync.replicas without it). Fairness: weak fetch, apply_metadata, "
+                       "truncate_on_fetch_response, alter_partition, unfence_broker; strong alter_partition_response"}
+    expected_why = {**KafkaReplication.expected_why,
+        "no-committed-loss": "KIP-966's last replica standing: a record committed by both replicas, the ISR shrinks "
+                             "to the leader (a new leader epoch in 3.5), whose hard crash loses its unflushed tail; "
+                             "fenced, it stays the last ISR member, registers again, is unfenced and elected",
+        "no-committed-loss-anywhere": "the same: once the leader lost the record, the ISR is that leader alone",
+        "hw-monotonic": "the same: the re-elected leader's log ends below the HW consumers saw",
+        "consistent-reads": "the same: the re-elected leader writes another record at an offset consumers read",
+        "strong-isr": "a follower's hard crash loses committed records it keeps in the ISR until its session expires",
+        "candidates-complete": "the last ISR member, registered again after losing the record, can be elected",
+        "maximal-isr-covers-isr": "every ISR shrink bumps the leader epoch (3.5), so the leader learns it from the "
+                                  "metadata log before it can propose again; an expansion re-applied drops only a "
+                                  "pending shrink at two replicas",
+    }

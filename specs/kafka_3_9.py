@@ -21,6 +21,24 @@ REAPPLY_WHY = ("Partition.makeLeader re-applies the leader's own accepted AlterP
 #: the reviewer's probe: 3 replicas, min.insync.replicas=2, one leader epoch, no crash
 PROBE = {"replicas": 3, "min_isr": 2, "max_epochs": 1, "max_crashes": 0}
 
+#: the behaviours the defaults leave out, each in a configuration of its own (two leader epochs, to stay small)
+LIFTED = {"metadata-lag-2": {"metadata_lag": 2}, "eligibility-lag": {"eligibility_lag": 1},
+          "fetch-responses": {"fetch_responses": 1}}
+
+
+def lifted(loss_why=None):
+    """A configuration per behaviour the defaults leave out: no-committed-loss violated there for ``loss_why`` (the
+    version's reason), else held, and log-matching held either way."""
+    out = {}
+    for name, bounds in LIFTED.items():
+        if loss_why:
+            expected, why = {"no-committed-loss": "violated", "log-matching": "holds"}, {"no-committed-loss": loss_why}
+        else:
+            expected = {"no-committed-loss": "holds", "log-matching": "holds", "maximal-isr-covers-isr": "holds"}
+            why = {"no-committed-loss": f"{name}: the fixed makeLeader holds with this behaviour too"}
+        out[name] = Configuration(bounds={**bounds, "max_epochs": 2}, expected=expected, why=why)
+    return out
+
 
 class Kafka39(KRaftReplication):
     name = "kafka-3.9"
@@ -58,17 +76,19 @@ class Kafka39(KRaftReplication):
     configurations = {
         "probe": Configuration(
             bounds=PROBE, expected={"strong-isr": "violated", "maximal-isr-covers-isr": "violated",
-                                    "no-committed-loss": "holds"},
+                                    "candidates-complete": "violated", "no-committed-loss": "holds"},
             why={"strong-isr": f"{REAPPLY_WHY}; within one leader epoch and without a crash: the new member lacks "
                                "a record below the HW",
-                 "maximal-isr-covers-isr": f"{REAPPLY_WHY}",
-                 "no-committed-loss": "one leader epoch: no election can follow"}),
+                 "maximal-isr-covers-isr": REAPPLY_WHY,
+                 "candidates-complete": "the same: that member lacks an acknowledged record",
+                 "no-committed-loss": "one leader epoch: no election follows"}),
         "last-replica-standing": Configuration(
             bounds={"min_isr": 2, "unflushed_loss": 1}, expected={"no-committed-loss": "violated"},
             why={"no-committed-loss": "KIP-966's last replica standing, ELR off: a record committed by both replicas, "
                                       "the ISR shrinks to the leader, whose hard crash loses its unflushed tail; "
                                       "fenced, it stays the last ISR member and is elected again once it registers "
                                       "and is unfenced (kafka-4.0, ELR on, holds at these bounds)"}),
+        **lifted(REAPPLY_WHY),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "violated", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
@@ -97,7 +117,15 @@ class Kafka39KeepPending(Kafka39):
                  "these bounds)" for name in REAPPLY}}
     configurations = {
         "probe": Configuration(
-            bounds=PROBE, expected={"strong-isr": "holds", "maximal-isr-covers-isr": "holds"},
+            bounds=PROBE, expected={"strong-isr": "holds", "maximal-isr-covers-isr": "holds",
+                                    "candidates-complete": "holds"},
             why={"strong-isr": "the fix holds where kafka-3.9 breaks strong-isr",
                  "maximal-isr-covers-isr": "the fix holds where kafka-3.9 breaks it"}),
+        "last-replica-standing": Configuration(
+            bounds={"min_isr": 2, "unflushed_loss": 1},
+            expected={"no-committed-loss": "violated", "strong-live-isr": "holds"},
+            why={"no-committed-loss": "KIP-966's last replica standing, ELR off, as for kafka-3.9",
+                 "strong-live-isr": "KIP-903 keeps a replica that registered again out of the ISR until it catches up "
+                                    "(kafka-14617 breaks it at these bounds)"}),
+        **lifted(),
     }

@@ -2,10 +2,13 @@
 equal-partition-epoch makeLeader fixed."""
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kafka_3_9 import REAPPLY_WHY, SAFETY, Kafka39
+from isrcheck.specs.kafka_3_9 import REAPPLY_WHY, SAFETY, Kafka39, lifted
 
 #: three replicas, min.insync.replicas=2 (the defaults), one leader epoch, no crash
 PROBE = {"replicas": 3, "max_epochs": 1, "max_crashes": 0, "unflushed_loss": 0}
+#: two replicas, min.insync.replicas=1 (Kafka's default), no unflushed loss (with it, a lone ISR member's hard crash
+#: loses what it acknowledged: what min.insync.replicas=1 accepts)
+MIN_ISR_1 = {"min_isr": 1, "unflushed_loss": 0}
 
 
 class Kafka40(Kafka39):
@@ -46,14 +49,23 @@ class Kafka40(Kafka39):
             why={"strong-live-isr": f"{REAPPLY_WHY}; three replicas, one leader epoch, no crash: the new member "
                                     "lacks a record below the HW",
                  "maximal-isr-covers-isr": REAPPLY_WHY}),
+        "min-isr-1": Configuration(
+            bounds=MIN_ISR_1, expected={"no-committed-loss": "violated", "log-matching": "holds"},
+            why={"no-committed-loss": f"{REAPPLY_WHY}; with min.insync.replicas=1 the HW passes the record with the "
+                                      "leader alone in its ISR, and the new member is elected (three replicas at "
+                                      "min.insync.replicas=2 lose it too, past the gate's reach: "
+                                      "docs/findings/makeleader-equal-epoch.md)"}),
         "last-known-leader": Configuration(
-            bounds={"max_crashes": 2, "max_records": 1, "log_size": 1}, expected={"no-committed-loss": "violated"},
+            bounds={"max_crashes": 2, "max_records": 1, "log_size": 1},
+            expected={"no-committed-loss": "violated", "leader-unfenced": "holds"},
             why={"no-committed-loss": "KIP-966's last known leader (4.0): both replicas lose a committed record in "
                                       "hard crashes; fenced, they join the ELR (the controller does not know the "
                                       "crashes were unclean), registering again takes each out of it, and the "
                                       "controller elects the last known leader without the record "
                                       "(PartitionChangeBuilder.canElectLastKnownLeader): what Kafka did before 4.0 "
-                                      "when every replica was offline; no replica holds the record any more"}),
+                                      "when every replica was offline; no replica holds the record any more",
+                 "leader-unfenced": "the last known leader is elected once it is unfenced (kafka-19522 breaks it at "
+                                    "these bounds)"}),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "holds", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
@@ -82,4 +94,7 @@ class Kafka40KeepPending(Kafka40):
             bounds=PROBE, expected={"strong-live-isr": "holds", "maximal-isr-covers-isr": "holds"},
             why={"strong-live-isr": "the fix holds where kafka-4.0 breaks strong-live-isr",
                  "maximal-isr-covers-isr": "the fix holds where kafka-4.0 breaks it"}),
+        "min-isr-1": Configuration(
+            bounds=MIN_ISR_1, expected={"no-committed-loss": "holds", "maximal-isr-covers-isr": "holds"},
+            why={"no-committed-loss": "the fix holds where kafka-4.0 loses the record"}),
     }
