@@ -489,7 +489,8 @@ class KRaftReplication(KRaftController, KafkaReplication):
     def alter_partition_response_lost(self, s, l):
         """The connection to the controller drops before leader l reads the answer: NodeToControllerChannelManager
         sends the request again (no timeout: retryTimeoutMs = Long.MaxValue, 3.9), and the controller handles it
-        anew."""
+        anew; Partition.submitAlterPartition's future is still incomplete (the same on a retriable error:
+        handleAlterPartitionError returns true and the callback submits again)."""
         s.require(s.ap_resp[l] != NO_RESPONSE)
         s.ap_resp[l] = NO_RESPONSE
         s.ap_resp_pe_lag[l] = 0
@@ -541,7 +542,8 @@ class KRaftReplication(KRaftController, KafkaReplication):
     @action(f="REPLICAS", l="REPLICAS", end="PARTIAL_ENDS")
     def fetch_partial(self, s, f, l, end):
         """As ``fetch``, but the answer carries the records up to offset ``end`` only, fewer than l has
-        (replica.fetch.max.bytes / replica.fetch.response.max.bytes; at least one batch is always returned)."""
+        (ReplicaManager.fetchMessages reads at most replica.fetch.max.bytes / replica.fetch.response.max.bytes, and
+        at least one batch, 3.9)."""
         self.serve_fetch(s, f, l, end)
 
     def serve_fetch(self, s, f, l, end):

@@ -150,8 +150,9 @@ class KRaftPresentation(KafkaPresentation):
                         and not _flag(states[k], "alter_pending", l)), None)
         if dropped is not None:
             joiner = text.split(" ")[0]
+            hw = max(states[k].get("hw", l) for k in range(dropped, i + 1))
             reason += (f"; at step {dropped} ({steps[dropped][0]}) r{l} dropped the pending change from its maximal "
-                       f"ISR, and its HW rose to {states[i].get('hw', l)} without waiting for {joiner}")
+                       f"ISR, and its HW rose to {hw} without waiting for {joiner}")
         return f"{head}: {reason}."
 
     def phrase(self, prev, cur, name, params):

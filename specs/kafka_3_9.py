@@ -51,9 +51,16 @@ class Kafka39(KRaftReplication):
                "ELR off. Defaults: a broker's image one record behind at most, the leader's view of registrations "
                "the controller's, fetch answers read at once (configurations metadata-lag-2, eligibility-lag and "
                "fetch-responses lift each).")
-    references = ("KIP-320", "KIP-497", "KIP-841", "KIP-903", "KAFKA-13141 (fixed here)", "KAFKA-14704 (fixed here)",
-                  "KAFKA-15021", "KAFKA-15583", "KAFKA-18991 (fixed in 3.9.1)",
+    references = ("KIP-320", "KAFKA-13790 (makeLeader on an equal partition epoch)", "KAFKA-18991 (fixed in 3.9.1)",
                   "KIP-966 (ELR, off in 3.9: the last replica standing)")
+    not_modelled = {
+        "KAFKA-18991": "the fetcher's missing leader-epoch check is modelled (fetch_responses=1; "
+                       "fetch_checks_request_epoch is the fix) and shows on a real state (tests/test_kraft.py), but "
+                       "no bound within an exhaustive search's reach turns it into a violation: in 3.9 the follower "
+                       "must publish a new leader epoch of the same leader while its fetch is in flight (a batched "
+                       "metadata delta over another leader, or a leaderless gap), and the leader's log must have "
+                       "changed below the diverging offset meanwhile (configuration fetch-responses: the same verdicts "
+                       "as the defaults)"}
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY},
                 **{name: "violated" for name in REAPPLY}}
     expected_why = {**KafkaReplication.expected_why,
@@ -67,7 +74,8 @@ class Kafka39(KRaftReplication):
         "strong-live-isr": "the same: that member is live",
         "candidates-complete": "the same: that member, electable, lacks an acknowledged record",
         "maximal-isr-covers-isr": f"{REAPPLY_WHY}: right after the re-run, the controller's ISR has a member the "
-                                  "leader's maximal ISR lacks",
+                                  "leader's maximal ISR lacks (KAFKA-13790 made makeLeader accept an equal "
+                                  "partition epoch)",
         "log-matching": "KIP-320's epoch fence and truncate-on-fetch: no two replicas hold the same epoch at an "
                         "offset with different logs below it",
         "leader-unfenced": "PartitionChangeBuilder elects only unfenced brokers, and handleBrokerFenced elects another "
@@ -109,12 +117,23 @@ class Kafka39KeepPending(Kafka39):
                "partition epoch the leader already has (its own accepted AlterPartition, learnt first from the "
                "response) leaves the partition state alone, so an AlterPartition sent since stays pending and its "
                "proposed member stays in the maximal ISR.")
-    references = ("KAFKA-15021", "KAFKA-15583")
+    references = ("KIP-320", "KIP-497", "KIP-841", "KIP-903", "KAFKA-13141 (fixed here)", "KAFKA-14704 (fixed here)",
+                  "KAFKA-15021", "KAFKA-15583")
     make_leader_keeps_pending = True
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY}}
     expected_why = {**KafkaReplication.expected_why,
         **{name: "makeLeader keeps the pending AlterPartition on an equal partition epoch (kafka-3.9 breaks it at "
-                 "these bounds)" for name in REAPPLY}}
+                 "these bounds)" for name in REAPPLY},
+        "no-committed-loss": "makeLeader keeps the pending AlterPartition on an equal partition epoch (kafka-3.9 "
+                             "breaks it at these bounds); KAFKA-13141 fixed: a fetch answered with DivergingEpoch does "
+                             "not update the follower's fetch state on the leader (kafka-13141 loses a committed record "
+                             "at these bounds); KIP-320's epoch fence, KIP-497's maximal ISR, KAFKA-15021's wait for "
+                             "caught-up replicas and KAFKA-15583's min-ISR guard in place",
+        "hw-log-matching": "KAFKA-14704 fixed: a follower truncates on DivergingEpoch before it applies any HW "
+                           "(kafka-14704 holds a HW over a diverging record at these bounds)",
+        "strong-isr": "KIP-903: an AlterPartition built from a replica's previous incarnation is rejected for its "
+                      "stale broker epoch, and KIP-841: one adding a broker in controlled shutdown too (and no crash "
+                      "loses a record at these bounds: unflushed_loss=0); makeLeader keeps the pending change"}
     configurations = {
         "probe": Configuration(
             bounds=PROBE, expected={"strong-isr": "holds", "maximal-isr-covers-isr": "holds",
