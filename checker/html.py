@@ -67,7 +67,7 @@ def trace_data(spec, trace, invariant=None):
         "spec": spec.name, "invariant": invariant, "engine": getattr(trace, "engine", "?"),
         "bounds": " ".join(f"{k}={v}" for k, v in bounds.items()),
         "summary": present.summary(trace, invariant) if invariant else "",
-        "meaning": inv.meaning if inv else "", "consequence": present.consequence(invariant) if inv else "",
+        "meaning": present.meaning(invariant) if inv else "", "consequence": present.consequence(invariant) if inv else "",
         "epilogue": [list(e) for e in present.epilogue()],
         "log_header": present.log_header, "headers": [present.header(f) for f in shown],
         "capacity": max([len(state[present.log_fields[0]][0]) for _, _, state in steps[:1]

@@ -198,18 +198,17 @@ def print_trace(console, spec, trace, compact=False):
     for line in present.explain(trace):
         notes.setdefault(line.step, []).append(line.text)
     draw(console, spec, trace, notes)
-    inv = spec.invariants[trace.invariant]
     loss = present.consequence(trace.invariant)
     if compact:
         print_wrapped(console, present.summary(trace), style="bold red")
-        print_wrapped(console, f"{trace.invariant}: {inv.meaning}")
+        print_wrapped(console, f"{trace.invariant}: {present.meaning(trace.invariant)}")
         if loss:
             print_wrapped(console, loss, style="dim")
         for label, text in present.epilogue():
             print_wrapped(console, f"{label}: {text}")
         return
     console.print(f"[bold red]{markup_safe(present.summary(trace))}[/]")
-    console.print(f"{trace.invariant}: {inv.meaning}", markup=False)
+    console.print(f"{trace.invariant}: {present.meaning(trace.invariant)}", markup=False)
     from rich.markup import escape
     if loss:
         console.print(f"[dim]{escape(loss)}[/]")

@@ -148,9 +148,9 @@ def _kraft_bounds():
     return tuple(out) + (
         Bound("metadata_lag", 1, 1, 4, "partition records a live broker's metadata image may be behind the "
               "controller's (the controller waits for the slowest live broker beyond that)", kind="bound"),
-        Bound("preferred_elections", 1, 0, 1, "the controller may move leadership to another valid replica at any "
-              "time (preferred-leader election, auto.leader.rebalance.enable); 0: only when the leader is removed "
-              "or the partition is leaderless"),
+        Bound("preferred_elections", 1, 0, 1, "the controller may give leadership back to the preferred replica (the "
+              "partition's first leader) whenever it is a valid leader (auto.leader.rebalance.enable, the "
+              "ElectLeaders API); 0: a leader changes only when it is removed or the partition has none"),
         Bound("eligibility_lag", 0, 0, 1, "a leader's metadata image of the other brokers' registrations (fenced, "
               "in controlled shutdown, broker epoch) lags the controller's: its ISR-eligibility test may give either "
               "answer until it catches up; 0: it is the controller's"),

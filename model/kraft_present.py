@@ -155,6 +155,11 @@ class KRaftPresentation(KafkaPresentation):
                        f"ISR, and its HW rose to {hw} without waiting for {joiner}")
         return f"{head}: {reason}."
 
+    def meaning(self, invariant):
+        """The invariant's meaning with the controller's partition state in the metadata log, not ZooKeeper."""
+        return (super().meaning(invariant).replace("(in ZooKeeper)", "(in the metadata log)")
+                .replace("in ZooKeeper", "in the metadata log"))
+
     def phrase(self, prev, cur, name, params):
         text = self._kraft_phrase(prev, cur, name, params)
         if text is None:
