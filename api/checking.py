@@ -6,17 +6,24 @@
     {'no-committed-loss': 'violated'}
     >>> print(result.render("no-committed-loss"))        # what `isrcheck show` prints for its trace
 
-The search is the command line's local engine (``isrcheck check``); nothing is written to disk.
+The search is the command line's local engine (``isrcheck check``); nothing is written to disk. Liveness
+properties are checked when named (``properties=["hw-advances"]``), as ``check --property`` does: their
+verdicts join the invariants' and a violated one's lasso is among the traces. :mod:`isrcheck.commands` has
+the other commands (``fuzz``, ``prove``, ``gate``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from isrcheck.checker import state_counts
 from isrcheck.checker.bfs import search
 from isrcheck.checker.budget import Budget
-from isrcheck.checker.result import Measured
+from isrcheck.checker.liveness import check as check_liveness, lasso_trace
 from isrcheck.checker.registry import resolve
+from isrcheck.checker.report import liveness_expectations
+from isrcheck.checker.result import Measured
 from isrcheck.checker.trace import Trace, from_steps, save
+from isrcheck.checker.variants import unnamed
 from isrcheck.model.configuration import configuration_of
 from isrcheck.model.spec import Spec
 
@@ -25,12 +32,13 @@ from isrcheck.model.spec import Spec
 class CheckResult(Measured):
     """What a check found.
 
-    ``verdicts`` maps each invariant checked to ``"holds"`` (no reachable state within the bounds violates it),
-    ``"violated"`` or ``"unknown"`` (a budget stopped the search first). ``traces`` holds a shortest
-    counterexample per violated invariant, as a :class:`isrcheck.checker.trace.Trace`; ``render`` words one
-    the way ``isrcheck show`` does, and ``save`` writes it as an ITF file the command line reads.
-    ``expected`` is what the spec declares for these bounds when they are one of its configurations (its
-    defaults or a named one, ``configuration``), for the invariants checked; else it is empty.
+    ``verdicts`` maps each invariant (and liveness property) checked to ``"holds"`` (no reachable state within the
+    bounds violates it), ``"violated"`` or ``"unknown"`` (a budget stopped the search first). ``traces`` holds a
+    shortest counterexample per violated invariant, and a lasso per violated property, as a
+    :class:`isrcheck.checker.trace.Trace`; ``render`` words one the way ``isrcheck show`` does, and ``save``
+    writes it as an ITF file the command line reads. ``expected`` is what the spec declares for these bounds
+    when they are one of its configurations (its defaults or a named one, ``configuration``), for the
+    invariants checked, and at its defaults for the properties checked; else it is empty.
     ``coverage`` is the search's action coverage, as ``--format json`` has it (``actions``: per action,
     ``instances``: per action instance, each with ``enabled``, ``fired`` and ``new_states``).
     The counts and times mean what they mean for every engine (``isrcheck.checker.result``): ``distinct_states``,
@@ -42,8 +50,8 @@ class CheckResult(Measured):
     verdicts: dict
     expected: dict
     distinct_states: int
-    transitions: int
-    depth: int
+    transitions: int | None              # None: properties alone were checked (no invariant search)
+    depth: int | None
     seconds: float
     complete: bool                       # the whole reachable state space was searched
     budget_hit: str | None               # which budget stopped it, if one did
@@ -93,36 +101,73 @@ class CheckResult(Measured):
         return save(self._trace(invariant), path)
 
 
-def check(spec, invariants=None, *, max_states=None, max_depth=None, time_limit=None, symmetry=False, **bounds):
-    """Search every reachable state of ``spec`` within ``bounds`` for violations of ``invariants``.
+def spec_class(spec):
+    """The Spec class ``spec`` names: a registered name, ``"FILE.py:CLASS"``, ``"MODULE:CLASS"`` or the class itself
+    (ValueError otherwise, or for a variant without a name of its own)."""
+    cls = resolve(spec) if isinstance(spec, str) else spec      # a SpecRefError is a ValueError
+    if not (isinstance(cls, type) and issubclass(cls, Spec)):
+        raise ValueError(f"spec {spec!r}: a name, FILE.py:CLASS, MODULE:CLASS or a Spec subclass")
+    if unnamed(cls):
+        raise ValueError(unnamed(cls))
+    return cls
+
+
+def names(kind, requested, known, spec_name):
+    """The invariants (or properties) to check: one name, a list, or None for all of ``known``."""
+    chosen = list(known) if requested is None else (
+        [requested] if isinstance(requested, str) else list(dict.fromkeys(requested)))
+    for name in chosen:
+        if name not in known:
+            raise ValueError(f"spec {spec_name} has no {kind} {name!r} (it has: {', '.join(known) or 'none'})")
+    return chosen
+
+
+def check(spec, invariants=None, *, properties=(), max_states=None, max_depth=None, time_limit=None,
+          symmetry=False, **bounds):
+    """Search every reachable state of ``spec`` within ``bounds`` for violations of ``invariants`` and of the
+    liveness ``properties``.
 
     ``spec``: a registered name (``"kip-320"``, see ``isrcheck list``), a reference ``"FILE.py:CLASS"`` or
     ``"MODULE:CLASS"``, or a :class:`isrcheck.Spec` subclass. ``invariants``: one name, a list, or None for
-    all of the spec's. ``bounds``: the spec's bounds and model options (``replicas=3``, ``unflushed_loss=1``;
-    the spec's defaults otherwise). ``max_states``, ``max_depth``, ``time_limit`` (seconds) are budgets: a
-    verdict they cut short is ``"unknown"``. Raises ValueError for an unknown spec or invariant and
-    :class:`isrcheck.BoundsError` for bounds out of range.
+    all of the spec's (``[]`` for none, to check properties alone). ``properties``: one name or a list
+    (P leads to Q under its fairness; not with ``symmetry``). ``bounds``: the spec's bounds and model options
+    (``replicas=3``, ``unflushed_loss=1``; the spec's defaults otherwise). ``max_states``, ``max_depth``,
+    ``time_limit`` (seconds) are budgets: a verdict they cut short is ``"unknown"``. Raises ValueError for an
+    unknown spec, invariant or property and :class:`isrcheck.BoundsError` for bounds out of range.
     """
-    cls = resolve(spec) if isinstance(spec, str) else spec
-    if not (isinstance(cls, type) and issubclass(cls, Spec)):
-        raise ValueError(f"spec {spec!r}: a name, FILE.py:CLASS, MODULE:CLASS or a Spec subclass")
+    cls = spec_class(spec)
     instance = cls(**bounds)
-    names = list(instance.invariants) if invariants is None else (
-        [invariants] if isinstance(invariants, str) else list(dict.fromkeys(invariants)))
-    for name in names:
-        if name not in instance.invariants:
-            raise ValueError(f"spec {instance.name} has no invariant {name!r} "
-                             f"(it has: {', '.join(instance.invariants)})")
-    result = search(instance, names, symmetry=symmetry,
-                    budget=Budget(max_states=max_states, max_depth=max_depth, seconds=time_limit))
-    traces = {inv: from_steps(instance, inv, "local", v.steps) for inv, v in result.violations.items()}
+    chosen = names("invariant", invariants, instance.invariants, instance.name)
+    props = names("liveness property", properties or [], instance.properties, instance.name)
+    if props and symmetry:
+        raise ValueError("liveness properties are checked without symmetry reduction")
+    budget = Budget(max_states=max_states, max_depth=max_depth, seconds=time_limit)
     conf, declared = configuration_of(cls, instance.bounds)
-    expected = declared.expected if declared else {}
-    return CheckResult(instance.name, dict(instance.bounds), result.verdicts,
-                       {inv: want for inv, want in expected.items() if inv in names},
-                       result.distinct_states, result.transitions, result.depth, result.seconds, result.complete,
-                       result.budget_hit, traces, conf, instance, result.coverage.as_json(), result.peak_memory_bytes,
-                       result.retained_bytes)
+    verdicts, traces, expected, out = {}, {}, {}, None
+    if chosen or not props:             # properties alone: the liveness search is the only one, as on the CLI
+        result = search(instance, chosen, symmetry=symmetry, budget=budget)
+        state_counts.record(instance, result, symmetry)
+        verdicts.update(result.verdicts)
+        traces.update((inv, from_steps(instance, inv, "local", v.steps)) for inv, v in result.violations.items())
+        expected.update((inv, want) for inv, want in (declared.expected if declared else {}).items() if inv in chosen)
+        out = CheckResult(instance.name, dict(instance.bounds), verdicts, expected, result.distinct_states,
+                          result.transitions, result.depth, result.seconds, result.complete, result.budget_hit,
+                          traces, conf, instance, result.coverage.as_json(), result.peak_memory_bytes,
+                          result.retained_bytes)
+    if out is not None and out.budget_hit:             # the search stopped first: the properties are not checked
+        verdicts.update((name, "unknown") for name in props)
+    if not props or (out is not None and out.budget_hit):
+        return out
+    live = check_liveness(instance, props, budget=budget)
+    verdicts.update((name, r.verdict) for name, r in live.items())
+    traces.update((name, lasso_trace(instance, r)) for name, r in live.items() if r.lasso is not None)
+    expected.update((name, want) for name, want in liveness_expectations(instance).items() if name in props)
+    if out is not None:
+        return out
+    r = next(iter(live.values()))       # the exploration every property is checked on
+    return CheckResult(instance.name, dict(instance.bounds), verdicts, expected, r.distinct_states, None, None,
+                       r.seconds, r.budget_hit is None, r.budget_hit, traces, conf, instance, {}, r.peak_memory_bytes,
+                       r.retained_bytes)
 
 
 __all__ = ["check", "CheckResult", "Trace"]

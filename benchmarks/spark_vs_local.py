@@ -36,7 +36,7 @@ materialize, invariants, level write; wrappers around its public methods,
 million states.
 
 capacity: one Spark run (``local[2]``, two partitions, a workdir of its own)
-of the README's capacity-plan target at 2 epochs (87M states), for the
+of the capacity plan's target (docs/how-to/spark.md) at 2 epochs (87M states), for the
 figures the plan scales: CPU seconds per million states by process, the peak
 resident memory of the driver, the JVM and the Python workers (sampled once a
 second), the bytes on disk by kind at the end (visited tables, Parquet files)

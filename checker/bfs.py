@@ -455,10 +455,9 @@ class Search:
         self.snapshot_time = time.time()
 
     def _restore(self, directory, ident, coverage, violations, pending, on_violation):
-        arrays, c = checkpoint_mod.read(directory, ident)
-        if arrays.get("coverage", np.empty(0)).shape != coverage.counts.shape:
-            raise checkpoint_mod.CheckpointError(f"--resume {directory}: the snapshot has no coverage counts of "
-                                                 f"this spec's actions (written by an older isrcheck?)")
+        """The search as snapshotted in ``directory``, every part of it checked first (checker/checkpoint.py; the
+        violations' paths replayed): a trace is written (``on_violation``) only from a snapshot found whole."""
+        arrays, c = checkpoint_mod.read(directory, ident, self.spec.layout, len(self.spec.actions))
         visited = VisitedSet.of(arrays["visited"])
         level_start = [int(x) for x in c["level_start"]]
         bounds = level_start[1:]
@@ -471,13 +470,20 @@ class Search:
             inv = next(i for i in pending if i.name == name)
             pending.remove(inv)
             v = violations[name] = Violation(name, int(state_id), int(level))
-            v.steps = self.trace(v.state_id, level_start, parents, actions)
-            if on_violation is not None:
-                on_violation(v)
+            try:
+                v.steps = self.trace(v.state_id, level_start, parents, actions)
+            except RuntimeError:            # a step not enabled on replay
+                v.steps = None
+            if v.steps is None or backends.scalar(self.spec).holds(v.steps[-1][1], inv):
+                raise checkpoint_mod.CheckpointError(f"--resume {directory}: the snapshot's path to its violation "
+                                                     f"of {name} does not replay to one (damaged)")
         self.snapshot_time = c.get("written")
         # the frontier's own fingerprints, which expansion adds its deltas to (older snapshots held canonical ones
         # under symmetry)
         frontier = levels.Frontier(arrays["frontier"], self.fingerprint.full(arrays["frontier"]))
+        if on_violation is not None:
+            for v in violations.values():
+                on_violation(v)
         return (frontier, visited, parents, actions, level_start,
                 int(c["transitions"]), int(c["depth"]), float(c["seconds"]))
 

@@ -25,7 +25,7 @@ from isrcheck.checker import stop
 from isrcheck.checker.bfs import peak_memory
 from isrcheck.checker.budget import UNLIMITED
 from isrcheck.checker.result import Result, Violation
-from isrcheck.checker.cnf import CnfUnrolling, sat_check
+from isrcheck.checker.cnf import CnfUnrolling, room_check, sat_check
 from isrcheck.checker.unrolling import Stopped, Z3Unknown
 from isrcheck.model import backends
 
@@ -58,6 +58,7 @@ def bmc(spec, invariants, depth, budget=UNLIMITED, progress=None, on_violation=N
         solver.append_formula(u.initial())
         try:
             for level in range(1, depth + 1):
+                room_check()                # the level's clauses go into CaDiCaL next
                 last = level - 1
                 if last > 0:
                     solver.append_formula(u.transition(last - 1))

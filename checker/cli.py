@@ -16,13 +16,14 @@ import time
 
 import click
 
-from isrcheck.checker import __version__, report, settings, show as show_mod, stop
+from isrcheck.checker import (__version__, atomic, provenance, report, settings, show as show_mod, state_counts, stop,
+                              unused_options)
+from isrcheck.checker.atomic import WriteFailed
 from isrcheck.checker.budget import Budget
 from isrcheck.checker.checkpoint import CheckpointError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.trace import (TraceError, default_path, from_steps, is_lasso, itf_text, load,
-                                    replay as replay_trace, replay_lasso, save, spec_for)
-from isrcheck.model.configuration import configurations
+                                    replay as replay_trace, replay_lasso, save)
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.checker.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
@@ -226,16 +227,20 @@ def collect_bounds(kw):
 
 
 class Seconds(click.ParamType):
-    """A positive, finite number of seconds, at most a year (nan, inf and 1e400 are mistakes)."""
+    """A positive, finite number of seconds, at most a year (nan, inf and 1e400 are mistakes); 0 too if ``zero``."""
     name = "seconds"
+
+    def __init__(self, zero=False):
+        self.zero = zero
 
     def convert(self, value, param, ctx):
         try:
             seconds = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not math.isfinite(seconds) or not 0 < seconds <= MAX_SECONDS:
-            self.fail(f"{value!r} is not a positive number of seconds up to {MAX_SECONDS:,}", param, ctx)
+        if not math.isfinite(seconds) or not (0 <= seconds if self.zero else 0 < seconds) or seconds > MAX_SECONDS:
+            self.fail(f"{value!r} is not a {'' if self.zero else 'positive '}number of seconds "
+                      f"{'from 0 ' if self.zero else ''}up to {MAX_SECONDS:,}", param, ctx)
         return seconds
 
 
@@ -258,7 +263,7 @@ def cli(ctx, config, profile):
     """Model checker and property fuzzer for Kafka's partition replication protocol.
 
     Options a command does not get on the command line come from the settings file, if there is one
-    (see the README, "Settings in a file")."""
+    (see the documentation, "Settings files": docs/how-to/settings.md)."""
     path = config if config is not None else settings.find()
     if path is None:
         if profile is not None:
@@ -269,6 +274,7 @@ def cli(ctx, config, profile):
         ctx.default_map = settings.default_map(cli, path, profile)
     except settings.SettingsError as e:
         raise UserError(str(e)) from None
+    provenance.remember(ctx, path, profile, FLAGGED)     # named on the header line of what it changes
 
 
 @cli.command()
@@ -302,7 +308,7 @@ def cli(ctx, config, profile):
 @click.option("--resume", "resume", metavar="DIR", default=None,
               help="local and spark engines: continue the search snapshotted in DIR (same spec, bounds and "
                    "invariants), snapshotting there as it goes")
-@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+@click.option("--checkpoint-every", type=Seconds(zero=True), default=60.0, show_default=True,
               help="seconds between snapshots (one at the end of a level once this much time has passed)")
 @click.option("--chunk", type=click.IntRange(min=1, max=1 << 26), default=1 << 18, hidden=True)
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
@@ -320,6 +326,7 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
           itf, coverage, no_progress, **kw):
     """Explore every interleaving within the bounds; exit 1 with a shortest counterexample if one breaks."""
     stop.polled()
+    unused_options.refuse(click.get_current_context(), engine)
     spec = make_spec(spec_name, collect_bounds(kw))
     live_engine = engine == "local" and not symmetry and not (checkpoint or resume)
     props = pick_properties(spec, properties, every and live_engine)
@@ -397,10 +404,13 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
         _err().print("isrcheck: liveness properties are not checked: only the local engine without --symmetry, "
                      "--checkpoint or --resume checks them", markup=False)
     if result is None:
-        code, obj = finish_liveness(spec, live, out_dir, fmt, sink.typed)
+        code, obj, unkept = finish_liveness(spec, live, out_dir, fmt, sink.typed, alone=True)
         if fmt == "json":
             click.echo(json.dumps(obj, indent=1))
-        sys.exit(EXIT_BUDGET if stop.interrupted() else code)
+        if unkept:
+            _unkept(unkept)
+        sys.exit(EXIT_BUDGET if stop.interrupted() or unkept else code)
+    state_counts.record(spec, result, symmetry)        # for `isrcheck list --brief`
     finish(spec, engine, result, out_dir, fmt, observed=observations(spec, names, every), sink=sink, liveness=live,
            coverage=coverage)
 
@@ -416,19 +426,24 @@ def pick_properties(spec, names, every):
     return list(dict.fromkeys(names))
 
 
-def finish_liveness(spec, results, out_dir, fmt, typed=False):
-    """Save a lasso per violated property and print the verdicts (text); (exit code: 1 violated, 3 unknown, else 0;
-    the ``--format json`` object)."""
+def finish_liveness(spec, results, out_dir, fmt, typed=False, alone=False):
+    """Save a lasso per violated property and print the verdicts (text; ``alone``: with the header line, no
+    invariant report came first); (exit code: 1 violated, 3 unknown, else 0; the ``--format json`` object;
+    {property: WriteFailed} of the lassos the disk refused)."""
     from isrcheck.checker.liveness import lasso_trace
-    files = {}
+    files, unkept = {}, {}
     for name, r in results.items():
         if r.lasso is not None:
-            files[name] = save(lasso_trace(spec, r), default_path(out_dir, spec.name, name), spec if typed else None)
+            try:
+                files[name] = save(lasso_trace(spec, r), default_path(out_dir, spec.name, name),
+                                   spec if typed else None)
+            except WriteFailed as e:
+                unkept[name] = e
     if fmt == "text":
-        report.print_liveness(_out(), spec, results, files)
+        report.print_liveness(_out(), spec, results, files, alone)
     verdicts = {r.verdict for r in results.values()}
     code = EXIT_VIOLATED if "violated" in verdicts else EXIT_BUDGET if "unknown" in verdicts else EXIT_HOLDS
-    return code, report.liveness_json(spec, results, files)
+    return code, report.liveness_json(spec, results, files), unkept
 
 
 def observations(spec, names, every):
@@ -440,16 +455,31 @@ def observations(spec, names, every):
 
 
 class TraceSink:
-    """Writes a counterexample (atomically) as soon as an engine finds it, so a stop or a crash loses none."""
+    """Writes a counterexample (atomically) as soon as an engine finds it, so a stop or a crash loses none; one the
+    disk refuses is in ``unkept`` (invariant -> what failed) and the search goes on."""
 
     def __init__(self, spec, engine, out_dir, typed=False, **meta):
         self.spec, self.engine, self.out_dir, self.meta, self.typed = spec, engine, out_dir, meta, typed
-        self.files = {}
+        self.files, self.unkept = {}, {}
 
     def __call__(self, violation):
         trace = from_steps(self.spec, violation.invariant, self.engine, violation.steps, **self.meta)
-        self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name, violation.invariant),
-                                               self.spec if self.typed else None)
+        self.files.pop(violation.invariant, None)
+        try:
+            self.files[violation.invariant] = save(trace, default_path(self.out_dir, self.spec.name,
+                                                                       violation.invariant),
+                                                   self.spec if self.typed else None)
+            self.unkept.pop(violation.invariant, None)
+        except WriteFailed as e:
+            self.unkept[violation.invariant] = e
+
+
+def _unkept(failures):
+    """Say (one line on stderr) that the disk refused traces: the verdicts stand, the files are not there."""
+    first, *more = failures.values()
+    which = f"{len(more) + 1} traces are" if more else "the trace is"
+    _err().print(f"isrcheck: {show_mod.printable(first)}: the verdicts stand, {which} not kept", soft_wrap=True,
+                 markup=False)
 
 
 def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=None, coverage=False, **meta):
@@ -461,13 +491,17 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=
     sink = sink or TraceSink(spec, engine, out_dir, **meta)
     for v in result.violations.values():      # again: an engine may have improved a trace since (fuzz minimizes)
         sink(v)
-    trace_files = {inv: sink.files[inv] for inv in result.violations}
+    trace_files = {inv: sink.files[inv] for inv in result.violations if inv in sink.files}
     if fmt == "text":
         report.print_text(_out(), spec, engine, result, trace_files, observed, coverage)
-    live, live_json = finish_liveness(spec, liveness, out_dir, fmt, sink.typed) if liveness else (EXIT_HOLDS, {})
+    live, live_json, live_unkept = (finish_liveness(spec, liveness, out_dir, fmt, sink.typed) if liveness
+                                    else (EXIT_HOLDS, {}, {}))
     if fmt == "json":
         click.echo(json.dumps({**report.as_json(spec, engine, result, trace_files, observed), **live_json}, indent=1))
-    if stop.interrupted():
+    unkept = {**{inv: e for inv, e in sink.unkept.items() if inv in result.violations}, **live_unkept}
+    if unkept:                # the search's result stands; the disk did not keep it: a resource ran out
+        _unkept(unkept)
+    if stop.interrupted() or unkept:
         sys.exit(EXIT_BUDGET)
     if set(result.violations) - set(observed) or live == EXIT_VIOLATED:
         sys.exit(EXIT_VIOLATED)
@@ -480,88 +514,59 @@ def finish(spec, engine, result, out_dir, fmt, observed=(), sink=None, liveness=
 
 @cli.command(name="list")
 @click.argument("names", nargs=-1, metavar="[SPEC]...")
+@click.option("--brief", is_flag=True,
+              help="one line a spec: name, distinct states at its defaults (once counted), expected violations, "
+                   "summary")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def list_specs(names, fmt):
-    """Protocol versions (or the ones named) and their invariants: summaries, references, default bounds,
-    expected verdicts."""
-    registry = known_specs()
-    for name in names:
-        if name not in registry:
-            raise UserError(f"unknown spec {name!r} (known: {', '.join(registry)})")
+def list_specs(names, brief, fmt):
+    """Protocol versions (or the ones named: a name, FILE.py[:CLASS] or MODULE:CLASS) and their invariants:
+    summaries, references, default bounds, expected verdicts."""
+    from isrcheck.checker import listing
+    from isrcheck.checker.registry import resolve_all
+    classes = list(known_specs().values())
+    if names:
+        try:
+            classes = list(dict.fromkeys(cls for name in names for cls in resolve_all(name)))
+        except SpecRefError as e:
+            raise UserError(str(e)) from None
     for error in plugins()[1]:
         _err().print(f"isrcheck: warning: {error}", soft_wrap=True, markup=False)
-    entries = []
-    for name, cls in registry.items():
-        if names and name not in names:
-            continue
-        entries.append({
-            "spec": name, "summary": cls.summary, "references": list(cls.references),
-            "default_bounds": dict(cls.defaults),
-            "bounds": {n: {"default": b.default, "lo": b.lo, "hi": b.hi, "kind": b.kind, "doc": b.doc}
-                       for n, b in cls.bound_declarations().items()},
-            "expected": dict(cls.expected),
-            "expected_why": dict(cls.expected_why),
-            "configurations": [{"name": n, "bounds": dict(c.bounds), "expected": dict(c.expected), "why": dict(c.why)}
-                               for n, c in configurations(cls).items()],
-            "not_modelled": dict(cls.not_modelled),
-            "invariants": {n: {"meaning": i.meaning, "loss": i.loss} for n, i in cls.declared_invariants().items()},
-            "properties": {n: {"meaning": meaning, "fairness": [str(f) for f in fairness],
-                               "expected": cls.liveness_expected()[0].get(n),
-                               "expected_why": cls.liveness_expected()[1].get(n)}
-                           for n, (meaning, fairness) in cls.declared_properties().items()},
-        })
+    entries = [listing.entry(cls) for cls in classes]
     if fmt == "json":
         click.echo(json.dumps(entries, indent=1))
-        return
-    console = _out()
-    for e in entries:
-        console.rule(f"[bold cyan]{e['spec']}[/]", align="left")
-        console.print(e["summary"])
-        console.print(f"[dim]references:[/] {'; '.join(e['references'])}")
-        console.print(f"[dim]default bounds:[/] {' '.join(f'{k}={v}' for k, v in e['default_bounds'].items())}")
-        options = [f"{k} {b['lo']}..{b['hi']}" + (f": {b['doc']}" if b["doc"] else "")
-                   for k, b in e["bounds"].items() if b["kind"] == "option"]
-        if options:
-            console.print("[dim]options (--set KEY=VALUE):[/] " + "; ".join(options), soft_wrap=True)
-        from rich.table import Table
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        table.add_column("invariant")
-        table.add_column("expected")
-        table.add_column("meaning")
-        for inv, info in e["invariants"].items():
-            why = e["expected_why"].get(inv)
-            expected = e["expected"].get(inv, "-")
-            table.add_row(inv, f"{expected}" + (f" — {why}" if why else ""), info["meaning"])
-        for prop, info in e["properties"].items():
-            expected = info["expected"] or "-"
-            table.add_row(f"{prop} (liveness)", expected + (f" — {info['expected_why']}" if info["expected_why"] else ""),
-                          f"{info['meaning']} Fairness: {', '.join(info['fairness'])}.")
-        console.print(table)
-        for c in e["configurations"][1:]:
-            console.print(f"[dim]configuration[/] [bold]{c['name']}[/]: "
-                          + " ".join(f"{k}={v}" for k, v in c["bounds"].items()) + " → "
-                          + "; ".join(f"{inv} {v}" + (f" — {c['why'][inv]}" if inv in c["why"] else "")
-                                      for inv, v in c["expected"].items()), soft_wrap=True)
-        for ticket, why in e["not_modelled"].items():
-            console.print(f"[dim]not modelled[/] {ticket}: {why}", soft_wrap=True)
+    else:
+        (listing.print_brief if brief else listing.print_full)(_out(), entries)
 
 
 def _write(path, text):
-    """Write a rendered file; an unwritable path is the user's mistake (exit 2)."""
+    """Write a rendered file whole or not at all: into a folder that exists (else exit 2); a failure then is the
+    disk's (exit 3)."""
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise UserError(f"{path}: cannot write (no such folder)")
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as e:
-        raise UserError(f"{path}: cannot write ({e.strerror})") from None
+        atomic.write_text(path, text)
+    except WriteFailed as e:
+        _err().print(f"isrcheck: {show_mod.printable(e)}", soft_wrap=True, markup=False)
+        sys.exit(EXIT_BUDGET)
 
 
-TRACE_SPEC = click.option("--spec", "spec_ref", default=None, metavar="FILE.py:CLASS",
-                          help="the trace's spec when it is not a registered one (FILE.py:CLASS or MODULE:CLASS)")
+def TRACE_SPEC(fn):
+    """--spec and the bound flags: a trace's spec when it is not a registered one, and a trace from another tool's
+    spec and bounds (checker/foreign.py)."""
+    return click.option("--spec", "spec_ref", default=None, metavar="SPEC",
+                        help="the trace's spec when it is not a registered one (FILE.py:CLASS or MODULE:CLASS), or "
+                             "when the trace has no isrcheck #meta (an ITF trace from another tool)")(bound_options(fn))
 
 
-def _load_trace(path, spec_ref=None):
+def _load_trace(path, spec_ref=None, kw=None):
+    """The trace and its spec; ``kw``: the command's bound flags, for a trace from another tool (checker/foreign.py)."""
+    from isrcheck.checker import foreign
     trace = load(path)
-    spec = spec_for(trace, path, spec_class(spec_ref) if spec_ref else None)
+    filed = provenance.from_file(kw or {})          # a settings file's bounds: for a trace that records none
+    sets = parse_settings(kw.get("settings", ())) if kw else {}
+    bounds = collect_bounds(kw) if kw else {}
+    filed = {k for k in bounds if k in filed or (k in sets and "settings" in filed)}
+    spec = foreign.spec_for(trace, path, spec_class(spec_ref) if spec_ref else None, bounds, filed)
     return trace, spec
 
 
@@ -576,14 +581,14 @@ def _load_trace(path, spec_ref=None):
 @click.option("--compact", is_flag=True,
               help="text: each step as only the cells it changed (old → new), one replica a line: fits 80 columns")
 @TRACE_SPEC
-def show(trace_path, fmt, output, compact, spec_ref):
+def show(trace_path, fmt, output, compact, spec_ref, **kw):
     """Print a trace step by step in its protocol's terms, and say what went wrong."""
     from isrcheck.checker import export
     if compact and fmt != "text":
         raise UserError("--compact is a layout of --format text")
     if fmt == "html" and output is None:
         raise UserError("--format html writes a page: name the file with --output FILE")
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     if output is not None:
         try:
             usable_file(output, "--output")
@@ -616,9 +621,9 @@ def _trace_json(trace_path, trace, **more):
 @click.argument("trace_path", metavar="TRACE")
 @TRACE_SPEC
 @FORMAT_JSON
-def replay(trace_path, spec_ref, fmt):
+def replay(trace_path, spec_ref, fmt, **kw):
     """Re-run a saved trace against the current model: exit 0 if it still reaches the violation, else 1."""
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     result = (replay_lasso if is_lasso(trace) else replay_trace)(spec, trace)
     if fmt == "json":
         click.echo(json.dumps(_trace_json(trace_path, trace, reproduces=result.ok, message=result.message,
@@ -678,17 +683,25 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
                 else ", ".join(lemmas) or "none")
     cpu = time.process_time() - cpu
     wall = time.perf_counter() - start
-    path = None
+    path = unkept = None
     if result.verdict == "refuted":
-        path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+        try:
+            path = save(from_steps(spec, invariant, "prove", result.steps), default_path(out_dir, spec.name, invariant))
+        except WriteFailed as e:
+            unkept = {invariant: e}
     code = {"proved": EXIT_HOLDS, "refuted": EXIT_VIOLATED, "not-inductive": EXIT_NOT_INDUCTIVE}.get(result.verdict,
                                                                                                     EXIT_BUDGET)
+    if unkept:                  # refuted, and the disk did not keep the counterexample
+        code = EXIT_BUDGET
     if fmt == "json":
         click.echo(json.dumps(report.proof_json(spec, result, used, wall, cpu, path), indent=1, default=int))
+        if unkept:
+            _unkept(unkept)
         sys.exit(code)
     console = _out()
-    head = (f"{spec.name} · {invariant} · k={result.k} · lemmas: {used} · {wall:.1f} s "
-            f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})")
+    head = (f"{show_mod.markup_safe(f'{spec.name} · {invariant} · k={result.k} · lemmas: {used}')} · {wall:.1f} s "
+            f"({cpu:.1f} s CPU; {', '.join(f'{name} {s:.1f} s' for name, s in result.phase_seconds.items())})"
+            + (f" · {show_mod.markup_safe(provenance.note())}" if provenance.note() else ""))
     if result.verdict == "proved":
         console.print(f"[green]proved[/] for every depth at {' '.join(f'{key}={v}' for key, v in spec.bounds.items())}"
                       f"\n{head}")
@@ -696,8 +709,8 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
             console.print("the smallest lemmas learned:\n" + "\n".join(f"  {text}" for text in result.lemmas[:3]),
                           soft_wrap=True)
     elif result.verdict == "refuted":
-        console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}\n"
-                      f"read it: {show_mod.markup_safe(show_command(type(spec), path))}")
+        console.print(f"[red]refuted[/]: a real counterexample of {len(result.steps)} states · {head}"
+                      + (f"\nread it: {show_mod.markup_safe(show_command(type(spec), path))}" if path else ""))
     elif result.verdict == "not-inductive":
         console.print(f"[yellow]not inductive[/] (exit {EXIT_NOT_INDUCTIVE}) · {head}\nthe counterexample to "
                       f"induction below is consistent but unreachable: add a lemma (an invariant of the spec) that "
@@ -706,6 +719,8 @@ def prove(spec_name, invariant, k, lemmas, auto_lemmas, z3_timeout, out_dir, fmt
                                     failing=result.failing, title="counterexample to induction"))
     else:
         console.print(f"[yellow]unknown[/]: {result.reason} · {head}")
+    if unkept:
+        _unkept(unkept)
     sys.exit(code)
 
 
@@ -771,11 +786,11 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, out_dir, fmt, it
 @click.option("--output", "output", default=None, help="where to write it (default: TRACE with .min before .itf.json)")
 @TRACE_SPEC
 @FORMAT_JSON
-def minimize(trace_path, output, spec_ref, fmt):
+def minimize(trace_path, output, spec_ref, fmt, **kw):
     """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
     stop.polled()
     from isrcheck.checker.minimize import minimize as ddmin
-    trace, spec = _load_trace(trace_path, spec_ref)
+    trace, spec = _load_trace(trace_path, spec_ref, kw)
     if is_lasso(trace):
         raise UserError(f"{trace_path}: a liveness lasso; minimize works on invariant traces")
     out = trace_path.replace(".itf.json", "") + ".min.itf.json" if output is None else output
@@ -789,7 +804,12 @@ def minimize(trace_path, output, spec_ref, fmt):
     _err().print(f"minimize: {len(trace.steps)} states, dropping every step {trace.invariant} does not need",
                  markup=False)
     steps = ddmin(spec, trace)
-    save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
+    try:
+        save(from_steps(spec, trace.invariant, trace.engine, steps, minimized_from=len(trace.steps)), out)
+    except WriteFailed as e:
+        _err().print(f"isrcheck: {show_mod.printable(e)}: minimized to {len(steps)} states, not kept", soft_wrap=True,
+                     markup=False)
+        sys.exit(EXIT_BUDGET)
     if fmt == "json":
         click.echo(json.dumps(_trace_json(trace_path, trace, output=out, states=len(trace.steps),
                                           minimized_states=len(steps),
@@ -825,9 +845,9 @@ def main(argv=None):
     except (click.exceptions.Abort, KeyboardInterrupt):
         _err().print("isrcheck: interrupted; traces already written are complete")
         sys.exit(EXIT_BUDGET)
-    except MemoryError:
-        _err().print("isrcheck: out of memory; traces already written are complete (--max-memory stops earlier, "
-                     "with a partial report)")
+    except MemoryError as e:
+        _err().print(f"isrcheck: out of memory{f' ({e})' if str(e) else ''}; traces already written are complete "
+                     f"(--max-memory stops earlier, with a partial report)", soft_wrap=True, markup=False)
         sys.exit(EXIT_BUDGET)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

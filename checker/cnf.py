@@ -13,9 +13,11 @@ model checking (checker/bmc.py) and lemma learning (checker/strengthen.py).
 """
 from __future__ import annotations
 
+import signal
 import time
 
 import numpy as np
+import pysolvers
 import z3
 
 from isrcheck.checker import stop
@@ -393,6 +395,18 @@ class CnfUnrolling:
         return replay_path(self.spec, lambda i: self.values(model, i), ids, n_states)
 
 
+#: address space kept free under a limit (ulimit -v) while CaDiCaL grows: an allocation it cannot make aborts the
+#: process (C++ std::bad_alloc), so the solving stops before, like at any budget
+SOLVER_RESERVE = 64 << 20
+
+
+def room_check():
+    """Stopped when an address-space limit leaves CaDiCaL less than SOLVER_RESERVE to grow into."""
+    room = stop.address_space_room()
+    if room is not None and room < SOLVER_RESERVE:
+        raise Stopped(f"address-space limit (ulimit -v), {max(room, 0) >> 20} MB left")
+
+
 def sat_check(solver, assumptions, deadline):
     """Satisfiable under the assumptions? Raises Z3Unknown when the deadline passes first.
 
@@ -406,8 +420,14 @@ def sat_check(solver, assumptions, deadline):
             raise Z3Unknown("time limit reached")
         if stop.reason():
             raise Stopped(stop.reason())
+        room_check()
         solver.conf_budget(1000)
-        # expect_interrupt: pysolvers would otherwise take SIGINT and raise its own error mid-solve
-        answer = solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
+        try:
+            answer = solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
+        except pysolvers.error as e:    # CaDiCaL's solve takes SIGINT from the main thread while it runs
+            if "keyboard interrupt" not in str(e):
+                raise
+            stop.caught(signal.SIGINT)
+            raise Stopped(stop.reason()) from None
         if answer is not None:
             return answer

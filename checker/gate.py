@@ -41,20 +41,37 @@ import os
 
 import click
 
-from isrcheck.checker import stop
+from isrcheck.checker import atomic, provenance, stop
 from isrcheck.checker.gate_results import EXIT_MET, EXIT_STOPPED, EXIT_UNMET, GateError
 from isrcheck.checker.outpaths import OutputPathError, usable_dir, usable_file
 from isrcheck.checker.registry import SpecRefError, plugins, resolve_all
+from isrcheck.checker.show import printable
 from isrcheck.specs import SPECS
 
 
+def named(refs):
+    """(registry, names) of the gate's SPEC arguments: the built-in specs and installed plugins, with the classes
+    ``refs`` name (a name, FILE.py[:CLASS] or MODULE:CLASS) added; SpecRefError for one that does not resolve."""
+    installed, broken = plugins()
+    if broken:                          # a spec the gate cannot check is never passed over
+        raise SpecRefError(f"{'; '.join(broken)} (the gate does not run with an installed plugin it cannot load: "
+                           f"fix it or uninstall it)")
+    registry, names = {**SPECS, **installed}, []
+    for ref in refs:
+        for cls in [registry[ref]] if ref in registry else resolve_all(ref):
+            registry[cls.name] = cls
+            names.append(cls.name)
+    return registry, list(dict.fromkeys(names))
+
+
 def _write(path, text):
+    """Write the report file whole or not at all: None, or why the disk refused it (its path was checked before
+    the gate ran: the verdicts stand, and the gate exits 3)."""
     try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w") as fh:
-            fh.write(text)
-    except OSError as e:
-        raise GateError(f"--output {path}: cannot write ({e.strerror})") from None
+        atomic.write_text(path, text)
+    except atomic.WriteFailed as e:
+        return e
+    return None
 
 
 @click.command(name="gate")
@@ -87,17 +104,11 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     from isrcheck.checker.gate_run import run_gate
     stop.polled()
     registry = ctx.obj.get("specs") if isinstance(ctx.obj, dict) and "specs" in ctx.obj else None
-    if registry is None:                 # the built-in specs, installed plugins, and FILE.py[:CLASS] / MODULE:CLASS
-        registry, names = {**SPECS, **plugins()[0]}, []
-        for ref in spec_names:
-            try:
-                classes = [registry[ref]] if ref in registry else resolve_all(ref)
-            except SpecRefError as e:
-                raise GateError(str(e)) from None
-            for cls in classes:
-                registry[cls.name] = cls
-                names.append(cls.name)
-        spec_names = list(dict.fromkeys(names))
+    if registry is None:
+        try:
+            registry, spec_names = named(spec_names)
+        except SpecRefError as e:
+            raise GateError(str(e)) from None
     err = Console(stderr=True, highlight=False)
     if os.path.lexists(cx_dir) and not os.path.isdir(cx_dir):
         raise GateError(f"--counterexamples {cx_dir}: not a directory")
@@ -105,12 +116,16 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
         if output is not None:
             usable_file(output, "--output")
         usable_dir(out_dir, "--out")
+        if update_traces:                # the saved traces are rewritten there: checked before any search
+            usable_dir(cx_dir, "--counterexamples")
     except OutputPathError as e:
         raise GateError(str(e)) from None
-    progress = None if no_progress else (lambda message: err.print(_fit(f"gate: {message}"), soft_wrap=True,
-                                                                   markup=False))
+    if provenance.note():               # what the settings file changed, even without progress lines
+        err.print(printable(f"gate: {provenance.note()}"), soft_wrap=True, markup=False)
+    progress = None if no_progress else (lambda message: err.print(_fit(printable(f"gate: {message}")),
+                                                                   soft_wrap=True, markup=False))
     report = run_gate(spec_names, registry, counterexamples=cx_dir, out=out_dir, changed_since=changed_since,
-                      progress=progress, update_traces=update_traces)
+                      progress=progress, update_traces=update_traces, settings_file=provenance.settings_file())
 
     machine = {"json": lambda: json.dumps(as_json(report), indent=1) + "\n",
                "junit": lambda: as_junit(report),
@@ -118,18 +133,24 @@ def gate(ctx, spec_names, changed_since, fmt, output, out_dir, cx_dir, no_progre
     console = Console(highlight=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=max(console.width, 140))
+    unwritten = None
     if fmt == "text":
         print_table(console, report)
         if output is not None:
             file_console = Console(file=io.StringIO(), width=160, no_color=True, highlight=False, record=True)
             print_table(file_console, report)
-            _write(output, file_console.export_text())
+            unwritten = _write(output, file_console.export_text())
     elif output is not None:
-        _write(output, machine[fmt]())
+        unwritten = _write(output, machine[fmt]())
         print_table(console, report)
-        err.print(f"gate: {fmt} report written to {output}", markup=False)
+        if unwritten is None:
+            err.print(f"gate: {fmt} report written to {printable(output)}", markup=False)
     else:
         click.echo(machine[fmt](), nl=False)
+    if unwritten is not None:
+        err.print(f"isrcheck: {printable(unwritten)}: the verdicts above stand, the report is not kept",
+                  soft_wrap=True, markup=False)
+        ctx.exit(EXIT_STOPPED)
 
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:

@@ -32,7 +32,8 @@ def print_table(console, report):
         got = f"[{STYLE.get(r.got, '')}]{r.got}[/]"
         mark = "[green]✓[/]" if r.ok else "[bold red]✗ unmet[/]"
         end = i + 1 < len(report.rows) and report.rows[i + 1].label != r.label
-        table.add_row(r.label if first else "", r.invariant, r.expected, got,
+        table.add_row(show_mod.markup_safe(r.label) if first else "", show_mod.markup_safe(r.invariant),
+                      show_mod.markup_safe(r.expected), got,
                       f"{r.states:,}" if first else "", str(r.depth) if first else "",
                       f"{r.seconds:.1f}" if first else "", trace, mark, end_section=end)
     if report.rows:
@@ -40,22 +41,27 @@ def print_table(console, report):
     if report.changed_since is not None:
         console.print(f"changed since {report.changed_since}: {len(report.changed_files or [])} files; "
                       f"skipped {len(report.skipped)} unaffected specs"
-                      + (f" ({', '.join(report.skipped)})" if report.skipped else ""))
+                      + (f" ({show_mod.markup_safe(', '.join(report.skipped))})" if report.skipped else ""))
+        for why in report.changed_why:
+            console.print(f"  checked: {show_mod.markup_safe(why)}", soft_wrap=True)
     for (name, conf), never in report.never_fired.items():
         if never:
-            console.print(f"[yellow]{label(name, conf)}: never fired: {', '.join(never)}[/] "
+            never = show_mod.markup_safe(f"{label(name, conf)}: never fired: {', '.join(never)}")
+            console.print(f"[yellow]{never}[/] "
                           "(a guard too strong, or bounds too small?)")
     for r in report.unmet:
-        console.print(f"[bold red]✗ {r.label} {r.invariant}:[/] {show_mod.markup_safe('; '.join(r.problems()))}",
+        console.print(f"[bold red]✗ {show_mod.markup_safe(f'{r.label} {r.invariant}')}:[/] "
+                      f"{show_mod.markup_safe('; '.join(r.problems()))}",
                       soft_wrap=True)
         if r.counterexample:
             console.print(f"  counterexample ({r.steps} states): "
                           f"[bold]{show_mod.markup_safe(show_command(report, r))}[/]", soft_wrap=True)
     if report.stopped:
-        console.print(f"[yellow]gate stopped:[/] {report.headline()} in {report.seconds:.1f} s", soft_wrap=True)
+        console.print(f"[yellow]gate stopped:[/] {show_mod.markup_safe(report.headline())} in {report.seconds:.1f} s",
+                      soft_wrap=True)
         return
     colour = "green" if report.ok else "bold red"
-    console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {report.headline()} "
+    console.print(f"[{colour}]gate {'passed' if report.ok else 'FAILED'}:[/] {show_mod.markup_safe(report.headline())} "
                   f"in {report.seconds:.1f} s")
 
 
@@ -65,6 +71,7 @@ def as_json(report):
         "stopped": report.stopped, "seconds": round(report.seconds, 3),
         "summary": report.headline(),
         "changed_since": report.changed_since, "changed_files": report.changed_files,
+        "changed_why": report.changed_why,
         "specs": {name: {"bounds": dict(spec.bounds), "never_fired": report.never_fired.get((name, conf), []),
                          "configurations": {c: {"bounds": dict(other.bounds),
                                                 "never_fired": report.never_fired.get((n, c), [])}
@@ -238,6 +245,7 @@ def as_markdown(report):
         out += [f"Changed since `{report.changed_since}`: {len(report.changed_files or [])} files; checked "
                 + (", ".join(f"`{label(*key)}`" for key in report.specs) or "no spec")
                 + (f"; skipped {len(report.skipped)} unaffected specs." if report.skipped else "."), ""]
+        out += [f"- {_md(why)}" for why in report.changed_why] + ([""] if report.changed_why else [])
     head = ["spec", "invariant", "expected", "got", "states", "depth", "seconds", "saved trace", ""]
 
     def table(rows):

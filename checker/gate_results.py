@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import click
 
 from isrcheck.checker.registry import show_command as read_command
-from isrcheck.checker.trace import default_path
+from isrcheck.checker.trace import default_path, file_name
 from isrcheck.model.configuration import DEFAULTS
 
 EXIT_MET, EXIT_UNMET, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 3
@@ -26,7 +26,7 @@ def trace_path(counterexamples, spec, configuration, invariant):
     """Where the saved counterexample of an expected violation lives (the defaults' path is the historic one)."""
     if configuration == DEFAULTS:
         return default_path(counterexamples, spec, invariant)
-    return default_path(os.path.join(counterexamples, spec), configuration, invariant)
+    return default_path(os.path.join(counterexamples, file_name(spec)), configuration, invariant)
 
 
 class GateError(click.UsageError):
@@ -118,6 +118,8 @@ class GateReport:
     changed_since: str | None = None
     changed_files: list | None = None
     skipped: list = field(default_factory=list)        # specs --changed-since left out
+    changed_why: list = field(default_factory=list)    # why --changed-since checked more: every spec, or one whose
+    #                                                    dependencies cannot be followed (sentences)
     traces: dict = field(default_factory=dict)         # (spec, configuration, invariant) -> Trace under --out
     sources: dict = field(default_factory=dict)        # spec -> (source file, line) of its class
     stopped: str | None = None           # why the gate stopped early (a signal, the memory limit), and where

@@ -6,12 +6,14 @@ import inspect
 import os
 import time
 
+from isrcheck.checker import state_counts
 from isrcheck.checker.registry import reference
+from isrcheck.checker.atomic import WriteFailed
 from isrcheck.checker.trace import TraceError, conform, from_steps, is_lasso, load, replay, replay_lasso, save
-from isrcheck.model.configuration import DEFAULTS, VERDICTS, configurations
+from isrcheck.model.configuration import DEFAULTS, configurations
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
-from isrcheck.checker.gate_changes import affected_specs, changed_files, select
+from isrcheck.checker.gate_changes import affected_specs, changed_files, everything, select
 from isrcheck.checker.gate_results import (MISSING, NO_REPLAY, OTHER_BOUNDS, REPLAYS, GateError, GateReport, Row,
                                            label, trace_path)
 from isrcheck.specs import SPECS
@@ -19,8 +21,10 @@ from isrcheck.specs import SPECS
 
 def instantiate(registry, names):
     """Each spec at the bounds of each of its configurations, keyed (name, configuration), with the verdicts
-    expected there; the defaults' ``expected`` must cover every invariant (GateError if not)."""
-    specs, expectations = {}, {}
+    expected there, of invariants and of liveness properties; the defaults' ``expected`` must cover every invariant
+    (GateError if not; a key that names no invariant or property is refused when the class is created,
+    model/configuration.py)."""
+    specs, expectations, live = {}, {}, {}
     for name in names:
         cls = registry[name]
         for conf_name, conf in configurations(cls).items():
@@ -34,16 +38,11 @@ def instantiate(registry, names):
                     if inv not in conf.expected:
                         raise GateError(f"{where}: invariant {inv!r} has no expected verdict "
                                         f"(add it to {cls.__name__}.expected: 'holds' or 'violated')")
-            for inv, verdict in conf.expected.items():
-                if inv not in spec.invariants:
-                    raise GateError(f"{where}: expected names {inv!r}, which is not one of its invariants "
-                                    f"({', '.join(spec.invariants)})")
-                if verdict not in VERDICTS:
-                    raise GateError(f"{where}: expected verdict of {inv!r} is {verdict!r} "
-                                    f"(must be 'holds' or 'violated')")
             specs[name, conf_name] = spec
             expectations[name, conf_name] = dict(conf.expected)
-    return specs, expectations
+            if conf.liveness:
+                live[name, conf_name] = dict(conf.liveness)
+    return specs, expectations, live
 
 
 def check_saved_trace(spec, configuration, invariant, counterexamples):
@@ -101,12 +100,14 @@ def _progress_bounds(cls):
 
 
 def run_gate(names=(), registry=None, counterexamples="counterexamples", out="gate-counterexamples",
-             changed_since=None, progress=None, cwd=None, update_traces=False):
+             changed_since=None, progress=None, cwd=None, update_traces=False, settings_file=None):
     """Check the named specs (all if none) of ``registry`` (default: ``specs.SPECS``) against their expectations.
 
     One search per (spec, configuration), over the invariants that configuration expects something of,
-    and at the defaults a liveness check of the properties the spec expects something of.
-    ``progress(message)`` is called before and after each search. Counterexamples of
+    and a liveness check of the properties it expects something of.
+    ``progress(message)`` is called before and after each search. With ``changed_since``, only the specs the
+    changes can affect (checker/gate_changes.py; ``settings_file``: the settings file in use, whose change
+    affects every spec). Counterexamples of
     unexpected violations, and fresh ones for expected violations whose saved trace is
     missing or no longer replays, are written under ``out``; stale files there for
     the checked (spec, configuration, invariant) are removed. With ``update_traces``, every expected
@@ -119,18 +120,22 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     say = progress or (lambda message: None)
     start = time.perf_counter()
     chosen = select(registry, list(names))
-    changed, skipped = None, []
+    changed, skipped, why = None, [], []
     if changed_since is not None:
         root, changed = changed_files(changed_since, cwd)
-        hit = set(affected_specs(registry, changed, root, counterexamples))
+        whole, reasons = everything(changed, root, changed_since, settings_file), {}
+        hit = set(registry) if whole else set(affected_specs(registry, changed, root, counterexamples, reasons))
         skipped = [n for n in chosen if n not in hit]
         chosen = [n for n in chosen if n in hit]
+        why = [f"every spec: {whole}"] if whole else [f"{n} on any change: {reasons[n]}" for n in chosen if n in reasons]
         say(f"changed since {changed_since}: {len(changed)} files; checking {len(chosen)} of "
             f"{len(chosen) + len(skipped)} specs" + (f" ({', '.join(chosen)})" if chosen else ""))
-    specs, expectations = instantiate(registry, chosen)
-    live_expectations = {(name, DEFAULTS): dict(registry[name].liveness_expected()[0])
-                         for name, conf in specs if conf == DEFAULTS and registry[name].liveness_expected()[0]}
-    report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped)
+        for line in why:
+            say(f"checking {line}")
+    specs, expectations, live_expectations = instantiate(registry, chosen)
+    report = GateReport([], specs, 0.0, changed_since=changed_since, changed_files=changed, skipped=skipped,
+                        changed_why=why)
+    unwritten = []                          # the files the disk refused: the gate stops at the first
     saved = {} if update_traces else {      # read before any search: a bad file is exit 2
         (name, conf, inv): check_saved_trace(spec, conf, inv, counterexamples)
         for (name, conf), spec in specs.items()
@@ -147,8 +152,10 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
         def unexpected(v, name=name, conf=conf, spec=spec, expected=expected):
             """A violation of an invariant that must hold is written as soon as found: a stop keeps it."""
             if expected[v.invariant] != "violated":
-                save(from_steps(spec, v.invariant, "local", v.steps, gate=True), trace_path(out, name, conf, v.invariant))
+                _save(from_steps(spec, v.invariant, "local", v.steps, gate=True),
+                      trace_path(out, name, conf, v.invariant), unwritten)
         result = search(spec, list(expected), on_violation=unexpected)
+        state_counts.record(spec, result)           # for `isrcheck list --brief`
         report.never_fired[name, conf] = list(result.never_fired)
         stats = (result.distinct_states, result.depth, result.seconds)
         for inv, verdict in expected.items():
@@ -156,7 +163,7 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
             make = None if found is None else (
                 lambda found=found, **meta: from_steps(spec, found.invariant, "local", found.steps, **meta))
             report.rows.append(_row(report, spec, conf, inv, verdict, result.verdicts[inv], make, stats, saved,
-                                    counterexamples, out, update_traces))
+                                    counterexamples, out, update_traces, unwritten))
         live = live_expectations.get((name, conf))
         if live and not result.budget_hit:
             say(f"{what}: liveness of {len(live)} properties")
@@ -164,10 +171,12 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
                 make = None if r.lasso is None else (lambda r=r, **meta: lasso_trace(spec, r, **meta))
                 report.rows.append(_row(report, spec, conf, prop, live[prop], r.verdict, make,
                                         (r.distinct_states, result.depth, r.seconds), saved, counterexamples, out,
-                                        update_traces))
+                                        update_traces, unwritten))
                 if r.budget_hit:
                     result.budget_hit = r.budget_hit
         unmet = [r.invariant for r in report.rows if (r.spec, r.configuration) == (name, conf) and not r.ok]
+        if unwritten and not result.budget_hit:     # a full disk: the rows so far stand, nothing more is kept
+            result.budget_hit = f"a write that failed ({unwritten[0]})"
         if result.budget_hit:               # the gate sets no budget: a stop request ends the whole gate
             left = len(specs) - k
             report.stopped = (f"{result.budget_hit} while searching {label(name, conf)}"
@@ -181,25 +190,35 @@ def run_gate(names=(), registry=None, counterexamples="counterexamples", out="ga
     return report
 
 
-def _row(report, spec, conf, inv, expected, got, make, stats, saved, counterexamples, out, update_traces):
+def _save(trace, path, unwritten):
+    """Save a trace (its path), or add why the disk refused it to ``unwritten`` (None)."""
+    try:
+        return save(trace, path)
+    except WriteFailed as e:
+        unwritten.append(e)
+        return None
+
+
+def _row(report, spec, conf, inv, expected, got, make, stats, saved, counterexamples, out, update_traces, unwritten):
     """The Row of one expectation (an invariant's or a liveness property's) at a configuration.
 
     ``make(**meta)`` builds the trace of the violation the search found (None: none found). With
     ``update_traces`` an expected violation's trace becomes the golden one first; an unmet expectation's
-    is written under ``out``, and a stale one there from an earlier run is removed.
+    is written under ``out``, and a stale one there from an earlier run is removed. A write the disk
+    refuses is added to ``unwritten``.
     """
     name = spec.name
     row = Row(name, inv, expected, got, *stats, configuration=conf)
     if expected == "violated":
         if update_traces:
             if make is not None:
-                save(make(symmetry=False), trace_path(counterexamples, name, conf, inv))
+                _save(make(symmetry=False), trace_path(counterexamples, name, conf, inv), unwritten)
             saved[name, conf, inv] = check_saved_trace(spec, conf, inv, counterexamples)
         row.trace_status, row.trace_message, row.saved_trace = saved[name, conf, inv]
     target = trace_path(out, name, conf, inv)
     if make is not None and not row.ok:
         trace = make(gate=True)
-        row.counterexample, row.steps = save(trace, target), len(trace.steps)
+        row.counterexample, row.steps = _save(trace, target, unwritten), len(trace.steps)
         report.traces[name, conf, inv] = trace
     elif os.path.isfile(target):
         os.remove(target)          # from an earlier run: it would mislead whoever reads --out

@@ -21,6 +21,8 @@ from __future__ import annotations
 import html
 import json
 
+from isrcheck.checker.show import lasso_words, narration
+from isrcheck.checker.trace import is_lasso
 from isrcheck.model.present import step_label
 
 
@@ -47,10 +49,14 @@ def trace_data(spec, trace, invariant=None):
     present = spec.presentation
     invariant, steps = present.steps(trace, invariant)
     shown, others = present.table_fields()
-    lost = present.lost(trace, invariant)
-    notes = {}
-    for line in present.explain(trace, invariant):
-        notes.setdefault(line.step, []).append({"kind": line.kind, "text": line.text})
+    replayed, lines, lasso = None, {}, is_lasso(trace)
+    if hasattr(trace, "steps") and invariant == trace.invariant:      # a Trace: said as `show` says it
+        replayed, lines = narration(spec, trace)
+    else:
+        for line in present.explain(trace, invariant):
+            lines.setdefault(line.step, []).append(line)
+    notes = {i: [{"kind": line.kind, "text": line.text} for line in got] for i, got in lines.items()}
+    lost = present.lost(trace, invariant) if replayed is None or replayed.ok else None
     out, prev = [], None
     for i, (name, params, state) in enumerate(steps):
         out.append({
@@ -61,13 +67,25 @@ def trace_data(spec, trace, invariant=None):
             "notes": notes.get(i, []),
         })
         prev = state
-    inv = spec.invariants.get(invariant) if invariant else None
+    inv = spec.invariants.get(invariant) if invariant and not lasso else None
     bounds = getattr(trace, "bounds", None) or dict(spec.bounds)
+    if replayed is not None and not replayed.ok:
+        summary = f"does not reproduce: {replayed.message} (as isrcheck replay says): no violation shown"
+    elif lasso:
+        summary = lasso_words(spec, trace)[0]
+    else:
+        summary = present.summary(trace, invariant) if invariant else ""
+    if lasso:           # a liveness property: what it means, under which fairness, and how the loop repeats
+        sentences = lasso_words(spec, trace)[1]
+        meaning, consequence = spec.properties[invariant].meaning, " ".join(f"{x.rstrip('.')}." for x in sentences)
+    else:
+        meaning, consequence = (present.meaning(invariant), present.consequence(invariant)) if inv else ("", "")
     return {
-        "spec": spec.name, "invariant": invariant, "engine": getattr(trace, "engine", "?"),
-        "bounds": " ".join(f"{k}={v}" for k, v in bounds.items()),
-        "summary": present.summary(trace, invariant) if invariant else "",
-        "meaning": present.meaning(invariant) if inv else "", "consequence": present.consequence(invariant) if inv else "",
+        "spec": spec.name, "invariant": invariant, "kind": "property" if lasso else "invariant",
+        "engine": getattr(trace, "engine", "?"), "bounds": " ".join(f"{k}={v}" for k, v in bounds.items()),
+        "summary": summary, "meaning": meaning, "consequence": consequence,
+        "loop": ({"start": trace.extra["loop"], "trigger": trace.extra["trigger"]}
+                 if lasso and replayed is not None and replayed.ok else None),
         "epilogue": [list(e) for e in present.epilogue()],
         "log_header": present.log_header, "headers": [present.header(f) for f in shown],
         "capacity": max([len(state[present.log_fields[0]][0]) for _, _, state in steps[:1]
@@ -155,6 +173,8 @@ button:hover { background: #eef2ff; }
 #timeline li { width: 22px; height: 22px; border-radius: 4px; background: #e4e7ec; font-size: 11px;
                text-align: center; line-height: 22px; cursor: pointer; color: var(--muted); }
 #timeline li.marked { background: #fee4e2; color: var(--bad); }
+#timeline li.loop { background: #d1e0ff; color: #155eef; }
+#timeline li.loop.start { box-shadow: -3px 0 0 #155eef; }
 #timeline li.current { background: #1d2330; color: #fff; }
 h2 { font: 600 16px ui-monospace, SFMono-Regular, Menlo, monospace; margin: 8px 0 10px; }
 .scroll { overflow-x: auto; }
@@ -187,6 +207,8 @@ td.value { font-family: ui-monospace, Menlo, monospace; }
 #notes li.lost, #notes li.violated { border-left-color: var(--bad); background: #fef3f2; }
 #notes li.acked { border-left-color: #12b76a; }
 #notes li.diverged, #notes li.leader, #notes li.isr { border-left-color: #f79009; }
+#notes li.loop, #notes li.trigger { border-left-color: #155eef; background: #eff4ff; }
+#notes li.replay { border-left-color: #f79009; background: #fffaeb; }
 footer { color: var(--muted); font-size: 13px; }
 .swatch { display: inline-block; padding: 0 8px; margin-right: 6px; border-radius: 4px;
           border: 1px solid rgba(0,0,0,.15); color: var(--ink); }
@@ -211,7 +233,7 @@ function epochColour(epoch) {
 }
 
 document.getElementById("title").textContent =
-  data.spec + " · " + (data.invariant || "trace") + " · engine " + data.engine;
+  data.spec + " · " + (data.invariant ? data.kind + " " + data.invariant : "trace") + " · engine " + data.engine;
 document.getElementById("bounds").textContent = data.bounds;
 document.getElementById("summary").textContent = data.summary;
 document.getElementById("meaning").textContent =
@@ -239,8 +261,14 @@ if (data.lost) {
 
 const timeline = document.getElementById("timeline");
 data.steps.forEach((s, i) => {
-  const li = el("li", s.notes.some(x => x.kind === "lost" || x.kind === "violated") ? "marked" : "", i);
+  const li = el("li", s.notes.some(x => x.kind === "lost" || x.kind === "violated" || x.kind === "trigger")
+                      ? "marked" : "", i);
   li.title = s.label;
+  if (data.loop && i >= data.loop.start) {          // a lasso: the steps that repeat forever
+    li.classList.add("loop");
+    if (i === data.loop.start) li.classList.add("start");
+    li.title += i === data.loop.start ? " (the loop starts here)" : " (in the loop)";
+  }
   li.addEventListener("click", () => go(i));
   timeline.appendChild(li);
 });
@@ -292,7 +320,8 @@ function logGrid(r) {
 
 function render() {
   const s = data.steps[current];
-  document.getElementById("position").textContent = "step " + current + " / " + (n - 1);
+  document.getElementById("position").textContent = "step " + current + " / " + (n - 1)
+    + (data.loop && current >= data.loop.start ? " ↻" : "");
   document.getElementById("action").textContent = current + ". " + s.label;
   const rows = document.getElementById("rows");
   rows.replaceChildren();

@@ -22,6 +22,7 @@ import os
 import sys
 from functools import lru_cache
 
+from isrcheck.checker import fence, variants
 from isrcheck.model.spec import Spec
 from isrcheck.specs import SPECS
 
@@ -32,16 +33,14 @@ class SpecRefError(ValueError):
     """A spec reference that cannot be resolved (one line)."""
 
 
-def _failure(what, e):
-    """One line for an exception raised by a user's module."""
-    return f"{what}: {type(e).__name__}: {e}".rstrip(": ")
-
-
 def _spec_class(obj, ref):
     if not (isinstance(obj, type) and issubclass(obj, Spec)):
         raise SpecRefError(f"{ref}: {getattr(obj, '__name__', type(obj).__name__)} is not a Spec subclass")
     if not obj.name:
         raise SpecRefError(f"{ref}: {obj.__name__} has no name (set the class attribute name = \"...\")")
+    unnamed = variants.unnamed(obj)
+    if unnamed:
+        raise SpecRefError(unnamed)
     return obj
 
 
@@ -62,22 +61,40 @@ def _load_file(path):
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
     sys.modules[name] = module
     try:
-        module.__spec__.loader.exec_module(module)
-    except Exception as e:          # the user's code: any error it raises is a bad input
+        fence.call(f"{path}: cannot import", module.__spec__.loader.exec_module, module)
+    except fence.UserCodeError as e:
         del sys.modules[name]
-        raise SpecRefError(_failure(f"{path}: cannot import", e)) from None
+        raise SpecRefError(str(e)) from None
+    except BaseException:           # a signal, or out of memory: the half-run module is not kept either
+        del sys.modules[name]
+        raise
     return module
+
+
+def _import(name):
+    """The module ``name``, or None when there is no such module (a module it imports may be missing: that
+    is its error). One the import path does not have is looked for from the working directory too (as
+    ``python -m`` does), so MODULE:CLASS works from a team repository's top level."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        here = os.getcwd()
+        if e.name and name.startswith(e.name) and here not in sys.path:
+            sys.path.append(here)
+            return _import(name)
+        if e.name and name.startswith(e.name):
+            return None
+        raise
 
 
 def _load_module(name):
     try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name and name.startswith(e.name):
-            raise SpecRefError(f"no module {name!r} (nor a file: a file reference ends in .py)") from None
-        raise SpecRefError(_failure(f"module {name}: cannot import", e)) from None
-    except Exception as e:          # the user's code
-        raise SpecRefError(_failure(f"module {name}: cannot import", e)) from None
+        module = fence.call(f"module {name}: cannot import", _import, name)
+    except fence.UserCodeError as e:
+        raise SpecRefError(str(e)) from None
+    if module is None:
+        raise SpecRefError(f"no module {name!r} (nor a file: a file reference ends in .py)")
+    return module
 
 
 @lru_cache(maxsize=None)
@@ -88,12 +105,9 @@ def plugins():
     for ep in entry_points(group=GROUP):
         where = f"plugin {ep.name} ({ep.value})"
         try:
-            cls = _spec_class(ep.load(), where)
-        except SpecRefError as e:
+            cls = _spec_class(fence.call(f"{where}: cannot load", ep.load), where)
+        except (SpecRefError, fence.UserCodeError) as e:
             errors.append(str(e))
-            continue
-        except Exception as e:      # the plugin's code
-            errors.append(_failure(f"{where}: cannot load", e))
             continue
         if cls.name in SPECS and SPECS[cls.name] is not cls:
             errors.append(f"{where}: the name {cls.name!r} is a built-in spec's; rename it")
@@ -114,6 +128,8 @@ def resolve(ref):
     registry = known()
     if ref in registry:
         return registry[ref]
+    if ref.endswith(".py") and ":" not in ref:     # a file without a class: say which classes it has
+        raise SpecRefError(variants.listing(ref, resolve_all(ref)))
     target, sep, attr = ref.rpartition(":")
     if not sep or not target or not attr:
         broken = "".join(f"; {e}" for e in plugins()[1])
@@ -139,8 +155,9 @@ def resolve_all(ref):
     if not os.path.isfile(ref):
         raise SpecRefError(f"{ref}: no such file")
     module = _load_file(ref)
-    found = [obj for obj in vars(module).values() if isinstance(obj, type) and issubclass(obj, Spec)
-             and obj.__module__ == module.__name__ and obj.name]
+    found, unnamed = variants.defined(module)
+    if unnamed:
+        raise SpecRefError(unnamed[0])
     if not found:
         raise SpecRefError(f"{ref}: defines no Spec subclass with a name")
     return found

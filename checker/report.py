@@ -1,8 +1,8 @@
 """Reports of a check: a JSON object for machines, rich text for people."""
 from __future__ import annotations
 
-from isrcheck.checker import __version__
-from isrcheck.checker.registry import show_command
+from isrcheck.checker import __version__, provenance
+from isrcheck.checker.registry import reference, show_command
 from isrcheck.checker.show import markup_safe
 from isrcheck.model.configuration import DEFAULTS, configuration_of
 
@@ -23,8 +23,15 @@ def expectations(spec, result):
     return name, want, conf.why, all(g == w for g, w in zip(got, want.values()))
 
 
+def liveness_expectations(spec):
+    """{property: verdict} the spec declares at these bounds (its defaults' or a named configuration's; none
+    elsewhere)."""
+    _, conf = configuration_of(type(spec), spec.bounds)
+    return dict(conf.liveness) if conf is not None else {}
+
+
 def as_json(spec, engine, result, trace_files, observed=()):
-    """The ``--format json`` object (stable keys; see the README).
+    """The ``--format json`` object (stable keys; docs/reference/json.md).
 
     ``benign`` lists the invariants whose verdict does not count towards the exit code; ``configuration``,
     ``expected`` and ``as_expected`` are :func:`expectations`; ``seed`` and ``found`` (per invariant: how long
@@ -39,7 +46,7 @@ def as_json(spec, engine, result, trace_files, observed=()):
     configuration, expected, _, as_expected = expectations(spec, result)
     return {
         "tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-        "engine": engine, "verdicts": result.verdicts, "benign": sorted(observed),
+        "engine": engine, "settings": provenance.as_json(), "verdicts": result.verdicts, "benign": sorted(observed),
         "configuration": configuration, "expected": expected, "as_expected": as_expected,
         "seed": result.seed, "found": result.found or None,
         "distinct_states": result.distinct_states, "transitions": result.transitions, "depth": result.depth,
@@ -65,10 +72,17 @@ def _bytes(n):
         n /= 1024
 
 
+def header(console, spec, engine):
+    """The first line of a report: tool, spec, bounds, engine, and what a settings file changed."""
+    bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
+    settings = provenance.note()
+    console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{markup_safe(spec.name)}[/] · {bounds} · engine "
+                  f"{engine}" + (f" · [yellow]{markup_safe(settings)}[/]" if settings else ""), soft_wrap=True)
+
+
 def print_text(console, spec, engine, result, trace_files, observed=(), coverage=False):
     from rich.table import Table            # rich loads only where a report is printed with it
-    bounds = " ".join(f"{k}={v}" for k, v in spec.bounds.items())
-    console.print(f"[bold]isrcheck {__version__}[/] · [bold cyan]{spec.name}[/] · {bounds} · engine {engine}")
+    header(console, spec, engine)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("invariant")
     table.add_column("verdict")
@@ -85,7 +99,7 @@ def print_text(console, spec, engine, result, trace_files, observed=(), coverage
         shown = f"[{styles[verdict]}]{verdict}[/]{mark}"
         if inv in observed:
             shown = "[yellow]observed[/] (benign)" if verdict == "violated" else f"{shown} (benign)"
-        table.add_row(inv, shown, expected, trace)
+        table.add_row(markup_safe(inv), shown, markup_safe(expected), trace)
     console.print(table)
     (_print_bmc_summary if engine == "bmc" else _print_search_summary)(console, result)
     if coverage:
@@ -101,21 +115,22 @@ def print_text(console, spec, engine, result, trace_files, observed=(), coverage
 
 def _print_expectations(console, spec, result, configuration, want, why, as_expected, observed):
     """Say whether the verdicts are the ones the spec declares: a known bug exits 1 and is still as expected."""
-    where = "its defaults" if configuration == DEFAULTS else f"its configuration {configuration}"
+    where = "its defaults" if configuration == DEFAULTS else f"its configuration {markup_safe(configuration)}"
+    name = markup_safe(spec.name)
     if configuration is None:
-        console.print(f"[dim]no expected verdicts: these bounds are none of {spec.name}'s configurations "
-                      f"(`isrcheck list {spec.name}`)[/]", soft_wrap=True)
+        console.print(f"[dim]no expected verdicts: these bounds are none of {name}'s configurations "
+                      f"(`isrcheck list {markup_safe(reference(type(spec)))}`)[/]", soft_wrap=True)
     elif as_expected:
         known = [inv for inv, v in want.items() if v == "violated" and inv not in observed]
         exits = (f"; it exits 1 for the known {'bug' if len(known) == 1 else 'bugs'} this spec reproduces: "
                  + "; ".join(markup_safe(f"{inv} ({why[inv]})" if inv in why else inv) for inv in known)
                  if known else "")
-        console.print(f"[green]as expected:[/] the verdicts are the ones {spec.name} declares at {where}{exits}",
+        console.print(f"[green]as expected:[/] the verdicts are the ones {name} declares at {where}{exits}",
                       soft_wrap=True)
     elif as_expected is False:
         off = [inv for inv, v in want.items() if result.verdicts[inv] not in (v, "unknown")]
-        console.print(f"[bold yellow]not as expected:[/] {', '.join(off)} (see the expected column; "
-                      f"{spec.name} declares these verdicts at {where})", soft_wrap=True)
+        console.print(f"[bold yellow]not as expected:[/] {markup_safe(', '.join(off))} (see the expected column; "
+                      f"{name} declares these verdicts at {where})", soft_wrap=True)
 
 
 def print_coverage(console, result):
@@ -130,6 +145,7 @@ def print_coverage(console, result):
         table.add_column(column, justify="left" if column == "action" else "right")
     for name, c in result.coverage.by_action().items():
         never = c["fired"] == 0
+        name = markup_safe(name)
         table.add_row(f"[bold yellow]{name}[/]" if never else name, f"{c['instances_fired']}/{c['instances']}",
                       f"{c['enabled']:,}", "[bold yellow]0 (never)[/]" if never else f"{c['fired']:,}",
                       f"{c['new_states']:,}")
@@ -145,7 +161,7 @@ def _print_search_summary(console, result):
         console.print(f"[yellow]stopped by {result.budget_hit}: depth {result.depth} fully explored, "
                       f"{result.distinct_states:,} states[/]")
     elif result.never_fired:
-        console.print(f"[yellow]never fired: {', '.join(result.never_fired)} — an action that never fires "
+        console.print(f"[yellow]never fired: {markup_safe(', '.join(result.never_fired))} — an action that never fires "
                       f"at these bounds is suspicious (a guard too strong, or bounds too small)[/]")
     elif result.complete:
         console.print("every action fired")
@@ -157,18 +173,21 @@ def _print_bmc_summary(console, result):
                   f"{result.seconds:.2f} s · peak memory {_bytes(result.peak_memory_bytes)}")
     pending = [inv for inv, verdict in result.verdicts.items() if verdict == "unknown"]
     if result.timed_out:
-        console.print(f"[yellow]stopped by {result.budget_hit}: no violation of {', '.join(pending)} "
+        console.print(f"[yellow]stopped by {result.budget_hit}: no violation of {markup_safe(', '.join(pending))} "
                       f"up to depth {result.depth}[/]")
     elif pending:
-        console.print(f"[yellow]no violation of {', '.join(pending)} up to depth {result.depth}: a bounded check, "
+        console.print(f"[yellow]no violation of {markup_safe(', '.join(pending))} up to depth {result.depth}: a bounded check, "
                       f"not a proof (isrcheck prove covers every depth)[/]")
 
 
 def liveness_json(spec, results, trace_files):
-    """The liveness part of ``--format json``: ``properties``, one object per property checked."""
+    """The liveness part of ``--format json``: ``properties``, one object per property checked (``expected``:
+    :func:`liveness_expectations`)."""
+    expected = liveness_expectations(spec)
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
+            "settings": provenance.as_json(),
             "properties": {name: {
-                "verdict": r.verdict, "expected": type(spec).liveness_expected()[0].get(name),
+                "verdict": r.verdict, "expected": expected.get(name),
                 "fairness": [f"{f.kind}({f.action})" for f in spec.properties[name].fairness],
                 "distinct_states": r.distinct_states, "edges": r.edges, "fair_states": r.fair_states,
                 "seconds": round(r.seconds, 3), "bytes_per_state": round(r.bytes_per_state, 2),
@@ -178,21 +197,26 @@ def liveness_json(spec, results, trace_files):
             } for name, r in results.items()}}
 
 
-def print_liveness(console, spec, results, trace_files):
-    """The verdict of each liveness property, with its fairness and lasso."""
+def print_liveness(console, spec, results, trace_files, alone=False):
+    """The verdict of each liveness property, with its fairness and lasso, and how to read a lasso; ``alone``: no
+    invariant report came first, so the header line comes here."""
     from rich.table import Table
+    if alone:
+        header(console, spec, "local")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("property", "verdict", "expected", "fairness", "lasso"):
         table.add_column(column)
     styles = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+    declared = liveness_expectations(spec)
     for name, r in results.items():
-        expected = type(spec).liveness_expected()[0].get(name, "")
+        expected = declared.get(name, "")
         mark = "" if not expected or expected == r.verdict or r.verdict == "unknown" else " [bold yellow](unexpected)[/]"
         fairness = ", ".join(f"{f.kind}({f.action})" for f in spec.properties[name].fairness) or "none"
         lasso = ""
         if name in trace_files:
-            lasso = f"{trace_files[name]} (loop from state {r.lasso.loop} of {len(r.lasso.steps)})"
-        table.add_row(name, f"[{styles[r.verdict]}]{r.verdict}[/]{mark}", expected, fairness, lasso)
+            lasso = f"{markup_safe(trace_files[name])} (loop from state {r.lasso.loop} of {len(r.lasso.steps)})"
+        table.add_row(markup_safe(name), f"[{styles[r.verdict]}]{r.verdict}[/]{mark}", markup_safe(expected),
+                      markup_safe(fairness), lasso)
     console.print(table)
     r = next(iter(results.values()))
     console.print(f"liveness: {r.distinct_states:,} distinct states · {r.seconds:.2f} s · peak memory "
@@ -200,6 +224,12 @@ def print_liveness(console, spec, results, trace_files):
     if r.budget_hit:
         console.print(f"[yellow]stopped by {r.budget_hit}: a property not violated among the states explored "
                       f"is unknown[/]")
+    if not declared:
+        console.print(f"[dim]no expected liveness verdicts: {spec.name} states them at its defaults only "
+                      f"(`isrcheck list {markup_safe(reference(type(spec)))}`)[/]", soft_wrap=True)
+    if trace_files:
+        console.print(f"read a lasso: [bold]{markup_safe(show_command(type(spec), next(iter(trace_files.values()))))}"
+                      f"[/]", soft_wrap=True)
 
 
 def proof_json(spec, result, lemmas_used, seconds, cpu_seconds, trace_file):
@@ -214,7 +244,7 @@ def proof_json(spec, result, lemmas_used, seconds, cpu_seconds, trace_file):
     if result.verdict == "not-inductive":
         cti = [{"action": a.label if a is not None else None, "state": state} for a, state in result.steps]
     return {"tool": "isrcheck", "version": __version__, "spec": spec.name, "bounds": dict(spec.bounds),
-            "invariant": result.invariant, "verdict": result.verdict, "k": result.k, "lemmas": list(result.lemmas),
+            "settings": provenance.as_json(), "invariant": result.invariant, "verdict": result.verdict, "k": result.k, "lemmas": list(result.lemmas),
             "lemmas_used": lemmas_used, "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3),
             "base_seconds": round(first, 3), "step_seconds": round(second, 3),
             "phase_seconds": {name: round(s, 3) for name, s in result.phase_seconds.items()},

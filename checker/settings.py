@@ -20,13 +20,20 @@ spec's) defaults. The settings become click's ``default_map``, so a setting is e
 command line overrides. Every key and value is checked when the file is read, against the options of
 the commands: a mistake is a :class:`SettingsError` naming the file, the table and the key (exit 2).
 Paths in the file are taken relative to the current directory, as on the command line.
+
+A settings file is read only if it is a regular file of at most 1 MB (a FIFO or a device given to
+``--config`` is refused at once, never waited on). A pyproject.toml that is not valid TOML is another
+tool's problem unless it has an isrcheck table: it is then the file in use, and a mistake (exit 2).
 """
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import click
+
+from isrcheck.checker import userfile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,6 +41,11 @@ else:                                       # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 FILES = ("isrcheck.toml", "pyproject.toml")
+MAX_BYTES = 1 << 20             # a settings file of a few hundred bytes; a pyproject.toml of a few KB
+#: where a pyproject.toml that is not valid TOML still says it has an isrcheck table: ``[tool.isrcheck...]``, a
+#: dotted key ``tool.isrcheck.x = ...``, or ``isrcheck = {...}`` / ``isrcheck.x = ...`` in a ``[tool]`` table
+OURS = re.compile(r"^\s*(\[\s*)?\"?tool\"?\s*\.\s*\"?isrcheck\b", re.M)
+OURS_IN_TOOL = re.compile(r"^\s*\[\s*\"?tool\"?\s*\]\s*$(?:(?!^\s*\[).)*?^\s*\"?isrcheck\"?\s*[.=]", re.M | re.S)
 
 
 class SettingsError(Exception):
@@ -45,19 +57,34 @@ def find(directory="."):
     None when there is neither."""
     for name in FILES:
         path = os.path.normpath(os.path.join(directory, name))
-        if os.path.isfile(path) and (name != "pyproject.toml" or "isrcheck" in _read(path).get("tool", {})):
+        if os.path.isfile(path) and (name != "pyproject.toml" or _has_table(path)):
             return path
     return None
 
 
+def _has_table(path):
+    """Whether a pyproject.toml has ``[tool.isrcheck]``; one that is not valid TOML (or that cannot be read) is
+    another tool's file unless it says it has the table (then :func:`table` names its mistake)."""
+    try:
+        tool = _read(path).get("tool")
+        return isinstance(tool, dict) and "isrcheck" in tool
+    except SettingsError:
+        try:
+            text = userfile.read_bytes(path, "settings file", MAX_BYTES).decode("utf-8", "replace")
+        except userfile.UserFileError:
+            return False
+        return bool(OURS.search(text) or OURS_IN_TOOL.search(text))
+
+
 def _read(path):
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as e:
-        raise SettingsError(f"{path}: cannot read it ({e.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        return tomllib.loads(userfile.read_text(path, "settings file", MAX_BYTES))
+    except userfile.UserFileError as e:
+        raise SettingsError(str(e)) from None
+    except tomllib.TOMLDecodeError as e:
         raise SettingsError(f"{path}: not valid TOML ({e})") from None
+    except RecursionError:
+        raise SettingsError(f"{path}: not valid TOML (nested too deeply)") from None
 
 
 def table(path):
@@ -120,9 +147,16 @@ def _commands(group, path, settings, prefix):
     return out
 
 
+def key(param):
+    """The key a settings file gives a parameter: an option as spelled on the command line without ``--`` (its
+    first long spelling), an argument by name (``spec_names``: ``specs``)."""
+    if isinstance(param, click.Option):
+        return next((opt[2:] for opt in param.opts if opt.startswith("--")), param.name)
+    return param.name.replace("_names", "s").replace("_", "-")
+
+
 def _keys(command):
-    """A command's settable parameters by key: an option as spelled on the command line without ``--``, an
-    argument by name (``spec_names``: ``specs``)."""
+    """A command's settable parameters by key (:func:`key`; every long spelling of an option)."""
     keys = {}
     for p in command.params:
         if isinstance(p, click.Option):
@@ -132,7 +166,7 @@ def _keys(command):
                 if opt.startswith("--"):
                     keys[opt[2:]] = p
         else:
-            keys[p.name.replace("_names", "s").replace("_", "-")] = p
+            keys[key(p)] = p
     return keys
 
 
@@ -148,8 +182,8 @@ def _value(command, key, value, path, where):
     for item in items:
         if isinstance(item, (dict, list)) or (isinstance(item, bool) and not getattr(param, "is_flag", False)):
             raise SettingsError(f"{path}: {where}: {key}: {item!r} is not a value of --{key}")
-        try:
-            param.type.convert(item, param, None)
+        try:                            # as typed on the command line: 1.5 is no integer, 1e400 no number
+            param.type.convert(item if isinstance(item, bool) else str(item), param, None)
         except click.BadParameter as e:
             raise SettingsError(f"{path}: {where}: {key}: {e.message}") from None
     return {param.name: tuple(value) if many else value}

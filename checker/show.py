@@ -5,6 +5,10 @@ log, when the family draws one, then the per-replica fields, those the
 family's presentation orders first leading), then the partition-wide fields.
 Cells that changed in the step are highlighted. What the columns are and how
 values read comes from the spec's presentation (``model/present.py``).
+
+What a trace is said to show is what ``replay`` finds (:func:`narration`): a trace cut short before its
+violation, or one that no longer replays, is never called violated. A liveness lasso is narrated like an
+invariant's trace, with the step where the property's trigger holds and its loop marked.
 """
 from __future__ import annotations
 
@@ -12,8 +16,8 @@ import io
 import textwrap
 import unicodedata
 
-from isrcheck.checker.trace import is_lasso
-from isrcheck.model.present import step_label
+from isrcheck.checker.trace import is_lasso, replay, replay_lasso
+from isrcheck.model.present import Line, step_label
 
 CHANGED = "bold yellow"
 
@@ -39,8 +43,13 @@ def _cell(text, changed):
     return f"[{CHANGED}]{text}[/]" if changed else text
 
 
+def _note(line):
+    """A narration line under a step: ``↻`` for a lasso's loop, ``▶`` for the rest."""
+    return f"  [bold magenta]{'↻' if line.kind == 'loop' else '▶'} {markup_safe(line.text)}[/]"
+
+
 def render(console, spec, trace, explanations=None):
-    """Print every step of a trace; ``explanations`` maps step index -> sentences to print under it."""
+    """Print every step of a trace; ``explanations`` maps step index -> the Lines to print under it."""
     from rich.table import Table
     present = spec.presentation
     shown, others = present.table_fields()
@@ -72,8 +81,8 @@ def render(console, spec, trace, explanations=None):
             changed = prev is not None and prev[f.name] != v
             parts.append(_cell(f"{f.name}={present.fmt_value(f, v, 0)}", changed))
         console.print("  " + "  ".join(parts))
-        for sentence in (explanations or {}).get(i, []):
-            console.print(f"  [bold magenta]▶ {markup_safe(sentence)}[/]")
+        for line in (explanations or {}).get(i, []):
+            console.print(_note(line))
         prev = state
 
 
@@ -133,8 +142,9 @@ def render_compact(console, spec, trace, explanations=None):
             _print_cells(console, "", cells)
         elif not printed:
             console.print("  (nothing changed)")
-        for sentence in (explanations or {}).get(i, []):
-            print_wrapped(console, sentence, first="  ▶ ", rest="    ", style="bold magenta")
+        for line in (explanations or {}).get(i, []):
+            print_wrapped(console, line.text, first=f"  {'↻' if line.kind == 'loop' else '▶'} ", rest="    ",
+                          style="bold magenta")
         prev = state
 
 
@@ -158,8 +168,9 @@ def _change(name, old, new):
     return f"{markup_safe(name)} {markup_safe(old)} → [{CHANGED}]{markup_safe(new)}[/]"
 
 
-def lasso_summary(spec, trace):
-    """What a liveness lasso says, in words: where P held, which steps repeat forever, and under which fairness."""
+def lasso_words(spec, trace):
+    """(headline, [sentences]) of what a liveness lasso shows: the property, where its trigger held, which steps
+    repeat forever, and under which fairness."""
     prop = spec.properties[trace.invariant]
     loop, trigger = trace.extra["loop"], trace.extra["trigger"]
     cycle = [step_label(name, params) for name, params, _ in trace.steps[loop + 1:]]
@@ -169,51 +180,103 @@ def lasso_summary(spec, trace):
     else:
         repeat = f"from step {loop} on, nothing happens any more: the state stutters forever"
     fairness = ", ".join(f"{f.kind}({f.action})" for f in prop.fairness) or "no fairness"
-    from rich.markup import escape
-    return (f"[bold red]{prop.name} violated:[/] {escape(prop.meaning)}\nthe trigger holds at step {trigger}; "
-            f"{markup_safe(repeat)}\nthe goal never holds from step {trigger} on, and the loop is fair "
-            f"({escape(fairness)}, each per action instance)"
-            + (f"\n[dim]{escape(prop.detail)}[/]" if prop.detail else ""))
+    return (f"{prop.name} violated: {prop.meaning}",
+            [f"the trigger holds at step {trigger}; {repeat}",
+             f"the goal never holds from step {trigger} on, and the loop is fair ({fairness}, each per action "
+             f"instance)"] + ([prop.detail] if prop.detail else []))
+
+
+def lasso_marks(spec, trace):
+    """The marks a lasso's steps get: where the property's trigger holds, where the loop starts, where it closes."""
+    name = spec.properties[trace.invariant].name
+    loop, trigger, last = trace.extra["loop"], trace.extra["trigger"], len(trace.steps) - 1
+    marks = [Line(trigger, f"{name}'s trigger holds here: its goal must hold here or later, and from here on it "
+                           f"never does", "trigger")]
+    if loop == last:
+        marks.append(Line(loop, "the loop: from here on nothing happens any more, the state stutters forever",
+                          "loop"))
+    else:
+        steps = f"step {last} repeats" if loop + 1 == last else f"steps {loop + 1} to {last} repeat"
+        marks += [Line(loop, f"the loop starts here: {steps} forever", "loop"),
+                  Line(last, f"back to the state of step {loop}: the loop repeats forever", "loop")]
+    return marks
+
+
+def narration(spec, trace):
+    """(what ``replay`` finds, {step: [Line]}): the sentences and marks of each step. When the trace does not
+    reproduce, its violation marks are left out and the step where replay stops says why."""
+    lasso = is_lasso(trace)
+    replayed = (replay_lasso if lasso else replay)(spec, trace)
+    lines = spec.presentation.explain(trace, trace.invariant) + (lasso_marks(spec, trace) if lasso else [])
+    if not replayed.ok:
+        lines = [line for line in lines if line.kind not in ("violated", "trigger", "loop")]
+        lines.append(Line(replayed.failed_step or 0, f"does not reproduce here: {replayed.message}", "replay"))
+    notes = {}
+    for line in lines:
+        notes.setdefault(line.step, []).append(line)
+    return replayed, notes
 
 
 def print_trace(console, spec, trace, compact=False):
     """``isrcheck show``: a header line, every step with its narration, then what broke and what it means.
 
     ``compact``: each step as the cells it changed (:func:`render_compact`) instead of the full table."""
+    from rich.markup import escape
     present = spec.presentation
     meta = " ".join(f"{k}={v}" for k, v in trace.bounds.items())
     lasso = is_lasso(trace)
-    header = (f"{trace.spec} · {meta} · {'property' if lasso else 'invariant'} {trace.invariant} · engine "
-              f"{trace.engine} · {len(trace.steps)} states")
+    header = (f"{trace.spec} · {meta} · {'property' if lasso else 'invariant'} {trace.invariant or '(none broken)'}"
+              f" · engine {trace.engine} · {len(trace.steps)} states" + (" (a lasso)" if lasso else ""))
     if compact:
         print_wrapped(console, header, rest="  ", style="bold")
     else:
         console.print(printable(header), style="bold", markup=False)
-    draw = render_compact if compact else render
-    if lasso:
-        draw(console, spec, trace)
-        console.print(lasso_summary(spec, trace), soft_wrap=True)
-        return
-    notes = {}
-    for line in present.explain(trace):
-        notes.setdefault(line.step, []).append(line.text)
-    draw(console, spec, trace, notes)
-    loss = present.consequence(trace.invariant)
+    replayed, notes = narration(spec, trace)
+    (render_compact if compact else render)(console, spec, trace, notes)
     if compact:
-        print_wrapped(console, present.summary(trace), style="bold red")
-        print_wrapped(console, f"{trace.invariant}: {present.meaning(trace.invariant)}")
-        if loss:
-            print_wrapped(console, loss, style="dim")
-        for label, text in present.epilogue():
-            print_wrapped(console, f"{label}: {text}")
+        print_compact_verdict(console, spec, trace, replayed)
+        return
+    if not replayed.ok:
+        what = f"of {markup_safe(trace.invariant)} " if trace.invariant else ""
+        console.print(f"[bold yellow]does not reproduce:[/] {markup_safe(replayed.message)} (as `isrcheck replay` "
+                      f"says): this trace shows no violation {what}on the current model", soft_wrap=True)
+        return
+    if lasso:
+        headline, sentences = lasso_words(spec, trace)
+        console.print(f"[bold red]{markup_safe(headline)}[/]", soft_wrap=True)
+        for i, sentence in enumerate(sentences):
+            console.print(f"[dim]{markup_safe(sentence)}[/]" if i == 2 else markup_safe(sentence), soft_wrap=True)
         return
     console.print(f"[bold red]{markup_safe(present.summary(trace))}[/]")
     console.print(f"{trace.invariant}: {present.meaning(trace.invariant)}", markup=False)
-    from rich.markup import escape
+    loss = present.consequence(trace.invariant)
     if loss:
         console.print(f"[dim]{escape(loss)}[/]")
     for label, text in present.epilogue():
         console.print(f"[bold]{escape(label)}:[/] {escape(text)}")
+
+
+def print_compact_verdict(console, spec, trace, replayed):
+    """``show --compact``'s closing lines (print_trace's), wrapped to 80 columns."""
+    present = spec.presentation
+    if not replayed.ok:
+        what = f"of {trace.invariant} " if trace.invariant else ""
+        print_wrapped(console, f"does not reproduce: {replayed.message} (as `isrcheck replay` says): this trace "
+                               f"shows no violation {what}on the current model", style="bold yellow")
+        return
+    if is_lasso(trace):
+        headline, sentences = lasso_words(spec, trace)
+        print_wrapped(console, headline, style="bold red")
+        for i, sentence in enumerate(sentences):
+            print_wrapped(console, sentence, style="dim" if i == 2 else None)
+        return
+    print_wrapped(console, present.summary(trace), style="bold red")
+    print_wrapped(console, f"{trace.invariant}: {present.meaning(trace.invariant)}")
+    loss = present.consequence(trace.invariant)
+    if loss:
+        print_wrapped(console, loss, style="dim")
+    for label, text in present.epilogue():
+        print_wrapped(console, f"{label}: {text}")
 
 
 def trace_text(spec, trace, width=200, compact=False):

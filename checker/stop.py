@@ -42,6 +42,12 @@ def interrupted():
     return _state["signal"] is not None
 
 
+def real_interrupt():
+    """Whether a KeyboardInterrupt that was just raised came from Ctrl-C or a signal, not from code raising it:
+    inside :func:`handling` when a signal was recorded; outside it (a library caller), always."""
+    return interrupted() or not _state["handling"]
+
+
 def out_of_memory():
     """What a search that caught a MemoryError reports as the reason it stopped: the memory limit, once work that
     saw it had no room under it said so (:func:`memory_limit_reached`), or else a failed allocation."""
@@ -113,6 +119,12 @@ def room_for(nbytes):
         return False
     space = _address_space_limit()
     return space is None or _virtual_bytes() + nbytes < space
+
+
+def address_space_room():
+    """The bytes of address space the process's limit (``ulimit -v``) leaves it now, or None without a limit."""
+    space = _address_space_limit()
+    return None if space is None else space - _virtual_bytes()
 
 
 def _address_space_limit():
@@ -212,9 +224,26 @@ def _request(signum):
             pass
 
 
+def caught(signum):
+    """Record a signal that native code took in the handlers' place (pysat's CaDiCaL takes SIGINT while it solves
+    and raises its own error): a stop request like any other."""
+    _request(signum)
+
+
 def polled():
     """Say that this command's work polls :func:`reason`; until then a signal interrupts at once."""
     _state["polled"] = True
+
+
+@contextmanager
+def immediate():
+    """In the block a signal raises KeyboardInterrupt at once, even in a command whose work polls: for code that
+    never polls (a user's module being imported)."""
+    polled, _state["polled"] = _state["polled"], False
+    try:
+        yield
+    finally:
+        _state["polled"] = polled
 
 
 def _handler(signum, frame):

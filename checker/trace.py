@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 
-from isrcheck.checker import __version__
+from isrcheck.checker import __version__, atomic, userfile
 from isrcheck.checker.itf_types import is_replica_set, replica_count, replica_id, typed_state
 from isrcheck.checker.registry import known as known_specs
 from isrcheck.model.spec import BoundsError
@@ -61,15 +60,11 @@ def to_itf(trace, typed_for=None):
 
 
 def save(trace, path, typed_for=None):
-    """Write atomically (a temp file renamed into place), so an interrupted run never leaves half a trace.
+    """Write atomically and durably (:mod:`checker.atomic`), so an interrupted run never leaves half a trace;
+    ``atomic.WriteFailed`` (nothing left behind) when the disk refuses it.
 
     ``typed_for`` (the trace's spec): the typed form (:func:`to_itf`)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as fh:
-        fh.write(itf_text(trace, typed_for))
-    os.replace(tmp, path)
-    return path
+    return atomic.write_text(path, itf_text(trace, typed_for))
 
 
 def itf_text(trace, typed_for=None):
@@ -83,40 +78,12 @@ MAX_TRACE_BYTES = 4 << 20       # 300 times the longest saved trace (14 KB); `sh
 
 
 def read_text(path):
-    """A regular file's text, at most MAX_TRACE_BYTES of UTF-8 (TraceError otherwise).
-
-    Opened non-blocking and checked with fstat before reading, so a FIFO, a device
-    or a symlink to one is refused rather than waited on or read without end.
-    """
+    """A regular file's text, at most MAX_TRACE_BYTES of UTF-8 (TraceError otherwise; :mod:`checker.userfile`:
+    a FIFO, a device or a symlink to one is refused rather than waited on or read without end)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read trace file ({e.strerror})") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
-            raise TraceError(f"{path}: not a regular file (it is {kind})")
-        if os.fstat(fd).st_size > MAX_TRACE_BYTES:
-            raise TraceError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MB, not a trace")
-        chunks, size = [], 0
-        while size <= MAX_TRACE_BYTES:
-            chunk = os.read(fd, min(1 << 20, MAX_TRACE_BYTES + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read trace file ({e.strerror})") from None
-    finally:
-        os.close(fd)
-    if size > MAX_TRACE_BYTES:
-        raise TraceError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MB, not a trace")
-    try:
-        return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise TraceError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        return userfile.read_text(path, "trace file", MAX_TRACE_BYTES)
+    except userfile.UserFileError as e:
+        raise TraceError(str(e)) from None
 
 
 def _no_constant(name):
@@ -141,12 +108,14 @@ def load(path):
         raise TraceError(f"{path}: JSON nested too deeply") from None
     except ValueError as e:         # NaN/Infinity, or an integer of thousands of digits
         raise TraceError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("#meta"), dict) or not isinstance(data.get("states"), list):
-        raise TraceError(f"{path}: not an ITF trace (needs '#meta' and 'states')")
-    meta = data["#meta"]
-    for key in ("spec", "invariant"):
-        if not isinstance(meta.get(key), str):
-            raise TraceError(f"{path}: '#meta' has no {key!r}")
+    if not isinstance(data, dict) or not isinstance(data.get("#meta", {}), dict) \
+            or not isinstance(data.get("states"), list):
+        raise TraceError(f"{path}: not an ITF trace (needs 'states', and '#meta' an object)")
+    meta = data.get("#meta", {})
+    if "spec" in meta or "invariant" in meta:   # isrcheck's; without, a trace from another tool (checker/foreign.py)
+        for key in ("spec", "invariant"):
+            if not isinstance(meta.get(key), str):
+                raise TraceError(f"{path}: '#meta' has no {key!r}")
     if not isinstance(meta.get("engine", "?"), str):
         raise TraceError(f"{path}: '#meta.engine' is not a string")
     if meta.get("seed") is not None and not _is_int(meta["seed"]):
@@ -182,7 +151,8 @@ def load(path):
         if meta["trigger"] > meta["loop"]:
             raise TraceError(f"{path}: '#meta.trigger' comes after the loop's start")
         extra = {"loop": meta["loop"], "trigger": meta["trigger"]}
-    return Trace(meta["spec"], bounds, meta["invariant"], meta.get("engine", "?"), steps, meta.get("seed"), extra)
+    return Trace(meta.get("spec"), bounds, meta.get("invariant"), meta.get("engine", "?"), steps, meta.get("seed"),
+                 extra)
 
 
 def _scalar(value, where):
@@ -249,13 +219,14 @@ def _replica(field, text, replicas, where):
         raise TraceError(str(e)) from None
 
 
-def conform(spec, trace, path="trace"):
+def conform(spec, trace, path="trace", actions_named=True):
     """Check every state and action of ``trace`` against ``spec`` (TraceError naming the first misfit).
 
     Each state must give every variable of the spec's layout, and nothing else, with
     values of the declared shape and range; it is rewritten as the layout decodes it
     (ITF encodings read). Every step after the first must name an action of the spec
-    with parameters it has; the first (the initial state) names none.
+    with parameters it has; the first (the initial state) names none. ``actions_named=False``: a step may name no
+    action (a trace from another tool: checker/foreign.py finds them).
     """
     fields = spec.layout.fields
     replicas = replica_count(spec.layout)
@@ -264,7 +235,7 @@ def conform(spec, trace, path="trace"):
         where = f"{path}: state {i}"
         if i == 0 and name is not None:
             raise TraceError(f"{where} is the initial state, but names an action")
-        if i > 0:
+        if i > 0 and (name is not None or actions_named):
             if name not in actions:
                 raise TraceError(f"{where}: " + ("no action named" if name is None
                                                   else f"spec {spec.name} has no action {name!r}"))
@@ -283,7 +254,8 @@ def conform(spec, trace, path="trace"):
 
 def spec_for(trace, path="trace", cls=None):
     """Instantiate the trace's spec (or ``cls``, a spec class the user named) at the trace's bounds (TraceError
-    if unknown, another spec's or out of range), and check the trace fits it."""
+    if unknown, another spec's or out of range), and check the trace fits it (a trace from another tool, without
+    isrcheck's ``#meta``: checker/foreign.py)."""
     if cls is not None and cls.name != trace.spec:
         raise TraceError(f"{path}: a trace of spec {trace.spec!r}, not of {cls.name!r}")
     cls = cls or known_specs().get(trace.spec)
@@ -331,6 +303,10 @@ def replay(spec, trace):
     the recorded one, and the trace's invariant fails at the last state (and
     not before).
     """
+    if trace.invariant is None:          # a trace from another tool whose last state breaks no invariant
+        failed, rows, _ = _walk(spec, trace)
+        return failed or ReplayResult(False, f"no invariant of {spec.name} fails at its last step", rows,
+                                      len(rows) - 1)
     inv = spec.invariants[trace.invariant]
     failed, rows, _ = _walk(spec, trace, lambda row: not backends.scalar(spec).holds(row, inv) and f"{trace.invariant} already fails")
     if failed:
@@ -406,5 +382,12 @@ def _differences(spec, row, recorded):
     return ", ".join(k for k in decoded if k in recorded and recorded[k] != decoded[k])
 
 
+def file_name(name):
+    """A spec's, configuration's or invariant's name as one file name: ``/`` (and ``%``, NUL) percent-encoded,
+    so a name never makes folders or climbs out of ``--out``; ``.`` and ``..`` encoded too."""
+    safe = name.replace("%", "%25").replace("/", "%2F").replace("\0", "%00")
+    return safe.replace(".", "%2E") if safe in (".", "..") else safe
+
+
 def default_path(out_dir, spec_name, invariant):
-    return os.path.join(out_dir, spec_name, f"{invariant}.itf.json")
+    return os.path.join(out_dir, file_name(spec_name), f"{file_name(invariant)}.itf.json")

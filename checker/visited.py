@@ -172,7 +172,7 @@ class VisitedSet:
 
         It grows by ``GROWTH`` when there is room for every shard of its size to do the same (fingerprints are
         uniform: they all grow within a few batches, before the memory limit is polled again); otherwise it
-        fills up to ``DENSE_LOAD`` (linear probing stays fast there, see the README), then grows just enough
+        fills up to ``DENSE_LOAD`` (linear probing stays fast there: docs/internals/how-it-works.md), then grows just enough
         to be ``MAX_LOAD`` full. With no room even for that the search must stop: MemoryError, whose reason is
         the memory limit when that is what has no room.
         """

@@ -11,9 +11,10 @@ configurations::
         }
 
 ``bounds`` override the spec's ``defaults``; ``expected`` gives the verdict of some of its invariants
-there; ``why`` gives the reason (a ticket or KIP) of every expected violation, and may explain a
+there, ``liveness`` of some of its liveness properties (a lasso is saved for a violated one, as at the
+defaults); ``why`` gives the reason (a ticket or KIP) of every expected violation, and may explain a
 ``holds`` too (a fix holding where the bug shows). The defaults are the configuration named
-``defaults``, whose expectations are the spec's ``expected`` and ``expected_why``.
+``defaults``, whose expectations are the spec's ``expected``, ``expected_why`` and ``liveness_expected()``.
 
 Configurations and ``not_modelled`` (ticket -> why the model cannot express it) belong to the class
 that declares them: a subclass changes the protocol, so it inherits neither unless it says so
@@ -26,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 
 from isrcheck.model.expr import DeclarationError
+from isrcheck.model.near_miss import distance
 
 VERDICTS = ("holds", "violated")
 DEFAULTS = "defaults"
@@ -40,11 +42,14 @@ class Configuration:
     bounds: dict = field(default_factory=dict)
     expected: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)
+    liveness: dict = field(default_factory=dict)
 
 
 def configurations(cls):
     """Every configuration of a spec class by name, ``defaults`` first."""
-    return {DEFAULTS: Configuration({}, dict(cls.expected), dict(cls.expected_why)), **cls.configurations}
+    live, live_why = cls.liveness_expected()
+    return {DEFAULTS: Configuration({}, dict(cls.expected), {**cls.expected_why, **live_why}, dict(live)),
+            **cls.configurations}
 
 
 def configuration_of(cls, bounds):
@@ -57,6 +62,7 @@ def validate(cls):
     """Check a spec class's configurations and ``not_modelled`` (DeclarationError naming what is wrong)."""
     where = f"spec {cls.name or cls.__name__}"
     invariants = {fn.__isrcheck_invariant__ for _, fn in cls._members("__isrcheck_invariant__")}
+    properties = set(cls.declared_properties())
     if not isinstance(cls.configurations, dict):
         raise DeclarationError(f"{where}: configurations must be a dict of name -> Configuration")
     for name, conf in cls.configurations.items():
@@ -65,7 +71,7 @@ def validate(cls):
             raise DeclarationError(f"{here}: the name must be kebab-case (a-z, 0-9, '-') and not {DEFAULTS!r}")
         if not isinstance(conf, Configuration):
             raise DeclarationError(f"{here}: must be a Configuration(bounds=..., expected=..., why=...)")
-        for part in ("bounds", "expected", "why"):
+        for part in ("bounds", "expected", "why", "liveness"):
             if not isinstance(getattr(conf, part), dict):
                 raise DeclarationError(f"{here}: {part} must be a dict")
         for bound, value in conf.bounds.items():
@@ -75,22 +81,45 @@ def validate(cls):
             if type(value) is not int or (lo is not None and not lo <= value <= hi):
                 raise DeclarationError(f"{here}: bound {bound}={value!r} must be an integer"
                                        + (f" in {lo}..{hi}" if lo is not None else ""))
-        if not conf.expected:
+        if not conf.expected and not conf.liveness:
             raise DeclarationError(f"{here}: expects nothing (give at least one invariant's verdict)")
-        for inv, verdict in conf.expected.items():
-            if inv not in invariants:
-                raise DeclarationError(f"{here}: no invariant {inv!r} (it has: {', '.join(sorted(invariants))})")
-            if verdict not in VERDICTS:
-                raise DeclarationError(f"{here}: verdict of {inv!r} is {verdict!r} (must be 'holds' or 'violated')")
-            if verdict == "violated" and not str(conf.why.get(inv, "")).strip():
-                raise DeclarationError(f"{here}: {inv!r} is expected violated without a reason in why "
-                                       f"(the ticket or KIP it reproduces)")
+        for part, names, kind in (("expected", invariants, "invariant"), ("liveness", properties, "liveness property")):
+            for inv, verdict in getattr(conf, part).items():
+                if inv not in names:
+                    raise DeclarationError(f"{here}: no {kind} {inv!r} (it has: {', '.join(sorted(names))})")
+                if verdict not in VERDICTS:
+                    raise DeclarationError(f"{here}: verdict of {inv!r} is {verdict!r} (must be 'holds' or "
+                                           f"'violated')")
+                if verdict == "violated" and not str(conf.why.get(inv, "")).strip():
+                    raise DeclarationError(f"{here}: {inv!r} is expected violated without a reason in why "
+                                           f"(the ticket or KIP it reproduces)")
         for inv in conf.why:
-            if inv not in conf.expected:
+            if inv not in conf.expected and inv not in conf.liveness:
                 raise DeclarationError(f"{here}: why explains {inv!r}, which it expects nothing of")
     if not isinstance(cls.not_modelled, dict) or not all(
             isinstance(v, str) and v.strip() for v in cls.not_modelled.values()):
         raise DeclarationError(f"{where}: not_modelled must map each ticket to a sentence saying why")
+
+
+def validate_expected(cls):
+    """Check that ``expected`` names invariants of the class and ``expected_liveness`` its liveness properties, with
+    verdicts 'holds' or 'violated' (DeclarationError naming the key): a misspelt key would be an expectation no
+    check and no gate ever compares."""
+    for attr, marker, kind in (("expected", "__isrcheck_invariant__", "invariants"),
+                               ("expected_liveness", "__isrcheck_leads_to__", "liveness properties")):
+        names = {fn.__isrcheck_invariant__ if kind == "invariants" else fn.__isrcheck_leads_to__[0]
+                 for _, fn in cls._members(marker)}
+        stated = cls.expected if attr == "expected" else cls.liveness_expected()[0]
+        for key, verdict in stated.items():
+            if key not in names:
+                close = min(names, key=lambda n: distance(key, n, 3), default=None)
+                hint = (f"did you mean {close!r}?" if close and distance(key, close, 3) <= 3
+                        else ", ".join(sorted(names)) or "none")
+                raise DeclarationError(f"{cls.__name__}.{attr} names {key!r}, which is not one of its {kind} "
+                                       f"({hint})")
+            if verdict not in VERDICTS:
+                raise DeclarationError(f"{cls.__name__}.{attr}: the verdict of {key!r} is {verdict!r} (must be "
+                                       f"'holds' or 'violated')")
 
 
 def cited(cls):
@@ -108,12 +137,12 @@ def unaccounted(cls):
     """What the references cite that no configuration reproduces and ``not_modelled`` does not explain.
 
     A citation is accounted for by a configuration named after it, by the reason (``why``) of one of a
-    configuration's expectations or of a liveness expectation naming it, by ``not_modelled``, or, for the KIP or ticket the spec is
-    named after, by the spec itself (kip-320 and tla-kip320 are KIP-320 at their defaults).
+    configuration's expectations (an invariant's or a liveness property's) naming it, by ``not_modelled``, or, for
+    the KIP or ticket the spec is named after, by the spec itself (kip-320 and tla-kip320 are KIP-320 at their
+    defaults).
     """
     own = [f"{word}-{number}" for word, number in re.findall(r"(KIP|KAFKA)-?(\d+)", cls.name.upper())]
     texts = [name.upper() for name in configurations(cls)] + own + list(cls.not_modelled)
     texts += [str(why) for conf in configurations(cls).values() for why in conf.why.values()]
-    texts += [str(why) for why in cls.liveness_expected()[1].values()]      # liveness expectations count too
     text = "\n".join(texts).upper()
     return [c for c in cited(cls) if not re.search(rf"\b{re.escape(c.upper())}\b", text)]

@@ -11,7 +11,9 @@ offset are kept at 0 so that equal logs are equal states. Record ids are
 ``1..M`` in the order producers sent them; leader epochs are ``1..E`` (0: none).
 
 Where the model departs from Kafka (each a sound over-approximation for safety unless said):
-- a leader may shrink its ISR by any follower at any time (replica.lag.time.max.ms abstracted away);
+- a leader may shrink its ISR by any follower at any time (replica.lag.time.max.ms abstracted away), unless the
+  version declares its lag rule (``lag_rule``: Partition.getOutOfSyncReplicas as 0.8 and 0.9+ have it, with
+  time as the actions ``lag_expires`` and ``catch_up_lapses``; see ``lag_fields``);
 - LeaderAndIsr requests may arrive late, twice, out of order or never (Kafka's controller sends them in
   order and retries; a lost one only adds interleavings);
 - after an unnoticed bounce (before 2.2) the current LeaderAndIsr may reach the broker any time;
@@ -23,17 +25,27 @@ Where the model departs from Kafka (each a sound over-approximation for safety u
   differ only on a log holding a record whose epoch has no entry, which 2.0.1-2.6.0 reach through truncateAndAppend's
   conflict removal (KAFKA-10706's no-op truncation keeps an entry at the LEO) followed by a truncation;
 - liveness, not exact: truncation-terminates assumes a weakly fair elect_leader, stronger than Kafka's controller,
-  which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not.
+  which elects only when the leader fails (or for preferred-leader balance); it can end a loop Kafka would not;
+- liveness, not exact: without a timed lag rule ``shrink_isr`` is not fair (it may drop a follower that fetches), so
+  write-resolves and acked-fully-replicated end their obligation where the leader could drop an ISR member that
+  does not fetch from it (``laggard``), as Kafka's lag rule does after replica.lag.time.max.ms: a wait that only
+  the lag rule ends is not reported;
+- partition reassignment (the bound ``reassignments``): model/reassignment.py, with its own departures.
 """
 from __future__ import annotations
 
 from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
 from isrcheck.model.kafka_present import KafkaPresentation
 from isrcheck.model.layout import Field
-from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant, leads_to, weak
+from isrcheck.model.reassignment import REASSIGNMENT_BOUNDS, ZkReassignment
+from isrcheck.model.spec import Bound, FuzzTarget, Spec, action, invariant, leads_to, strong, weak
+
+#: replica.lag.max.messages: a version with the message lag rule (0.8) adds it to its declared bounds
+LAG_MAX_MESSAGES = Bound("lag_max_messages", 1, 1, 6, "replica.lag.max.messages (0.8): a follower more than this many "
+                         "messages behind the leader's LEO is out of sync")
 
 
-class KafkaReplication(Spec):
+class KafkaReplication(ZkReassignment, Spec):
     #: 0.11+ (KIP-101): each replica keeps a LeaderEpochFileCache (the state field ``epoch_cache``), assigned on every
     #: append of a new epoch and truncated with the log; before 0.11 (hw-truncation) there is none
     leader_epoch_cache = True
@@ -57,6 +69,23 @@ class KafkaReplication(Spec):
     #: LeaderEpochFileCache.truncateFromEnd(LEO), which drops the entry makeLeader assigned at the LEO; before, that
     #: no-op truncation kept it, and a follower could ask the same OffsetsForLeaderEpoch forever
     truncation_cleans_epoch_cache = False
+    #: how a leader tells that a follower is out of sync (Partition.getOutOfSyncReplicas, run by ReplicaManager's
+    #: "isr-expiration" task: ``shrink_isr``). None: not declared, any follower may be dropped any time (sound for
+    #: safety). "message" (0.8): more than replica.lag.max.messages (``lag_max_messages``) behind the leader's LEO, or
+    #: no fetch within replica.lag.time.max.ms; "time" (0.9+, KIP-16): no fetch from the leader's LEO within
+    #: replica.lag.time.max.ms (``caught_up``)
+    lag_rule = None
+    #: 0.10.2+ (KAFKA-4485), with the time rule: a fetch reaching the leader's LEO as of the follower's previous fetch
+    #: counts as caught up as of that fetch (Replica.updateLogReadResult's second rule), and every makeLeader resets
+    #: each follower's lastCaughtUpTimeMs (ISR members: now; the others: never); before, a fetch counts only if it
+    #: starts at the leader's LEO and a new leader keeps the times it had
+    caught_up_by_previous_fetch = False
+    #: 0.9+ (Partition.makeLeader's isNewLeader): a broker that already leads keeps its followers' fetch offsets on a
+    #: new LeaderAndIsr; 0.8.2's makeLeader resets them to unknown on every one
+    leader_keeps_fetch_state = True
+    #: before 0.10.2: a follower whose fetch offset is past the leader's LEO with unclean election off halts
+    #: (ReplicaFetcherThread.handleOffsetOutOfRange: Runtime.halt, a hard stop) rather than exiting cleanly
+    out_of_range_halts = False
     #: for a version built to show a missing fence: one sentence naming it and what Kafka uses instead
     missing_fence = None
     #: what every version shares; specs start their own dicts from these
@@ -91,7 +120,7 @@ class KafkaReplication(Spec):
         Bound("fetch_response_loss", 0, 0, 1, "a fetch the leader has processed may never reach the follower"),
         Bound("proof_ghosts", 0, 0, 1, "history fields no action reads, for the lemmas of k-induction proofs: "
               "they change no behaviour, only split states that differ in history alone"),
-    )
+    ) + REASSIGNMENT_BOUNDS
 
     def configure(self, bounds):
         b = bounds
@@ -103,10 +132,13 @@ class KafkaReplication(Spec):
         self.unclean, self.unflushed_loss = bool(b.unclean), bool(b.unflushed_loss)
         self.controller_failover, self.async_isr, self.elr = bool(b.controller_failover), bool(b.async_isr), bool(b.elr)
         self.fetch_response_loss, self.proof_ghosts = bool(b.fetch_response_loss), bool(b.proof_ghosts)
+        self.lag_max_messages = b.lag_max_messages if self.lag_rule == "message" else None
         self.REPLICAS = range(self.R)
         self.OFFSETS = range(self.L)
         self.EPOCHS = range(1, self.E + 1)
         self.RECORDS = range(1, self.M + 1)
+        self.LEADER_CHOICES = range(self.R + 1)       # a replica, or R: none
+        self.configure_reassignment(b)
 
     def fields(self):
         R, L, M, E, C = self.R, self.L, self.M, self.E, self.C
@@ -150,7 +182,7 @@ class KafkaReplication(Spec):
             Field("acked_at", -1, L - 1, (M,), ghost=True, doc="offset of each acknowledged record (-1: not acked)"),
             Field("exposed", 0, M, (L,), ghost=True, unbounded=True,
                   doc="record first exposed to consumers at each offset"),
-        ] + self.option_fields()
+        ] + self.option_fields() + self.lag_fields() + self.reassignment_fields()
 
     def epoch_cache_fields(self):
         """0.11+ (KIP-101): each replica's LeaderEpochFileCache, one start offset per leader epoch; 2.0.1+ (KAFKA-7415)
@@ -220,6 +252,35 @@ class KafkaReplication(Spec):
             ]
         return out
 
+    def lag_fields(self):
+        """The lag rule's state (``lag_rule``; none without one): the leader's clocks of its followers, as flags.
+
+        A clock reads "within replica.lag.time.max.ms" or not; time passes by ``lag_expires`` (no fetch from the
+        follower for that long) and, with the time rule before KAFKA-4485, ``catch_up_lapses`` (fetches that all start
+        below the leader's LEO for that long). The clocks live in the broker's Replica objects, created fresh with the
+        partition at its first LeaderAndIsr and lost when the broker stops. ``stalled`` is a follower whose fetcher
+        stops for good; ``healthy`` is the ghost of isr-keeps-healthy-followers.
+        """
+        if self.lag_rule is None:
+            return []
+        R, L = self.R, self.L
+        pair = ("replica", "replica")
+        docs = {"fetched_recently": "as leader: the follower fetched within replica.lag.time.max.ms "
+                                    "(Replica.logEndOffsetUpdateTimeMs 0.8, lastFetchTimeMs 0.10.2+)",
+                "caught_up": "as leader: the follower fetched from its LEO within replica.lag.time.max.ms "
+                             "(Replica.lastCaughtUpTimeMs)"}
+        out = [Field(n, 0, 1, (R, R), boolean=True, axes=pair, doc=docs[n]) for n in self.lag_clock_names()]
+        if self.caught_up_by_previous_fetch:
+            out.append(Field("last_fetch_leo", 0, L, (R, R), axes=pair,
+                             doc="as leader: its LEO at the follower's last fetch (Replica.lastFetchLeaderLogEndOffset)"))
+        return out + [
+            Field("stalled", 0, 1, (R,), boolean=True, axes=("replica",),
+                  doc="the broker's fetcher has stopped until it restarts (its ZooKeeper session lives on)"),
+            Field("healthy", 0, 1, (R, R), boolean=True, axes=pair, ghost=True,
+                  doc="as leader: the follower was in its ISR when it took over or last fetched from its LEO, and "
+                      "has fetched within every replica.lag.time.max.ms since"),
+        ]
+
     def initial(self, s):
         """A new partition: every replica up and in the ISR, empty logs, no leader elected yet."""
         for r in self.REPLICAS:
@@ -241,6 +302,9 @@ class KafkaReplication(Spec):
             s.zreq_leader = self.NONE
             for r in self.REPLICAS:
                 s.controller_epoch_seen[r] = 1
+        for l in self.REPLICAS:
+            self.reset_lag_clocks(s, l)
+        self.initial_reassignment(s)
 
     def initial_requests(self, s):
         """No LeaderAndIsr request is sent yet."""
@@ -381,24 +445,32 @@ class KafkaReplication(Spec):
         for e in self.EPOCHS:
             s.req_zk_version_current[e - 1] = where(when, False, s.req_zk_version_current[e - 1])
 
-    def send_leader_and_isr(self, s, epoch, leader, isr):
-        """The controller writes the new LeaderAndIsr to ZooKeeper and sends it to the brokers."""
+    def send_leader_and_isr(self, s, epoch, leader, isr, when=True):
+        """The controller writes the new LeaderAndIsr to ZooKeeper and sends it to the brokers (where ``when``); with
+        reassignment on, it carries the replica set in ZooKeeper and goes to those brokers."""
         if self.elr:
-            self.update_elr(s, isr)
+            self.update_elr(s, isr, when)
         if self.controller_failover:
             for e in self.EPOCHS:
                 s.req_controller_epoch[e - 1] = where(epoch == e, s.q_controller_epoch, s.req_controller_epoch[e - 1])
-        self.bump_zk_version(s)
-        s.q_epoch = epoch
-        s.q_leader = leader
+        self.bump_zk_version(s, when=when)
+        if when is True:
+            s.q_epoch = epoch
+            s.q_leader = leader
+        else:
+            epoch = where(when, epoch, s.q_epoch)
+            s.q_epoch = epoch
+            s.q_leader = where(when, leader, s.q_leader)
         for e in self.EPOCHS:
-            new = epoch == e
+            new = epoch == e if when is True else when & (epoch == e)
             s.req_sent[e - 1] = s.req_sent[e - 1] | new
             s.req_leader[e - 1] = where(new, leader, s.req_leader[e - 1])
             s.req_zk_version_current[e - 1] = s.req_zk_version_current[e - 1] | new
             for i in self.REPLICAS:
-                s.q_isr[i] = isr[i]
+                s.q_isr[i] = isr[i] if when is True else where(when, isr[i], s.q_isr[i])
                 s.req_isr[e - 1][i] = where(new, isr[i], s.req_isr[e - 1][i])
+            if self.reassign:
+                self.record_replicas(s, e, new)
 
     def expose(self, s, l):
         """Records below a leader's HW are visible to consumers: remember the first record seen at each offset."""
@@ -421,6 +493,8 @@ class KafkaReplication(Spec):
         """
         old = s.hw[l]
         members = [self.hw_isr_member(s, l, i) for i in self.REPLICAS]
+        if self.reassign:       # only the followers of its assignment (Partition.remoteReplicas)
+            members = [members[i] if i == l else members[i] & self.serves(s, l, i) for i in self.REPLICAS]
         known = [where(members[i], s.leo[l] if i == l else s.remote_leo[l][i], self.L) for i in self.REPLICAS]
         # an empty ISR view leaves the HW alone (0.8-2.x: ``allLogEndOffsets.min`` of nothing throws)
         new = where(any_of(members), max_of([old, min_of(known)]), old)
@@ -497,6 +571,85 @@ class KafkaReplication(Spec):
             s.q_elr[i] = where(when, elr, s.q_elr[i])
 
     # ------------------------------------------------------------------------------------
+    # the lag rule (``lag_rule``): the leader's clocks of its followers
+    # ------------------------------------------------------------------------------------
+    def lag_clocks(self, s, l, f):
+        """The clocks leader l keeps of follower f, as flags (none without a lag rule)."""
+        return [getattr(s, clock)[l][f] for clock in self.lag_clock_names()]
+
+    def lag_clock_names(self):
+        """The clocks the lag rule keeps of each follower: ``fetched_recently`` (0.8's logEndOffsetUpdateTimeMs, 0.10.2+'s
+        lastFetchTimeMs), ``caught_up`` (the time rule's lastCaughtUpTimeMs)."""
+        names = ()
+        if self.lag_rule == "message" or self.caught_up_by_previous_fetch:
+            names += ("fetched_recently",)
+        if self.lag_rule == "time":
+            names += ("caught_up",)
+        return names
+
+    def reset_lag_clocks(self, s, l):
+        """Broker l's Replica objects as a new partition or a restarted broker creates them: every clock fresh, no
+        fetch seen; l judges no follower healthy."""
+        if self.lag_rule is None:
+            return
+        for f in self.REPLICAS:
+            for clock in self.lag_clock_names():
+                getattr(s, clock)[l][f] = True
+            if self.caught_up_by_previous_fetch:
+                s.last_fetch_leo[l][f] = 0
+            s.healthy[l][f] = False
+
+    def lag_clock_runs(self, s, l):
+        """Whether leader l's clocks can run out now: while it leads when makeLeader resets them (0.8, and 0.10.2+ with
+        KAFKA-4485); in 0.9-0.10.1 whenever the broker holds the partition (it has applied a LeaderAndIsr naming a
+        leader), so a broker that becomes leader may find them long run out."""
+        if self.lag_rule == "time" and not self.caught_up_by_previous_fetch:
+            return s.up[l] & (s.leader[l] != self.NONE)
+        return self.believes_leads(s, l)
+
+    def apply_lag_clocks(self, s, r, leads, keeps, still_leader, isr):
+        """What a LeaderAndIsr does to broker r's clocks (Partition.makeLeader / makeFollower); ``keeps``: r leads
+        already and keeps its followers' fetch state (not isNewLeader).
+
+        0.8's makeLeader sets every follower's LEO to unknown, which stamps logEndOffsetUpdateTimeMs (fresh). 0.9-0.10.1
+        keep lastCaughtUpTimeMs as it was. 0.10.2 (KAFKA-4485) resetLastCaughtUpTime: lastCaughtUpTimeMs now for ISR
+        members and 0 for the others, lastFetchTimeMs and lastFetchLeaderLogEndOffset now; a new leader then records
+        UnknownLogReadResult, whose lastFetchTimeMs -1 leaves no previous fetch to count. A follower's clocks are read
+        by nothing until it leads (0.8 and 0.10.2+ reset them then): left fresh. The ghost ``healthy``: the ISR members
+        that are up and fetching, for a new leader; for one re-elected in the next epoch, those healthy before.
+        """
+        if self.lag_rule is None:
+            return
+        for i in self.REPLICAS:
+            if self.lag_rule == "message":
+                s.fetched_recently[r][i] = True
+            if self.caught_up_by_previous_fetch:
+                s.caught_up[r][i] = where(leads, isr[i] & (i != r), True)
+                s.fetched_recently[r][i] = where(leads, keeps, True)
+                s.last_fetch_leo[r][i] = where(leads & keeps, s.leo[r], 0)
+            fetching = isr[i] & s.up[i] & ~s.stalled[i] & (i != r)
+            s.healthy[r][i] = leads & fetching & where(still_leader, s.healthy[r][i], True)
+
+    def record_fetch_time(self, s, l, f, fetch_offset, leader_leo, when):
+        """The leader's clocks on f's fetch (where ``when``); returns whether it started at l's LEO.
+
+        0.8: Replica.logEndOffset_= stamps logEndOffsetUpdateTimeMs on every fetch (KafkaApis.recordFollowerLogEndOffsets).
+        Time rule: Replica.updateLogReadResult stamps lastCaughtUpTimeMs when the fetch starts at the LEO the leader had
+        when it read (readToEndOfLog, 0.9); from 0.10.2 (KAFKA-4485) also when it starts at or past the leader's LEO of
+        f's previous fetch, as of that fetch (lastFetchTimeMs, here: still within replica.lag.time.max.ms).
+        """
+        at_end = when & (fetch_offset >= leader_leo)
+        if self.lag_rule == "time":
+            reached = at_end
+            if self.caught_up_by_previous_fetch:
+                reached = reached | (when & (fetch_offset >= s.last_fetch_leo[l][f]) & s.fetched_recently[l][f])
+                s.last_fetch_leo[l][f] = where(when, leader_leo, s.last_fetch_leo[l][f])
+            s.caught_up[l][f] = s.caught_up[l][f] | reached
+        if "fetched_recently" in self.lag_clock_names():
+            s.fetched_recently[l][f] = s.fetched_recently[l][f] | when
+        return at_end
+
+    # ------------------------------------------------------------------------------------
     # hooks that protocol versions override
     # ------------------------------------------------------------------------------------
     def become_follower(self, s, r, follows):
@@ -546,8 +699,18 @@ class KafkaReplication(Spec):
         return (s.q_leader == l) & (s.leader_epoch[l] == s.q_epoch) & self.isr_write_succeeds(s, l)
 
     def follower_out_of_sync(self, s, l, f):
-        """Partition.getOutOfSyncReplicas: whether leader l may drop follower f from its ISR (async_isr versions).
-        Any follower: the lag (replica.lag.time.max.ms) is not timed."""
+        """Partition.getOutOfSyncReplicas: whether leader l may drop follower f from its ISR.
+
+        Without a lag rule any follower (the lag is not timed). 0.8: a stuck follower (logEndOffsetUpdateTimeMs older
+        than replica.lag.time.max.ms) or a slow one (a known LEO more than replica.lag.max.messages behind the leader's:
+        ``r.logEndOffset.messageOffset >= 0 && leaderLogEndOffset - r.logEndOffset > keepInSyncMessages``). 0.9+: one
+        whose lastCaughtUpTimeMs is older than replica.lag.time.max.ms.
+        """
+        if self.lag_rule == "message":
+            known = s.remote_leo[l][f] >= 0
+            return ~s.fetched_recently[l][f] | (known & (s.leo[l] - s.remote_leo[l][f] > self.lag_max_messages))
+        if self.lag_rule == "time":
+            return ~s.caught_up[l][f]
         return True
 
     def enough_replicas(self, s, l):
@@ -582,6 +745,8 @@ class KafkaReplication(Spec):
         KIP-106) may pick any live replica when no ISR member is alive.
         """
         s.require((s.q_epoch < self.E) & s.up[l] & (s.q_leader != l))
+        if self.reassign:       # PartitionLeaderElectionAlgorithms choose among the partition's assigned replicas
+            s.require(s.q_replicas[l])
         live_isr = [s.q_isr[i] & s.up[i] for i in self.REPLICAS]
         clean = s.q_isr[l]
         if self.elr:
@@ -665,12 +830,17 @@ class KafkaReplication(Spec):
         the local one (0.8+; 0.11.0: ``partitionLeaderEpoch < stateInfo.leaderEpoch``).
         """
         s.require(s.req_sent[e - 1] & s.up[r] & (s.leader_epoch[r] < e))
+        if self.reassign:
+            # it goes to the replicas it names, after any StopReplica the controller sent the broker before it
+            s.require(s.req_replicas[e - 1][r] & (s.stop_epoch[r] == 0))
         if not self.elr:
             # ZooKeeper mode (0.8-3.x): makeFollowers skips a partition whose leader is not alive (leader -1 after
             # the last ISR member died): the broker keeps its leader, epoch and fetcher (ReplicaManager, 1.0-2.7)
             s.require(s.req_leader[e - 1] != self.NONE)
         if self.controller_failover:
             s.require(self.controller_epoch_accepted(s, r, s.req_controller_epoch[e - 1]))
+        if self.reassign:       # Partition.makeLeader takes the assignment before it computes the HW
+            self.learn_assignment(s, r, e)
         self.become_leader_or_follower(s, r, e, s.req_leader[e - 1], [s.req_isr[e - 1][i] for i in self.REPLICAS],
                                        s.req_zk_version_current[e - 1],
                                        s.req_controller_epoch[e - 1] if self.controller_failover else None)
@@ -680,8 +850,9 @@ class KafkaReplication(Spec):
 
         A replica that was not leading holds no produce requests: records already in
         its log are never acknowledged by it (their producers got errors and retried).
-        Partition.makeLeader (0.10.2+) forgets the followers' fetch offsets only when the
-        replica was not the leader already (isNewLeader). The model keeps them only when the
+        Partition.makeLeader (0.9+) forgets the followers' fetch offsets only when the
+        replica was not the leader already (isNewLeader; 0.8.2 on every LeaderAndIsr,
+        ``leader_keeps_fetch_state``). The model keeps them only when the
         epoch also moved by one: a leader that skipped an epoch missed a LeaderAndIsr, which the
         controller's in-order, retried delivery does not do, and its followers may have followed
         another leader meanwhile. makeFollower tells ReplicaManager whether the follower must
@@ -710,9 +881,11 @@ class KafkaReplication(Spec):
         still_leader = leads & (old_leader == r) & (epoch == old_epoch + 1)
         if self.proof_ghosts:
             s.led_since[r] = where(still_leader, s.led_since[r], where(leads, epoch, 0))
+        keeps = still_leader if self.leader_keeps_fetch_state else False   # 0.8.2: reset on every LeaderAndIsr
+        self.apply_lag_clocks(s, r, leads, keeps, still_leader, isr)
         for i in self.REPLICAS:
             s.isr[r][i] = isr[i]
-            s.remote_leo[r][i] = where(still_leader, s.remote_leo[r][i], -1)
+            s.remote_leo[r][i] = where(keeps, s.remote_leo[r][i], -1)
         if controller_epoch is not None:
             s.controller_epoch_seen[r] = max_of([s.controller_epoch_seen[r], controller_epoch])
         if self.async_isr:
@@ -774,11 +947,16 @@ class KafkaReplication(Spec):
         learns that new HW only from a later fetch. A fetch offset past the
         leader's LEO gets OffsetOutOfRange and the follower truncates to it
         (AbstractFetcherThread.fetchOffsetAndTruncate, 2.1+; before, see ``exit_out_of_range``).
-        A caught-up follower rejoins the ISR in the same step.
+        A caught-up follower rejoins the ISR in the same step. A follower outside the leader's assignment gets
+        nothing and is not recorded (Partition.updateFollowerFetchState, 2.4+; the replica is unknown before).
         """
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l))
         s.require(~s.truncating[f])
+        if self.reassign:
+            s.require(self.serves(s, l, f))
+        if self.lag_rule is not None:
+            s.require(~s.stalled[f])
         response_hw, fetch_offset, leader_leo = s.hw[l], s.leo[f], s.leo[l]
         if self.out_of_range_exits and not self.unclean:
             s.require(fetch_offset <= leader_leo)
@@ -798,8 +976,19 @@ class KafkaReplication(Spec):
         s.hw[f] = response_hw
         s.flushed[f] = min_of([s.flushed[f], leader_leo])
         in_range = fetch_offset <= leader_leo
+        self.record_fetch(s, l, f, fetch_offset, leader_leo, in_range)
+
+    def record_fetch(self, s, l, f, fetch_offset, leader_leo, in_range):
+        """Leader l handles f's fetch from ``fetch_offset`` (a fetch offset past its LEO gets OffsetOutOfRange): it
+        records the offset as f's LEO, stamps its lag clocks, maybe adds f to the ISR and raises its HW
+        (ReplicaManager.updateReplicaLEOAndPartitionHW 0.8, updateFollowerLogReadResults 0.9+)."""
         s.remote_leo[l][f] = where(in_range, fetch_offset, s.remote_leo[l][f])
-        self.maybe_expand_isr(s, l, f, in_range)
+        if self.lag_rule is None:
+            self.maybe_expand_isr(s, l, f, in_range)
+        else:
+            at_end = self.record_fetch_time(s, l, f, fetch_offset, leader_leo, in_range)
+            self.maybe_expand_isr(s, l, f, in_range)
+            s.healthy[l][f] = s.healthy[l][f] | (at_end & s.isr[l][f])     # at the log end, in the ISR
         self.maybe_increment_hw(s, l)
 
     @action(f="REPLICAS", l="REPLICAS")
@@ -808,7 +997,8 @@ class KafkaReplication(Spec):
 
         ReplicaFetcherThread.handleOffsetOutOfRange (0.10.2-2.0.0): "Exiting because log truncation is
         not allowed" (System.exit, so the shutdown hook stops the broker cleanly; before 0.10.2 it was
-        Runtime.halt, a hard stop). It counts as one of the max_crashes stops.
+        Runtime.halt, a hard stop: ``out_of_range_halts``, 0.8.2 and 0.9.0 alike). It counts as one of the max_crashes
+        stops.
         """
         if not (self.out_of_range_exits and not self.unclean):
             s.require(False)
@@ -816,7 +1006,12 @@ class KafkaReplication(Spec):
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l) & ~s.truncating[f] & (s.leo[f] > s.leo[l]))
         s.require(s.crashes < self.C)
-        self.stop_cleanly(s, f)
+        if self.lag_rule is not None:
+            s.require(~s.stalled[f])
+        if self.out_of_range_halts:
+            self.hard_stop(s, f)
+        else:
+            self.stop_cleanly(s, f)
 
     @action(f="REPLICAS", l="REPLICAS")
     def fetch_response_lost(self, s, f, l):
@@ -835,20 +1030,24 @@ class KafkaReplication(Spec):
         s.require((f != l) & s.up[f] & s.up[l] & (s.leader[f] == l) & self.believes_leads(s, l)
                   & self.fetch_accepted(s, f, l))
         s.require(~s.truncating[f])
+        if self.lag_rule is not None:
+            s.require(~s.stalled[f])
+        if self.reassign:
+            s.require(self.serves(s, l, f))
         fetch_offset = s.leo[f]
-        in_range = fetch_offset <= s.leo[l]
-        s.remote_leo[l][f] = where(in_range, fetch_offset, s.remote_leo[l][f])
-        self.maybe_expand_isr(s, l, f, in_range)
-        self.maybe_increment_hw(s, l)
+        self.record_fetch(s, l, f, fetch_offset, s.leo[l], fetch_offset <= s.leo[l])
 
     @action(l="REPLICAS", f="REPLICAS")
     def shrink_isr(self, s, l, f):
         """Leader l drops follower f from the ISR after replica.lag.time.max.ms (Partition.maybeShrinkIsr).
 
-        Any follower, any time: Kafka drops only one that has not caught up for replica.lag.time.max.ms,
-        which the model does not time; the extra shrinks only add behaviour (sound for safety).
-        Kafka: ReplicaManager schedules "isr-expiration" (0.8+), which runs Partition.maybeShrinkIsr on every
-        partition it leads; the ZooKeeper write is conditional on the cached zkVersion (0.8-2.6).
+        Without a lag rule any follower, any time: Kafka drops only one that is out of sync, which the model then
+        does not time; the extra shrinks only add behaviour (sound for safety). With one, only a follower
+        ``follower_out_of_sync`` names. Kafka drops every out-of-sync follower in one write; the model drops one
+        per step (with three replicas or more it also has the ISR in between).
+        Kafka: ReplicaManager schedules "isr-expiration" (0.8+, every replica.lag.time.max.ms; half that from
+        0.10.2), which runs Partition.maybeShrinkIsr on every partition it leads; the ZooKeeper write is
+        conditional on the cached zkVersion (0.8-2.6).
         """
         if self.async_isr:
             # 2.7+ (KIP-497): the leader sends AlterIsr and keeps its current ISR until the controller commits
@@ -857,6 +1056,8 @@ class KafkaReplication(Spec):
             self.propose_isr(s, l, [s.isr[l][i] & (i != f) for i in self.REPLICAS])
             return
         s.require((f != l) & self.believes_leads(s, l) & s.isr[l][f] & self.isr_write_succeeds(s, l))
+        if self.lag_rule is not None:
+            s.require(self.follower_out_of_sync(s, l, f))
         self.write_isr(s, l, [s.isr[l][i] & (i != f) for i in self.REPLICAS])
         self.maybe_increment_hw(s, l)
 
@@ -909,6 +1110,10 @@ class KafkaReplication(Spec):
         (LogManager.loadLogs, 0.8.1+), and Partition.getOrCreateReplica loads min(checkpointed HW, LEO) (0.8-2.3).
         """
         s.require(s.up[r] & (s.crashes < self.C))
+        self.hard_stop(s, r)
+
+    def hard_stop(self, s, r):
+        """The broker process dies without its shutdown hook: with unflushed_loss the unflushed tail is gone."""
         if self.unflushed_loss:
             self.truncate_to(s, r, s.flushed[r])
             self.note_unclean_shutdown(s, r)
@@ -944,30 +1149,97 @@ class KafkaReplication(Spec):
         s.hw[r] = min_of([s.checkpoint_hw[r], s.leo[r]])
         s.up[r] = False
         s.crashes = s.crashes + 1
-        s.leader[r] = self.NONE
+        self.leave_partition(s, r)
         s.leader_epoch[r] = 0
         if self.proof_ghosts:
             s.led_since[r] = 0
-        self.forget_partition_epoch(s, r)
-        s.truncating[r] = False
-        s.ack_from[r] = 0
         if self.leader_epoch_cache:
             # loading the log drops cache entries at or past the LEO (Log.loadSegments: clearAndFlushLatest(LEO)
             # 0.11-2.0.0, truncateFromEnd(LEO) 2.0.1+), e.g. makeLeader's entry at the LEO
             self.truncate_from_end(s, r, s.leo[r])
+        if self.controller_failover:
+            s.controller_epoch_seen[r] = 0
+        if self.lag_rule is not None:
+            for l in self.REPLICAS:
+                s.healthy[l][r] = False
+        if self.reassign:       # requests in flight to it die with its connections, and so do its producers'
+            self.forget_partition(s, r)
+            if self.orphans:
+                s.produce_orphaned[r] = False
+
+    def leave_partition(self, s, r):
+        """Broker r's Partition and fetcher are gone (it stopped, or its replica was removed): it leads and follows no
+        one, holds no ISR view, no fetch state of followers, no in-flight ISR change; its lag clocks start afresh."""
+        s.leader[r] = self.NONE
+        self.forget_partition_epoch(s, r)
+        s.truncating[r] = False
+        s.ack_from[r] = 0
         if self.epoch_cached_on_election:
             s.epoch_start[r] = 0
         for i in self.REPLICAS:
             s.isr[r][i] = False
             s.remote_leo[r][i] = -1
-        if self.controller_failover:
-            s.controller_epoch_seen[r] = 0
+        if self.lag_rule is not None:
+            # its Replica objects are gone (the next ones start fresh); it fetches from no one, and its next
+            # incarnation's fetcher starts afresh
+            self.reset_lag_clocks(s, r)
+            s.stalled[r] = False
 
     def forget_partition_epoch(self, s, r):
         """A stopped broker's cached zkVersion and its in-flight AlterIsr die with its memory."""
         s.zk_version_current[r] = False
         if self.async_isr:
             self.clear_pending_isr(s, r)
+
+    # ------------------------------------------------------------------------------------
+    # time, for the lag rule (none without one)
+    # ------------------------------------------------------------------------------------
+    @action(l="REPLICAS", f="REPLICAS")
+    def lag_expires(self, s, l, f):
+        """replica.lag.time.max.ms passes in which follower f does not fetch from l: every clock l keeps of f runs out.
+
+        Kafka: Partition.getOutOfSyncReplicas compares Replica.logEndOffsetUpdateTimeMs (0.8) or lastCaughtUpTimeMs
+        (0.9+) with the time (0.8.2, 0.9.0 alike); f may be paused, cut off from l, or stopped (``fetcher_stops``).
+        """
+        if self.lag_rule is None:
+            s.require(False)
+            return
+        running = self.lag_clocks(s, l, f) + [s.healthy[l][f]]
+        s.require((f != l) & self.lag_clock_runs(s, l) & any_of(running))
+        for clock in self.lag_clock_names():
+            getattr(s, clock)[l][f] = False
+        s.healthy[l][f] = False
+
+    @action(l="REPLICAS", f="REPLICAS")
+    def catch_up_lapses(self, s, l, f):
+        """The time rule before KAFKA-4485 (0.9-0.10.1): replica.lag.time.max.ms passes in which f keeps fetching from
+        leader l, but l appends between any two of its fetches, so none starts at l's LEO: f's lastCaughtUpTimeMs runs
+        out although it holds all but the newest records. Only once f's last fetch started below l's LEO.
+
+        Kafka: Replica.updateLogReadResult stamps lastCaughtUpTimeMs only for a fetch with readToEndOfLog (0.9.0);
+        KAFKA-4485 (0.10.2) also counts a fetch that reaches the leader's LEO of the follower's previous fetch.
+        """
+        if self.lag_rule != "time" or self.caught_up_by_previous_fetch:
+            s.require(False)
+            return
+        s.require((f != l) & self.believes_leads(s, l) & s.caught_up[l][f] & (s.remote_leo[l][f] >= 0)
+                  & (s.remote_leo[l][f] < s.leo[l]) & s.up[f] & (s.leader[f] == l) & ~s.stalled[f])
+        s.caught_up[l][f] = False
+
+    @action(f="REPLICAS")
+    def fetcher_stops(self, s, f):
+        """Follower f's fetcher stops until its broker restarts (a ReplicaFetcherThread that died, a network partition
+        from the leader), while its ZooKeeper session lives on: the controller sees nothing; only the leader's lag rule
+        can take f out of the ISR (KIP-16: a "stuck" follower).
+
+        Kafka: the leader's Partition.getOutOfSyncReplicas calls it stuck once its clock runs out (0.8.2: no fetch
+        for replica.lag.time.max.ms; 0.9.0: no fetch from the log end).
+        """
+        if self.lag_rule is None:
+            s.require(False)
+            return
+        s.require(s.up[f] & ~s.stalled[f] & (s.leader[f] != f) & (s.leader[f] != self.NONE))
+        s.stalled[f] = True
 
     @action(r="REPLICAS")
     def restart(self, s, r):
@@ -1033,6 +1305,8 @@ class KafkaReplication(Spec):
             kept = []
             for r in self.REPLICAS:
                 electable = s.q_isr[r] | s.q_elr[r] if self.elr else s.q_isr[r]
+                if self.reassign:       # only a replica of the partition can be elected
+                    electable = electable & s.q_replicas[r]
                 kept.append(electable & (s.leo[r] > at) & (s.log_record[r][at] == m))
             ok.append((at < 0) | any_of(kept))
         return all_of(ok)
@@ -1170,8 +1444,9 @@ class KafkaReplication(Spec):
                 & all_of(~s.isr[l][i] | s.up[i] for i in self.REPLICAS))
 
     def follower_out_of_isr(self, s, l, f):
-        """Live follower f of the acting leader l is outside l's ISR."""
-        return self.acting_leader(s, l) & s.up[f] & ~s.isr[l][f]
+        """Live follower f of the acting leader l (one of its assignment) is outside l's ISR."""
+        out = self.acting_leader(s, l) & s.up[f] & ~s.isr[l][f]
+        return out & self.serves(s, l, f) if self.reassign else out
 
     @leads_to("eventually-leader", fairness=[weak("elect_leader"), weak("apply_leader_and_isr")])
     def eventually_leader(self, s):
@@ -1225,7 +1500,7 @@ class KafkaReplication(Spec):
     @leads_to("truncation-terminates", fairness=[weak("truncate_by_epoch", optional=True),
                                                  weak("apply_leader_and_isr"), weak("elect_leader"),
                                                  weak("restart"), weak("controller_shrink_isr"),
-                                                 weak("controller_offline")])
+                                                 weak("controller_offline"), weak("apply_stop_replica")])
     def truncation_terminates(self, s):
         """A live follower in the truncation phase (0.11+, OffsetsForLeaderEpoch) eventually fetches again.
 
@@ -1233,7 +1508,8 @@ class KafkaReplication(Spec):
         broker eventually applies a LeaderAndIsr that reaches it, the controller eventually handles a broker
         failure and elects a live ISR member it keeps being able to elect, and a stopped broker eventually
         restarts (each instance weakly fair): a follower whose leader died waits for the next leader, or for
-        the last ISR member to come back (unclean election off). Stopping ends the obligation. Stated for the
+        the last ISR member to come back (unclean election off); a replica a reassignment removed, fenced from its
+        old leader, waits for its StopReplica (weakly fair too). Stopping ends the obligation. Stated for the
         last replica, as isr-regrows is; the obligation also ends at the last leader epoch (epochs_exhausted).
         Weak elect_leader is stronger than Kafka, whose controller does not elect while the leader is alive: it
         ends a truncation loop whose follower is still in the ISR, so KAFKA-10706 shows here only once the leader
@@ -1242,3 +1518,127 @@ class KafkaReplication(Spec):
         f = self.R - 1
         truncating = s.up[f] & s.truncating[f]
         return truncating, ~truncating | self.epochs_exhausted(s)
+
+    # ------------------------------------------------------------------------------------
+    # progress a producer is promised, and a reassignment's; the fairness is each family's retry loops and timers
+    # ------------------------------------------------------------------------------------
+    #: a live follower fetches, truncates and applies what reaches it (each family names its own steps: the
+    #: ZooKeeper era's truncate_by_epoch and alter_isr, KRaft's truncate_on_fetch_response, alter_partition and
+    #: apply_partition_change); the controller removes a dead ISR member (its ZooKeeper session or broker session
+    #: expires: zookeeper.session.timeout.ms, broker.session.timeout.ms); a broker applies a StopReplica sent to it
+    PROGRESS_FAIRNESS = (weak("fetch"), weak("apply_leader_and_isr"), weak("truncate_by_epoch", optional=True),
+                         weak("alter_isr", optional=True), weak("truncate_on_fetch_response", optional=True),
+                         weak("alter_partition", optional=True), weak("apply_partition_change", optional=True),
+                         weak("controller_shrink_isr"), weak("apply_stop_replica"))
+
+    def produce_unanswered(self, s, l):
+        """Broker l holds an acks=all produce request it has not answered: one it leads for and its HW has not
+        passed, or (before 2.4) one left in its purgatory when StopReplica removed its replica."""
+        waiting = self.produce_waiting(s, l)
+        return waiting | s.produce_orphaned[l] if self.orphans else waiting
+
+    def fetches_from(self, s, f, l):
+        """Follower f keeps fetching from leader l: it is up, follows l, is not fenced by its leader epoch nor
+        truncating, and its fetcher runs."""
+        fetching = s.up[f] & (s.leader[f] == l) & self.fetch_accepted(s, f, l) & ~s.truncating[f]
+        return fetching & ~s.stalled[f] if self.lag_rule is not None else fetching
+
+    def laggard(self, s, l, i):
+        """ISR member i (of leader l's view) does not fetch from l, and l's ISR change would be accepted: Kafka's lag
+        rule drops such a member after replica.lag.time.max.ms (a timer the model does not run for every version:
+        ``shrink_isr`` may also drop a follower that fetches, so it is not made fair)."""
+        can_change = self.alter_accepted(s, l) if self.async_isr else self.isr_write_succeeds(s, l)
+        return s.isr[l][i] & ~self.fetches_from(s, i, l) & can_change
+
+    def drops_laggard(self, s, l):
+        """Leader l has a laggard (``laggard``): its lag rule drops it and the HW moves on."""
+        return any_of(self.laggard(s, l, i) for i in self.REPLICAS if i != l)
+
+    @leads_to("write-resolves", fairness=PROGRESS_FAIRNESS)
+    def write_resolves(self, s):
+        """Every acks=all produce request is eventually answered while its leader stays leader: acknowledged, or
+        rejected (NOT_ENOUGH_REPLICAS_AFTER_APPEND once the HW passes it, NOT_LEADER_OR_FOLLOWER when the leader
+        learns it no longer leads, a broken connection when it stops).
+
+        The request's own timeout (request.timeout.ms, 30 s by default) is not counted as an answer: a request that
+        only its timeout ends is a producer stalled for that long (KAFKA-9198). Fairness: a live follower eventually
+        fetches, finishes truncating and applies what reaches it, the controller answers a pending ISR change and
+        removes a dead ISR member (the broker's ZooKeeper or KRaft session expires), a broker applies a StopReplica
+        sent to it (each instance weakly fair). The obligation also ends while the leader could drop an ISR member
+        that does not fetch from it (``drops_laggard``: its lag rule, replica.lag.time.max.ms, does). With acks=1
+        nothing waits.
+        """
+        if not self.acks_all:
+            return False, True
+        open_ = [self.produce_unanswered(s, l) & ~self.drops_laggard(s, l) for l in self.REPLICAS]
+        return any_of(open_), ~any_of(open_)
+
+    def lacks_acked(self, s, i):
+        """Replica i does not hold some acknowledged record at its offset."""
+        missing = []
+        for m in self.RECORDS:
+            at = s.acked_at[m - 1]
+            missing.append((at >= 0) & ~((s.leo[i] > at) & (s.log_record[i][at] == m)))
+        return any_of(missing)
+
+    @leads_to("acked-fully-replicated", fairness=PROGRESS_FAIRNESS)
+    def acked_fully_replicated(self, s):
+        """While the partition's leader is up, an acknowledged record eventually sits at its offset on every live ISR
+        member (as the controller records the ISR).
+
+        Fairness as for write-resolves. The obligation ends when the leader in ZooKeeper (or the metadata log)
+        stops or there is none (electing the next one is eventually-leader's business), and for a member that does
+        not fetch from the leader while the leader could drop it (``laggard``: its lag rule does). A record no live
+        replica can fetch any more (a committed record lost) keeps it open forever.
+        """
+        led = any_of((s.q_leader == l) & s.up[l] for l in self.REPLICAS)
+        short = []
+        for i in self.REPLICAS:
+            dropped = any_of((s.q_leader == l) & self.laggard(s, l, i) for l in self.REPLICAS if l != i)
+            short.append(s.q_isr[i] & s.up[i] & self.lacks_acked(s, i) & ~dropped)
+        return led & any_of(short), ~any_of(short) | ~led
+
+    def current_request_pending(self, s, r):
+        """Live broker r has not applied the partition state of the controller's current leader epoch, which is
+        meant for it (a replica it names; ZooKeeper-era brokers skip one that names no leader)."""
+        current = []
+        for e in self.EPOCHS:
+            meant = s.req_sent[e - 1]
+            if self.reassign:
+                meant = meant & s.req_replicas[e - 1][r]
+            if not self.elr:
+                meant = meant & (s.req_leader[e - 1] != self.NONE)
+            current.append((s.q_epoch == e) & meant)
+        return s.up[r] & any_of(current) & (s.leader_epoch[r] < s.q_epoch)
+
+    @leads_to("metadata-converges", fairness=[weak("apply_leader_and_isr"), weak("apply_stop_replica")])
+    def metadata_converges(self, s):
+        """Every live broker eventually applies the controller's latest partition state (its leader epoch) meant
+        for it.
+
+        Fairness: a live broker eventually applies a LeaderAndIsr (a partition record) that reaches it, and a
+        StopReplica sent before it (each instance weakly fair: the controller's RequestSendThread retries until the
+        broker answers; a KRaft broker's metadata listener keeps fetching the log).
+        """
+        behind = any_of(self.current_request_pending(s, r) for r in self.REPLICAS)
+        return behind, ~behind
+
+    @leads_to("reassignment-completes", fairness=PROGRESS_FAIRNESS + (strong("complete_reassignment"),))
+    def reassignment_completes(self, s):
+        """A reassignment whose target replicas and leader stay up completes.
+
+        Fairness as for write-resolves, and the controller completes the reassignment when it finds its target in the
+        ISR again and again (strongly fair: every ISR change queues a controller event, the ISR znode's watch before
+        2.7 and the AlterIsr answer since, which the controller handles well within the replica.lag.time.max.ms a
+        follower needs to drop out again; without a lag rule the model may drop a caught-up follower at once). The obligation ends when a target
+        replica or the leader stops, or there is no leader (the election is eventually-leader's business), or the
+        controller lacks the leader epochs the bounds allow for the completion's steps (``--max-epochs``).
+        Holds trivially without reassignments.
+        """
+        if not self.reassign:
+            return False, True
+        up = all_of(~self.target(s, i) | s.up[i] for i in self.REPLICAS)
+        led = any_of((s.q_leader == l) & s.up[l] for l in self.REPLICAS)
+        room = s.q_epoch + 1 + count_of(s.q_removing[i] & s.q_isr[i] for i in self.REPLICAS) <= self.E
+        running = self.reassigning(s) & up & led & room
+        return running, ~running

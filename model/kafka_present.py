@@ -136,13 +136,15 @@ def truncation_rule(prev, cur, name, params, r):
     if name in ("fetch", "fetch_response_lost"):
         l = params.get("l")
         return f"r{r} truncated to leader r{l}'s LEO {to} (its fetch offset was out of range)"
+    if name == "apply_stop_replica":
+        return f"r{r} deleted its log: the reassignment removed its replica (StopReplica, delete=true)"
     return f"r{r}'s log went from LEO {len(old)} to {to} ({name})"
 
 
 # ======================================================================================
 # one sentence per step
 # ======================================================================================
-def _action_phrase(prev, cur, name, params):
+def _action_phrase(prev, cur, name, params, halts=False):
     R = cur.R
     p = params
     if name is None:
@@ -202,6 +204,19 @@ def _action_phrase(prev, cur, name, params):
                 f"(OffsetsForLeaderEpoch).")
     if name == "shrink_isr":
         return f"Leader r{p['l']} drops r{p['f']} from the ISR."
+    if name == "lag_expires":
+        l, f = p["l"], p["f"]
+        if not cur.believes_leads(l):
+            return (f"replica.lag.time.max.ms passes: the clock r{l} keeps of r{f} since it took the partition runs "
+                    f"out (r{l} does not lead; it reads the clock when it does).")
+        return f"replica.lag.time.max.ms passes without r{f} fetching from r{l}: r{l}'s clock of r{f} runs out."
+    if name == "catch_up_lapses":
+        return (f"replica.lag.time.max.ms passes with r{p['f']} fetching from r{p['l']}, but r{p['l']} appends "
+                f"between any two of its fetches, so none starts at r{p['l']}'s log end: r{p['f']} no longer counts "
+                f"as caught up.")
+    if name == "fetcher_stops":
+        return (f"r{p['f']}'s fetcher stops (a dead fetcher thread, or a network partition from its leader); its "
+                f"ZooKeeper session lives on.")
     if name == "alter_isr":
         return f"The controller handles r{p['l']}'s AlterIsr request."
     if name == "flush":
@@ -216,14 +231,84 @@ def _action_phrase(prev, cur, name, params):
     if name == "restart":
         return f"r{p['r']} restarts with HW {cur.get('hw', p['r'])}."
     if name == "exit_out_of_range":
+        how = ("halts (Runtime.halt before 0.10.2: a hard stop, no HW checkpoint)" if halts
+               else "exits (0.10.2-2.0)")
         return (f"r{p['f']}'s fetch offset {prev.get('leo', p['f'])} is past r{p['l']}'s LEO "
                 f"{prev.get('leo', p['l'])} and truncation is not allowed (unclean election off): the broker "
-                f"exits (0.10.2-2.0).")
+                f"{how}.")
     if name == "restart_unnoticed":
         return (f"r{p['r']} restarts with HW {cur.get('hw', p['r'])} before the controller noticed it was down: "
                 f"no LeaderAndIsr of epoch {cur.get('q_epoch')} is sent to it (KAFKA-1120).")
+    if name in REASSIGNMENT_STEPS:
+        return _reassignment_phrase(prev, cur, name, params)
     changed = [k for k in cur.d if prev.d.get(k) != cur.d.get(k)]
     return f"{step_label(name, params)}: changes {', '.join(changed) or 'nothing'}."
+
+
+def _last_step(states, names, i, pred):
+    """The last step k < i where ``pred(states[k - 1], states[k], names[k])`` holds, or None."""
+    return next((k for k in range(i - 1, 0, -1) if pred(states[k - 1], states[k], names[k])), None)
+
+
+def _shrink_reason(spec, states, steps, i):
+    """Why leader l's lag rule let it drop follower f at step i, in Kafka's terms (None without a lag rule)."""
+    rule = getattr(spec, "lag_rule", None)
+    name, params, _ = steps[i]
+    l, f = params["l"], params["f"]
+    prev, names = states[i - 1], [n for n, _, _ in steps]
+    if rule == "message":
+        if not prev.get("fetched_recently", l, f):
+            return f"r{f} has not fetched within replica.lag.time.max.ms"
+        behind = prev.get("leo", l) - prev.get("remote_leo", l, f)
+        text = (f"r{f} is {behind} messages behind (r{l}'s LEO {prev.get('leo', l)}, r{f}'s fetch offset "
+                f"{prev.get('remote_leo', l, f)}), replica.lag.max.messages={spec.lag_max_messages}")
+        fetched = names[i - 1] == "fetch" and steps[i - 1][1] == {"f": f, "l": l}
+        return text + (", though it fetched at the last step" if fetched else "")
+    if rule != "time":
+        return None
+    text = f"r{f} has not caught up within replica.lag.time.max.ms"
+    ran_out = _last_step(states, names, i, lambda a, b, n: a.get("caught_up", l, f) and not b.get("caught_up", l, f))
+    took_over = _last_step(states, names, i, lambda a, b, n: b.believes_leads(l) and not a.believes_leads(l))
+    if ran_out is not None and (took_over is None or ran_out > took_over):
+        if names[ran_out] == "catch_up_lapses":
+            return text + (f" — none of its fetches started at r{l}'s log end (step {ran_out}; 0.9-0.10.1, "
+                           f"KAFKA-4485 counts a fetch that reaches the LEO of the previous one)")
+        return text + f" — it has not fetched from r{l} for that long (step {ran_out})"
+    if took_over is not None:
+        return text + (f" — r{l} became leader at step {took_over} with the lastCaughtUpTimeMs it had kept of r{f} "
+                       f"from before, long run out (0.9-0.10.1 do not reset it on election; KAFKA-4485 does)")
+    return text
+
+
+REASSIGNMENT_STEPS = ("start_reassignment", "resume_reassignment", "complete_reassignment", "apply_stop_replica")
+
+
+def _replica_set(s, field):
+    return _set([i for i in range(s.R) if s.get(field, i)])
+
+
+def _reassignment_phrase(prev, cur, name, params):
+    """The sentence of a reassignment step (model/reassignment.py)."""
+    epoch = cur.get("q_epoch")
+    bumped = f"epoch {epoch}" if epoch != prev.get("q_epoch") else f"epoch still {epoch}"
+    if name == "start_reassignment":
+        target = _set([i for i in range(cur.R) if params["t"] >> i & 1])
+        sent = (f"sends LeaderAndIsr (epoch {epoch})" if epoch != prev.get("q_epoch")
+                else "sends nothing: the target is already in the ISR, the completion comes next")
+        return (f"The admin reassigns the partition to {target}: the controller records replicas "
+                f"{_replica_set(cur, 'q_replicas')} (adding {_replica_set(cur, 'q_adding')}, removing "
+                f"{_replica_set(cur, 'q_removing')}) and {sent}.")
+    if name == "resume_reassignment":
+        return f"The controller resumes the reassignment: LeaderAndIsr to {_replica_set(cur, 'q_replicas')} ({bumped})."
+    if name == "complete_reassignment":
+        q = cur.get("q_leader")
+        leader = "no leader" if q is None or q >= cur.R else f"r{q} leading"
+        stopped = [r for r in range(cur.R) if cur.get("stop_epoch", r) and not prev.get("stop_epoch", r)]
+        return (f"The target is in the ISR: the controller completes the reassignment, replicas "
+                f"{_replica_set(cur, 'q_replicas')}, {leader}, ISR {_set(cur.isr())} ({bumped}); StopReplica "
+                f"to {_set(stopped)}.")
+    r = params["r"]
+    return f"r{r} applies StopReplica: it drops the partition and deletes its log."
 
 
 def _truncated(prev, cur, r):
@@ -391,6 +476,12 @@ def _detail(spec, invariant, states, R):
         if len(leaders) > 1:
             epochs = ", ".join(f"r{r} on epoch {last.get('leader_epoch', r)}" for r in leaders)
             return f"{len(leaders)} replicas believe they lead: {epochs}."
+    if invariant == "isr-keeps-healthy-followers":
+        for l in range(R):
+            for f in range(R):
+                if f != l and last.get("healthy", l, f) and not last.get("isr", l, f):
+                    return (f"leader r{l} dropped r{f} from its ISR although r{f} has fetched within every "
+                            f"replica.lag.time.max.ms since it was last in sync.")
     if invariant == "leader-in-isr":
         return f"the leader in ZooKeeper, r{last.get('q_leader')}, is not in the ISR {_set(last.isr())}."
     if invariant == "strong-isr":
@@ -441,6 +532,11 @@ def _message(name, params, prev, cur, R):
         return r("f"), r("l"), f"OffsetsForLeaderEpoch: truncate {prev.get('leo', f)}→{cur.get('leo', f)}"
     if name == "shrink_isr":
         return r("l"), "Controller", f"shrink ISR: drop r{p['f']}"
+    if name in ("lag_expires", "catch_up_lapses"):
+        what = "no fetch" if name == "lag_expires" else "no fetch from the log end"
+        return r("l"), r("l"), f"replica.lag.time.max.ms: {what} from r{p['f']}"
+    if name == "fetcher_stops":
+        return r("f"), r("f"), "fetcher stops"
     if name == "alter_isr":
         return r("l"), "Controller", "AlterIsr"
     if name == "crash":
@@ -453,6 +549,10 @@ def _message(name, params, prev, cur, R):
         return r("f"), r("f"), "OffsetOutOfRange: exit"
     if name == "checkpoint_hw":
         return r("r"), r("r"), f"checkpoint HW {cur.get('checkpoint_hw', p['r'])}"
+    if name in ("start_reassignment", "resume_reassignment", "complete_reassignment"):
+        return "Controller", "Controller", f"{name.replace('_', ' ')}, epoch {cur.get('q_epoch')}"
+    if name == "apply_stop_replica":
+        return "Controller", r("r"), "StopReplica (delete) applied"
     who = next((f"r{v}" for k, v in p.items() if isinstance(v, int) and 0 <= v < R), "Controller")
     return who, who, f"{name}({', '.join(f'{k}={v}' for k, v in p.items())})"
 
@@ -471,8 +571,9 @@ def _state_label(s, R):
         lines.append(f"r{r} {role} e{s.get('leader_epoch', r)} [{log}] leo={s.get('leo', r)} hw={s.get('hw', r)}{up}")
     if s.has("q_leader"):
         q = s.get("q_leader")
+        replicas = f" replicas={_replica_set(s, 'q_replicas')}" if s.has("q_replicas") else ""
         lines.append(f"ZK: leader={'-' if q is None or q >= R else f'r{q}'} epoch={s.get('q_epoch')} "
-                     f"ISR={_isr(s)}")
+                     f"ISR={_isr(s)}{replicas}")
     acked = s.acked()
     if acked:
         lines.append("acked (offset:record): " + ", ".join(f"{o}:{m}" for m, o in sorted(acked.items())))
@@ -487,7 +588,8 @@ class KafkaPresentation(Presentation):
                           "apply_leader_and_isr", "apply_stale_leader_and_isr", "produce", "fetch",
                           "fetch_response_lost", "truncate_by_epoch", "shrink_isr", "alter_isr", "flush",
                           "checkpoint_hw", "crash", "shutdown", "restart", "restart_unnoticed",
-                          "exit_out_of_range"})
+                          "exit_out_of_range", "lag_expires", "catch_up_lapses", "fetcher_stops",
+                          *REASSIGNMENT_STEPS})
     columns = {"leo": "LEO", "hw": "HW", "leader": "leader", "leader_epoch": "epoch", "isr": "ISR", "up": "up"}
     hidden = ("log_record", "log_epoch")
     partition_prefixes = ("q_",)          # the quorum state (ZooKeeper) is partition-wide
@@ -500,7 +602,7 @@ class KafkaPresentation(Presentation):
 
     def phrase(self, prev, cur, name, params):
         """The sentence of one step (a family built on this one narrates its own actions here)."""
-        return _action_phrase(prev, cur, name, params)
+        return _action_phrase(prev, cur, name, params, halts=self.spec.out_of_range_halts)
 
     def truncation(self, prev, cur, name, params, r):
         """Why r's log got shorter in this step, and the protocol rule that allowed it."""
@@ -529,6 +631,8 @@ class KafkaPresentation(Presentation):
             prev = states[i - 1] if i else None
             cur = states[i]
             phrase = self.phrase(prev or cur, cur, name, params)
+            if name == "shrink_isr" and getattr(spec, "lag_rule", None) and prev is not None:
+                phrase = phrase[:-1] + ": " + _shrink_reason(spec, states, steps, i) + "."
             if prev is None:
                 lines.append(Line(i, phrase))
                 continue

@@ -816,6 +816,46 @@ class KRaftReplication(KRaftController, KafkaReplication):
         leaving = s.shutting_down[self.R - 1]
         return out & ~leaving, back | leaving
 
+    def alter_accepted(self, s, l):
+        """The controller would commit an AlterPartition leader l sends now (ReplicationControlManager.alterPartition,
+        3.9): l leads in the controller's leader epoch and partition epoch."""
+        return (s.q_leader == l) & (s.leader_epoch[l] == s.q_epoch) & (s.pe_lag[l] == 0)
+
+    def current_request_pending(self, s, r):
+        """Live broker r's metadata image lacks a partition record the controller committed."""
+        return s.up[r] & (s.img_lag[r] > 0)
+
+    @leads_to("write-resolves", fairness=FOLLOWER_FAIRNESS)
+    def write_resolves(self, s):
+        """Every acks=all produce request is eventually answered while its leader stays leader: acknowledged, or
+        rejected (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, a broken connection); its own timeout
+        (request.timeout.ms) is not counted as an answer.
+
+        Fairness as for hw-advances. The obligation also ends while the leader could drop an ISR member that does not
+        fetch from it (its isr-expiration task does after replica.lag.time.max.ms, and the controller, which leads in
+        its leader epoch and partition epoch, commits the change): a dead member is one, so the controller's fencing
+        needs no fairness here."""
+        return KafkaReplication.write_resolves(self, s)
+
+    @leads_to("acked-fully-replicated", fairness=FOLLOWER_FAIRNESS)
+    def acked_fully_replicated(self, s):
+        """While the partition's leader is up, an acknowledged record eventually sits at its offset on every live ISR
+        member (as the metadata log records the ISR). Fairness and the end of the obligation as for write-resolves."""
+        return KafkaReplication.acked_fully_replicated(self, s)
+
+    @leads_to("metadata-converges", fairness=[weak("apply_metadata")])
+    def metadata_converges(self, s):
+        """Every live broker's metadata image eventually holds the controller's latest partition record.
+
+        Fairness: a live broker eventually applies the records that reach it (weakly fair: its metadata listener
+        keeps fetching the log)."""
+        return KafkaReplication.metadata_converges(self, s)
+
+    @leads_to("reassignment-completes", fairness=FOLLOWER_FAIRNESS)
+    def reassignment_completes(self, s):
+        """Holds trivially: reassignment is modelled for the ZooKeeper-era controller only (model/reassignment.py)."""
+        return KafkaReplication.reassignment_completes(self, s)
+
     @leads_to("truncation-terminates", fairness=[weak("truncate_on_fetch_response"), weak("apply_metadata"),
                                                  weak("elect_leader"), weak("restart"), weak("fence_broker"),
                                                  weak("unfence_broker")])

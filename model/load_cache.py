@@ -55,22 +55,52 @@ _OWN = ("numpy", "z3")      # versioned by their releases, not their sources
 
 def digest(spec):
     """The hex digest a record of ``spec``'s load checks is kept under, or None when it cannot be keyed."""
-    classes = [k for k in type(spec).__mro__ if k is not object]
-    if not all(_reachable(k) for k in classes):
+    h = _sources(type(spec), sys.version, np.__version__, _z3_version())
+    if h is None:
+        return None
+    h.update(_part(list(spec.layout.names), spec.layout.lo.tobytes(), spec.layout.hi.tobytes(),
+                   spec.layout.boolean.tobytes(), sorted(spec.bounds.items())))
+    from isrcheck.model.loading import declared_instances
+    h.update(_part([(name, sorted(params.items())) for name, _, params in declared_instances(spec)]))
+    return h.hexdigest()
+
+
+def source_digest(cls, bounds):
+    """A digest of what the states of ``cls`` at ``bounds`` can depend on, taken without building the spec: the
+    sources ``digest`` covers, and the bounds (None for a class that cannot be keyed)."""
+    h = _sources(cls)
+    if h is None:
+        return None
+    h.update(_part(sorted(bounds.items())))
+    return h.hexdigest()
+
+
+def _part(*parts):
+    """Parts of a digest, each prefixed by its length (so no two sequences of parts run together alike)."""
+    out = b""
+    for p in parts:
+        b = p if isinstance(p, bytes) else repr(p).encode()
+        out += len(b).to_bytes(8, "little") + b
+    return out
+
+
+def _sources(cls, *versions):
+    """A sha256 over ``versions``, isrcheck's model package, the modules the classes of ``cls``'s MRO can reach and
+    where each of their methods was defined; None when a class of the MRO is not reachable by name."""
+    classes = [k for k in cls.__mro__ if k is not object]
+    if not all(reachable(k) for k in classes):
         return None
     h = hashlib.sha256()
 
     def add(*parts):
-        for p in parts:
-            b = p if isinstance(p, bytes) else repr(p).encode()
-            h.update(len(b).to_bytes(8, "little") + b)
+        h.update(_part(*parts))
 
-    add(FORMAT, sys.version, np.__version__, _z3_version())
+    add(FORMAT, *versions)
     model_dir = os.path.dirname(os.path.abspath(native.__file__))
     for name in sorted(os.listdir(model_dir)):
         if name.endswith(".py"):
             add(name, _read(os.path.join(model_dir, name)))
-    for module in _closure(classes):
+    for module in modules_reached(classes):
         add(module.__name__, _read(module.__file__))
     for k in classes:
         add(k.__module__, k.__qualname__)
@@ -78,11 +108,7 @@ def digest(spec):
             fn = _function(value)
             if fn is not None:
                 add(attr, fn.__module__, fn.__qualname__, fn.__code__.co_firstlineno)
-    lay = spec.layout
-    add(list(lay.names), lay.lo.tobytes(), lay.hi.tobytes(), lay.boolean.tobytes(), sorted(spec.bounds.items()))
-    from isrcheck.model.loading import declared_instances
-    add([(name, sorted(params.items())) for name, _, params in declared_instances(spec)])
-    return h.hexdigest()
+    return h
 
 
 def read(key, spec):
@@ -150,7 +176,7 @@ def _read(path):
         return fh.read()
 
 
-def _reachable(cls):
+def reachable(cls):
     """Whether ``cls`` is what its module's source defines under its qualified name (not a local class)."""
     module = sys.modules.get(cls.__module__)
     if getattr(module, "__file__", None) is None or "<" in cls.__qualname__:
@@ -178,7 +204,7 @@ def _keyed(module):
             and path.endswith(".py"))
 
 
-def _closure(classes):
+def modules_reached(classes):
     """The modules the classes' code can reach (see the module docstring), sorted by name."""
     todo = [sys.modules[k.__module__] for k in classes]
     seen = {}

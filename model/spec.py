@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import inspect
 
-from isrcheck.model import backends, configuration, load_cache, loading
+from isrcheck.model import backends, configuration, load_cache, loading, near_miss, sources
 from isrcheck.model.declare import (ActionInstance, Bound, Bounds, Fairness, FuzzTarget, Invariant, LeadsTo, action,
                                     doc_parts, invariant, leads_to, strong, weak)
 from isrcheck.model.expr import DeclarationError
@@ -109,17 +109,10 @@ class Spec:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        clash = sorted(set(vars(cls)) & RESERVED)
-        if clash:
-            raise DeclarationError(f"{cls.__name__}.{clash[0]}: the engines read {clash[0]} off every spec; "
-                                   f"give your attribute another name (e.g. {clash[0].strip('_')}_)")
-        for attr in ("configurations", "not_modelled"):
-            if attr not in vars(cls):
-                setattr(cls, attr, {})
-        if "declared_bounds" in vars(cls):
-            cls._derive_bounds()
-        cls._inherit_expectations()
-        configuration.validate(cls)
+        try:
+            _check_declarations(cls)
+        except DeclarationError as e:           # named at the user's file and line
+            raise DeclarationError(sources.located(str(e), sources.of_class_error(cls, str(e)))) from None
 
     @classmethod
     def _inherit_expectations(cls):
@@ -195,6 +188,20 @@ class Spec:
             lo, hi = self.limits.get(k, (None, None))
             if lo is not None and not lo <= v <= hi:
                 raise BoundsError(f"{self.name}: --{k.replace('_', '-')} {v} is outside {lo}..{hi}")
+        try:
+            self._load()
+        except MemoryError:
+            raise
+        except Exception as e:                  # named at the user's file and line (model/sources.py)
+            where = sources.of_error(e, type(self))
+            if isinstance(e, DeclarationError):
+                raise DeclarationError(sources.located(str(e), where)) from None
+            if where is None:                   # not raised in spec code: isrcheck's own error
+                raise
+            raise DeclarationError(sources.located(f"{type(e).__name__}: {e}", where)) from e
+
+    def _load(self):
+        """Build the spec at ``self.bounds``: configure, fields, and the checks of model/loading.py."""
         params = list(inspect.signature(self.configure).parameters.values())
         if len(params) != 1 or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD) \
                 or params[0].name in self.bounds:         # configure(self, replicas): the bounds as keywords
@@ -285,6 +292,23 @@ class Spec:
             fn = getattr(cls, attr, None)
             if fn is not None and hasattr(fn, marker) and not (dropped and getattr(fn, marker) in dropped):
                 yield attr, fn
+
+
+def _check_declarations(cls):
+    """What a subclass of :class:`Spec` declares, checked when it is created."""
+    near_miss.check(cls)
+    clash = sorted(set(vars(cls)) & RESERVED)
+    if clash:
+        raise DeclarationError(f"{cls.__name__}.{clash[0]}: the engines read {clash[0]} off every spec; "
+                               f"give your attribute another name (e.g. {clash[0].strip('_')}_)")
+    for attr in ("configurations", "not_modelled"):
+        if attr not in vars(cls):
+            setattr(cls, attr, {})
+    if "declared_bounds" in vars(cls):
+        cls._derive_bounds()
+    cls._inherit_expectations()
+    configuration.validate(cls)
+    configuration.validate_expected(cls)
 
 
 #: the names engines read off every spec (see ``DECLARED``), checked when a subclass is created

@@ -1,10 +1,14 @@
 """Protocol versions: one module each, registered by name."""
 from isrcheck.specs.hw_truncation import HwTruncation
+from isrcheck.specs.kafka_0_8_2 import Kafka082
+from isrcheck.specs.kafka_0_9 import Kafka09
+from isrcheck.specs.kafka_0_10_2 import Kafka0102
 from isrcheck.specs.kip_101 import Kip101
 from isrcheck.specs.kip_279 import Kip279
 from isrcheck.specs.kafka_2_0_1 import Kafka201
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.specs.kafka_2_6_1 import Kafka261
+from isrcheck.specs.no_reassignment_bump import NoReassignmentBump
 from isrcheck.specs.no_isr_fencing import NoIsrFencing
 from isrcheck.specs.zombie_controller import ZombieController
 from isrcheck.specs.acks_1 import Acks1
@@ -23,8 +27,8 @@ from isrcheck.specs.kafka_14704 import Kafka14704
 from isrcheck.specs.kafka_14617 import Kafka14617
 from isrcheck.specs.tla import TLA_SPECS
 
-SPECS = {cls.name: cls for cls in (HwTruncation, Kip101, Kip279, Kafka201, Kip320, Kafka261,
-                                   NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128, Kafka1120,
+SPECS = {cls.name: cls for cls in (HwTruncation, Kafka082, Kafka09, Kafka0102, Kip101, Kip279, Kafka201, Kip320, Kafka261,
+                                   NoReassignmentBump, NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128, Kafka1120,
                                    AsyncIsr, Kip497, LastReplicaStanding, Kip966,
                                    Kafka35, Kafka39, Kafka39KeepPending, Kafka40, Kafka40KeepPending, Kafka19522,
                                    Kafka13141, Kafka14704, Kafka14617)}

@@ -3,6 +3,15 @@ from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.specs.kip_320_lemmas import LEMMAS
+from isrcheck.specs.progress import FAIRNESS, HOLDS, record_lost
+
+#: one reassignment moves the partition to the other broker, with the leader epochs its three steps take (start,
+#: the leader's move, the removed replica leaving the ISR) after an election
+ONE_MOVE = {"reassignments": 1, "max_epochs": 4}
+
+#: the acknowledged record that acked-fully-replicated finds lost at the defaults
+LOST = record_lost("KAFKA-10432: the leader acknowledges a record on its old ISR while an expansion is pending, the "
+                   "follower that never had it joins the ISR and is elected, and the leader crashes")
 
 
 class AsyncIsr(Kip320):
@@ -19,9 +28,11 @@ class AsyncIsr(Kip320):
     restart_noticed = True      # 2.7 has KIP-380 (2.2): the controller notices every bounce
     truncation_clamps_hw = True     # 2.7 keeps the HW in Log (2.4+): truncation brings it down to the new LEO
     truncation_cleans_epoch_cache = True    # 2.7.0 has KAFKA-10706's fix (Log.truncateTo, apache/kafka#9633)
+    stop_replica_completes_produce = True   # ReplicaManager.stopReplicas (2.4+, KAFKA-9198)
     defaults = {**Kip320.defaults, "async_isr": 1, "max_epochs": 2}
     #: liveness at the defaults (max_epochs=2 leaves no room for kip-320's truncation loop): all four hold
-    expected_liveness = {"hw-advances": "holds", "isr-regrows": "holds"}
+    expected_liveness = {"hw-advances": "holds", "isr-regrows": "holds", **LOST[0]}
+    expected_liveness_why = LOST[1]
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",
@@ -56,6 +67,17 @@ class Kip497(AsyncIsr):
                     "no-committed-loss": "KAFKA-8836 computes the HW over the maximal ISR while an AlterIsr is "
                                          "pending (async-isr loses a committed record at these bounds)"}
     configurations = {
+        "reassignment": Configuration(
+            bounds=ONE_MOVE,
+            expected={name: "holds" for name in ("no-committed-loss", "no-committed-loss-anywhere", "log-matching",
+                                                 "hw-log-matching", "consistent-reads", "strong-isr")},
+            liveness={name: "holds" for name in ("eventually-leader", "hw-advances", "isr-regrows", "write-resolves",
+                                                 "acked-fully-replicated", "reassignment-completes")},
+            why={"reassignment-completes": "the new replica joins the ISR through AlterIsr and the controller "
+                                           "completes the reassignment from AlterIsr's answer "
+                                           "(maybeCompleteReassignment, 2.7); the removed replica is out of the ISR "
+                                           "before its log is deleted. " + FAIRNESS + ", strong "
+                                           "complete_reassignment"}),
         "kafka-1120": Configuration(
             bounds={"unflushed_loss": 1, "max_crashes": 2, "max_epochs": 2}, expected={"log-matching": "holds"},
             why={"log-matching": "KAFKA-1120 fixed by KIP-380 (2.2): a bounced broker has a new broker epoch and the "
@@ -63,7 +85,9 @@ class Kip497(AsyncIsr):
                                  "losing records (kip-320 diverges at these bounds)"}),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "holds", "isr-regrows": "holds",
-                         "truncation-terminates": "holds"}
+                         "truncation-terminates": "holds", **HOLDS}
+    expected_liveness_why = {"acked-fully-replicated": "KAFKA-8836's maximal ISR: no acknowledged record is lost "
+                                                       "(async-isr loses one at these bounds)"}
 
     def hw_isr_member(self, s, l, i):
         """KIP-497: the maximal ISR: the current ISR plus replicas a pending AlterIsr adds."""

@@ -2,6 +2,7 @@
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.expr import where
 from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.progress import record_lost
 
 
 class HwTruncation(KafkaReplication):
@@ -30,6 +31,9 @@ class HwTruncation(KafkaReplication):
                            "record (new epoch) where its follower, still fetching from it, holds an older one; "
                            "both HWs pass the offset",
     }
+    expected_liveness, expected_liveness_why = record_lost(
+        "KIP-101 scenario 1: the follower truncates the acknowledged record to its HW on becoming follower, is "
+        "elected, and the old leader, which alone held it, crashes")
     configurations = {
         "kafka-1211": Configuration(
             bounds={"max_epochs": 2}, expected={"no-committed-loss": "violated"},

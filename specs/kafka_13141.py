@@ -1,6 +1,6 @@
 """Kafka 3.9 without the fix of KAFKA-13141: the leader records a diverging follower's fetch offset."""
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kafka_3_9 import Kafka39KeepPending
+from isrcheck.specs.kafka_3_9 import PROGRESS_FAIRNESS, Kafka39KeepPending
 
 
 class Kafka13141(Kafka39KeepPending):
@@ -16,6 +16,10 @@ class Kafka13141(Kafka39KeepPending):
     expected = {**Kafka39KeepPending.expected, **{name: "violated" for name in (
         "no-committed-loss", "no-committed-loss-anywhere", "hw-log-matching", "consistent-reads", "hw-monotonic",
         "strong-isr", "strong-live-isr", "candidates-complete")}}
+    expected_liveness = {"acked-fully-replicated": "violated"}
+    expected_liveness_why = {
+        "acked-fully-replicated": "the same loss: the elected follower truncated the acknowledged record, which no "
+                                  f"live ISR member holds or can fetch any more. {PROGRESS_FAIRNESS}"}
     expected_why = {**KafkaReplication.expected_why,
         "no-committed-loss": "KAFKA-13141: a deposed leader answers its follower's fetch with DivergingEpoch but "
                              "records the fetch offset, counts the diverging record as replicated and acknowledges "

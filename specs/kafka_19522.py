@@ -1,5 +1,6 @@
 """Kafka 4.0.0: the controller elects the last known leader even while it is fenced (KAFKA-19522)."""
 from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.kafka_3_9 import PROGRESS_FAIRNESS
 from isrcheck.specs.kafka_4_0 import Kafka40KeepPending
 
 
@@ -16,8 +17,11 @@ class Kafka19522(Kafka40KeepPending):
     #: the last known leader needs both replicas down once (kafka-4.0's configuration last-known-leader)
     defaults = {**Kafka40KeepPending.defaults, "max_crashes": 2, "max_records": 1, "log_size": 1}
     configurations = {}
-    expected_liveness = {"isr-regrows": "violated"}
+    expected_liveness = {"isr-regrows": "violated", "acked-fully-replicated": "violated"}
     expected_liveness_why = {
+        "acked-fully-replicated": "KIP-966's last known leader (no-committed-loss): both replicas lose the record in "
+                                  "hard crashes and the last known leader is elected without it; no live ISR member "
+                                  f"holds it or can fetch it any more. {PROGRESS_FAIRNESS}",
         "isr-regrows": "KAFKA-19522: the last known leader is elected while in controlled shutdown; as a member of "
                        "its own proposed ISR it is ineligible (INELIGIBLE_REPLICA), so the ISR cannot grow until it "
                        "stops (its shutdown needs no fairness). Fairness: weak fetch, apply_metadata, "

@@ -18,6 +18,10 @@ REAPPLY_WHY = ("Partition.makeLeader re-applies the leader's own accepted AlterP
                "the controller then commits (docs/findings/makeleader-equal-epoch.md; kafka-3.9-keep-pending holds "
                "at these bounds)")
 
+#: the fairness the KRaft family's progress properties assume (model/kraft.py), as their reasons state it
+PROGRESS_FAIRNESS = ("Fairness: weak fetch, apply_metadata, truncate_on_fetch_response, alter_partition, "
+                     "unfence_broker; strong alter_partition_response, fetch_response (each instance)")
+
 #: the reviewer's probe: 3 replicas, min.insync.replicas=2, one leader epoch, no crash
 PROBE = {"replicas": 3, "min_isr": 2, "max_epochs": 1, "max_crashes": 0}
 
@@ -61,6 +65,8 @@ class Kafka39(KRaftReplication):
                        "metadata delta over another leader, or a leaderless gap), and the leader's log must have "
                        "changed below the diverging offset meanwhile (configuration fetch-responses: the same verdicts "
                        "as the defaults)"}
+    #: reassignment is modelled for the ZooKeeper-era controller only (model/reassignment.py)
+    limits = {**KRaftReplication.limits, "reassignments": (0, 0)}
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY},
                 **{name: "violated" for name in REAPPLY}}
     expected_why = {**KafkaReplication.expected_why,
@@ -99,8 +105,17 @@ class Kafka39(KRaftReplication):
         **lifted(REAPPLY_WHY),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "violated", "isr-regrows": "holds",
-                         "truncation-terminates": "holds"}
+                         "truncation-terminates": "holds", "write-resolves": "violated",
+                         "acked-fully-replicated": "violated", "metadata-converges": "holds",
+                         "reassignment-completes": "holds"}
     expected_liveness_why = {
+        "write-resolves": "the HW that nothing recomputes (hw-advances): the acks=all request of the record above it "
+                          "waits for its timeout (an idempotent producer's retry would recompute it). "
+                          f"{PROGRESS_FAIRNESS}",
+        "acked-fully-replicated": f"{REAPPLY_WHY}: the acknowledged record is on no live ISR member after the "
+                                  f"election, and none can fetch it any more. {PROGRESS_FAIRNESS}",
+        "metadata-converges": "a live broker's metadata listener applies every record that reaches it. Fairness: weak "
+                              "apply_metadata",
         "hw-advances": "Kafka 3.9 recomputes the HW only where Partition.maybeIncrementLeaderHW is called: makeLeader, "
                        "appendRecordsToLeader, updateFollowerFetchState when the follower's LEO moved, and "
                        "handleAlterPartitionUpdate. A follower caught up but outside the ISR holds the HW back "
@@ -120,6 +135,10 @@ class Kafka39KeepPending(Kafka39):
     references = ("KIP-320", "KIP-497", "KIP-841", "KIP-903", "KAFKA-13141 (fixed here)", "KAFKA-14704 (fixed here)",
                   "KAFKA-15021", "KAFKA-15583")
     make_leader_keeps_pending = True
+    expected_liveness = {"acked-fully-replicated": "holds"}
+    expected_liveness_why = {
+        "acked-fully-replicated": "makeLeader keeps the pending AlterPartition on an equal partition epoch: no "
+                                  "acknowledged record is lost at these bounds (kafka-3.9 loses one)"}
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY}}
     expected_why = {**KafkaReplication.expected_why,
         **{name: "makeLeader keeps the pending AlterPartition on an equal partition epoch (kafka-3.9 breaks it at "

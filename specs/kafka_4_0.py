@@ -2,7 +2,7 @@
 equal-partition-epoch makeLeader fixed."""
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kafka_3_9 import REAPPLY_WHY, SAFETY, Kafka39, lifted
+from isrcheck.specs.kafka_3_9 import PROGRESS_FAIRNESS, REAPPLY_WHY, SAFETY, Kafka39, lifted
 
 #: three replicas, min.insync.replicas=2 (the defaults), one leader epoch, no crash
 PROBE = {"replicas": 3, "max_epochs": 1, "max_crashes": 0, "unflushed_loss": 0}
@@ -70,6 +70,10 @@ class Kafka40(Kafka39):
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "holds", "isr-regrows": "holds",
                          "truncation-terminates": "holds"}
     expected_liveness_why = {
+        "write-resolves": "KIP-966 by design (KAFKA-15583): a record appended while both replicas were in the ISR; "
+                          "the follower crashes and the controller fences it out of the ISR, below "
+                          "min.insync.replicas the HW does not advance, and the acks=all request waits for its "
+                          f"timeout (NOT_ENOUGH_REPLICAS answers only new appends). {PROGRESS_FAIRNESS}",
         "hw-advances": "at these bounds (2 replicas, min.insync.replicas=2) the HW waits for both replicas: a follower "
                        "out of the ISR leaves it below min.insync.replicas, so no HW is computed without it "
                        "(KAFKA-15583); it rejoins by fetching and AlterPartition, or it stops, and with fewer "

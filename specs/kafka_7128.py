@@ -18,7 +18,8 @@ class Kafka7128(Kip320):
                   "KIP-320")
     defaults = {**Kip320.defaults, **KAFKA_7128_BOUNDS}
     #: liveness not part of the gate: all four hold at the defaults, but the check takes 2 minutes (3.9M states)
-    expected_liveness = dict.fromkeys(("eventually-leader", "hw-advances", "isr-regrows", "truncation-terminates"))
+    expected_liveness = dict.fromkeys(("eventually-leader", "hw-advances", "isr-regrows", "truncation-terminates",
+                                       "write-resolves", "acked-fully-replicated", "metadata-converges", "reassignment-completes"))
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",

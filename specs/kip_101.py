@@ -3,6 +3,7 @@ from isrcheck.model.configuration import Configuration
 from isrcheck.model.expr import min_of, where
 from isrcheck.model.spec import action
 from isrcheck.model.kafka import KafkaReplication
+from isrcheck.specs.progress import record_lost
 
 
 class Kip101(KafkaReplication):
@@ -24,6 +25,9 @@ class Kip101(KafkaReplication):
         "no-committed-loss-anywhere": "the same truncation; the stale leader then crashes and the truncated "
                                       "follower is elected: no electable replica holds the record",
     }
+    expected_liveness, expected_liveness_why = record_lost(
+        "a follower truncates the acknowledged record to its HW on a stale leader's UNDEFINED OffsetsForLeaderEpoch "
+        "answer, is elected, and the stale leader, which alone held it, crashes")
     configurations = {
         "kafka-1211": Configuration(
             bounds={"max_epochs": 2}, expected={"no-committed-loss": "holds"},

@@ -4,6 +4,10 @@ from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kafka_2_0_1 import Kafka201
 from isrcheck.specs.kip_279 import KAFKA_7128_BOUNDS
 from isrcheck.specs.kip_320_lemmas import LEMMAS, LEMMAS_WHY, Kip320Lemmas
+from isrcheck.specs.progress import FAIRNESS, HOLDS
+
+#: one reassignment moves the partition off its only replica, the leader (two brokers, replication factor 1)
+KAFKA_9198_BOUNDS = {"reassignments": 1}
 
 
 class Kip320(Kip320Lemmas, Kafka201):
@@ -12,6 +16,7 @@ class Kip320(Kip320Lemmas, Kafka201):
                "the leader rejects any other; a follower rejoins the ISR only once it reached the start "
                "of the leader's epoch.")
     references = ("KIP-320", "KAFKA-6880 (zombie replicas must be fenced)", "KAFKA-7128 (fixed since 2.0.1)",
+                  "KAFKA-9198 (fixed in 2.4: StopReplica leaves produce requests to time out)",
                   "KAFKA-7415 (fixed since 2.0.1: a new leader answered UNDEFINED for epochs before its first write)")
     expected = {**Kafka201.expected, "no-committed-loss": "holds", "consistent-reads": "holds",
                 "hw-monotonic": "holds", "strong-isr": "holds", "no-committed-loss-anywhere": "holds", "hw-log-matching": "holds",
@@ -38,6 +43,14 @@ class Kip320(Kip320Lemmas, Kafka201):
             bounds={"max_records": 3}, expected={"hw-log-matching": "holds"},
             why={"hw-log-matching": "KAFKA-6880 fixed: fetches carry the follower's leader epoch and the leader "
                                     "rejects any other (kip-279 diverges below the HW at these bounds)"}),
+        "kafka-9198": Configuration(
+            bounds=KAFKA_9198_BOUNDS, expected={"no-committed-loss": "holds", "strong-isr": "holds"},
+            liveness={"write-resolves": "violated", "reassignment-completes": "holds"},
+            why={"write-resolves": "KAFKA-9198 (0.8-2.3): the leader appends an acks=all record; the reassignment "
+                                   "completes, the controller elects the new replica and sends LeaderAndIsr to the "
+                                   "target replicas only; the old leader hears only StopReplica, which deletes its log "
+                                   "and leaves the request in purgatory until request.timeout.ms "
+                                   "(ReplicaManager.stopReplicas, 2.1; kafka-2.6.1 holds at these bounds). " + FAIRNESS}),
         "kafka-1120": Configuration(
             bounds={"unflushed_loss": 1, "max_crashes": 2, "max_epochs": 2}, expected={"log-matching": "violated"},
             why={"log-matching": "KAFKA-1120 (2.1 has no KIP-380 broker epoch): the leader loses its unflushed "
@@ -46,7 +59,7 @@ class Kip320(Kip320Lemmas, Kafka201):
                                  "holds at these bounds)"}),
     }
     # liveness: 2.1 loops as 2.0.1 does (KAFKA-10706), a sibling rather than a parent, so stated here
-    expected_liveness = dict(Kafka201.expected_liveness)
+    expected_liveness = {**Kafka201.expected_liveness, **HOLDS}
     expected_liveness_why = {**Kafka201.expected_liveness_why,
         "truncation-terminates": "holds at these bounds only: weak elect_leader forces an election away from the "
                                  "looping follower's leader while the follower is in the ISR, and the loop that "

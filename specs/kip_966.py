@@ -2,6 +2,7 @@
 from isrcheck.model.expr import count_of
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.last_replica_standing import LastReplicaStanding
+from isrcheck.specs.progress import FAIRNESS
 
 
 class Kip966(LastReplicaStanding):
@@ -26,8 +27,12 @@ class Kip966(LastReplicaStanding):
     }
 
     expected_liveness = {"eventually-leader": "holds", "isr-regrows": "holds", "truncation-terminates": "holds",
-                         "hw-advances": "violated"}
+                         "hw-advances": "violated", "write-resolves": "violated", "acked-fully-replicated": "holds"}
     expected_liveness_why = {
+        "write-resolves": "KIP-966 by design, as for hw-advances: a record appended while the ISR had "
+                          "min.insync.replicas members stays above the HW once the ISR shrinks below it and the "
+                          "removed follower crashes, and its acks=all request waits for its timeout "
+                          "(NOT_ENOUGH_REPLICAS answers only new appends). " + FAIRNESS,
         "hw-advances": "KIP-966 by design: the leader shrinks its ISR to itself (below min.insync.replicas) and the "
                        "removed follower then crashes; the HW may not advance while the ISR is below "
                        "min.insync.replicas, so a record appended before stays above the HW until a replica "

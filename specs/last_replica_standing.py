@@ -2,6 +2,11 @@
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.specs.kip_320_lemmas import LEMMAS
+from isrcheck.specs.progress import record_lost
+
+#: the acknowledged record that acked-fully-replicated finds lost at the defaults
+LOST = record_lost("the last ISR member's hard crash loses its unflushed tail, acknowledged record included, and "
+                   "it is elected again")
 
 
 class LastReplicaStanding(Kip320):
@@ -21,7 +26,8 @@ class LastReplicaStanding(Kip320):
     truncation_cleans_epoch_cache = True
     defaults = {**Kip320.defaults, "min_isr": 2, "unflushed_loss": 1, "max_epochs": 3}
     #: liveness at the defaults: all four hold (measured; kip-320's truncation loop does not show at these bounds)
-    expected_liveness = {"hw-advances": "holds", "isr-regrows": "holds"}
+    expected_liveness = {"hw-advances": "holds", "isr-regrows": "holds", **LOST[0]}
+    expected_liveness_why = LOST[1]
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",

@@ -2,6 +2,7 @@
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.specs.kip_320_lemmas import LEMMAS
+from isrcheck.specs.progress import FAIRNESS
 
 
 class NoIsrFencing(Kip320):
@@ -16,8 +17,14 @@ class NoIsrFencing(Kip320):
     references = ("KAFKA-1382 (ISR update must be conditional on the zkVersion; stale cached zkVersion)",
                   "KIP-497 (AlterIsr, partition epoch)", "KIP-320")
     defaults = {**Kip320.defaults, "max_epochs": 2}
-    expected_liveness = {"isr-regrows": "holds", "hw-advances": "violated"}
+    expected_liveness = {"isr-regrows": "holds", "hw-advances": "violated", "write-resolves": "violated",
+                         "acked-fully-replicated": "violated"}
     expected_liveness_why = {
+        "write-resolves": "the same emptied ISR: the HW never passes the new leader's record, so its acks=all "
+                          "request waits for its timeout. " + FAIRNESS,
+        "acked-fully-replicated": "the deposed leader acknowledges a record alone and the acting leader's unfenced "
+                                  "ISR write removes it from the ISR; the record is on no live ISR member and none "
+                                  "can fetch it any more. " + FAIRNESS,
         "hw-advances": "the missing fence itself: a stale shrink_isr of the deposed leader empties the new leader's "
                        "ISR (the leader is no member of it), so no HW advance ever covers its new record (9-state "
                        "lasso). Fairness: weak fetch, apply_leader_and_isr, truncate_by_epoch, alter_isr"}

@@ -2,6 +2,10 @@
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.specs.kip_320_lemmas import LEMMAS
+from isrcheck.specs.progress import record_lost
+
+#: the acknowledged record that acked-fully-replicated finds lost at the defaults
+LOST = record_lost("the unclean leader replaces the ISR with itself, without the acknowledged record")
 
 
 class UncleanElection(Kip320):
@@ -15,7 +19,8 @@ class UncleanElection(Kip320):
                   "KAFKA-3163 (unclean election loses committed data)")
     defaults = {**Kip320.defaults, "unclean": 1, "max_epochs": 2}
     #: liveness at the defaults (max_epochs=2 leaves no room for kip-320's truncation loop): all four hold
-    expected_liveness = {"hw-advances": "holds", "isr-regrows": "holds"}
+    expected_liveness = {"hw-advances": "holds", "isr-regrows": "holds", **LOST[0]}
+    expected_liveness_why = LOST[1]
     expected = {**KafkaReplication.expected,
                 "no-committed-loss": "violated", "log-matching": "holds", "consistent-reads": "violated",
                 "hw-monotonic": "violated", "single-leader-per-epoch": "holds", "leader-in-isr": "holds",

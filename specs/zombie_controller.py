@@ -18,7 +18,8 @@ class ZombieController(Kip320):
     defaults = {**Kip320.defaults, "controller_failover": 1, "max_epochs": 2}
     #: liveness not triaged: all four are violated at the defaults, by lassos through the deposed controller's
     #: stale LeaderAndIsr (apply_stale_leader_and_isr), whose reasons are not written down yet
-    expected_liveness = dict.fromkeys(("eventually-leader", "hw-advances", "isr-regrows", "truncation-terminates"))
+    expected_liveness = dict.fromkeys(("eventually-leader", "hw-advances", "isr-regrows", "truncation-terminates",
+                                       "write-resolves", "acked-fully-replicated", "metadata-converges", "reassignment-completes"))
     not_modelled = {"KAFKA-6082": "the deposed controller's ZooKeeper write dies with its session and the model has "
                                   "no other: the zombie ZooKeeper writes KAFKA-6082 fences do not occur "
                                   "(model/kafka.py controller_failover)"}

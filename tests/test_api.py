@@ -1,5 +1,5 @@
-"""The Python API (``isrcheck.check``, ``isrcheck.testing``) and the README's examples of it and of
-``--spec FILE.py:CLASS``, run as the README gives them."""
+"""The Python API (``isrcheck.check``, ``isrcheck.testing``), and its guide's example run as the page gives it
+(docs/how-to/python-api.md; the pages' ``isrcheck`` commands are tests/test_docs.py's)."""
 import json
 import os
 import re
@@ -12,22 +12,15 @@ import isrcheck
 from isrcheck.specs.kip_320 import Kip320
 from isrcheck.testing import assert_holds, assert_violated
 
-README = os.path.join(os.path.dirname(__file__), os.pardir, "README.md")
-
-
-def readme_section(title):
-    text = open(README).read()
-    start = text.index(f"\n## {title}")
-    end = text.find("\n## ", start + 1)
-    return text[start:end]
+GUIDE = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "how-to", "python-api.md")
 
 
 def blocks(section, lang):
     return [body for tag, body in re.findall(r"^```(\w*)\n(.*?)^```", section, re.S | re.M) if tag == lang]
 
 
-def test_readme_python_example_runs(tmp_path):
-    code, = blocks(readme_section("From Python and pytest"), "python")
+def test_guide_python_example_runs(tmp_path):
+    code = blocks(open(GUIDE).read(), "python")[0]
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "{'no-committed-loss': 'violated', 'single-leader-per-epoch': 'holds'}" in run.stdout
@@ -38,39 +31,22 @@ def test_readme_python_example_runs(tmp_path):
     assert replay.returncode == 0 and "reproduces" in replay.stdout
 
 
-def test_readme_team_versions_example_runs(tmp_path):
-    section = readme_section("Your own protocol versions")
-    source, = blocks(section, "python")
-    path = tmp_path / source.splitlines()[0].lstrip("# ").strip()
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
-    commands, = blocks(section, "")
-    lines = [line for line in commands.splitlines() if line.strip()]
-    assert len(lines) == 3
-    for line in lines:
-        argv = line.split("#")[0].split()
-        run = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=300)
-        assert run.returncode == 0, f"{line}\n{run.stdout}{run.stderr}"
-    assert (tmp_path / "team" / "counterexamples" / "our-kip-320").is_dir()
-
-
-def test_failure_message_is_the_show_output(tmp_path):
+def test_failure_message_is_the_compact_show_output_and_the_trace_is_saved(tmp_path):
     with pytest.raises(AssertionError) as failed:
-        assert_holds("kip-101", "no-committed-loss")
+        assert_holds("kip-101", "no-committed-loss", out=tmp_path / "held")
     message = str(failed.value)
     head, _, rendered = message.partition("\n\n")
+    saved = tmp_path / "held" / "kip-101" / "no-committed-loss.itf.json"
     assert re.match(r"kip-101: no-committed-loss is violated \([\d,]+ states, depth \d+, at replicas=2 ", head)
-    trace = assert_violated("kip-101", "no-committed-loss")
-    saved = tmp_path / "t.itf.json"
-    isrcheck.check("kip-101", "no-committed-loss").save(str(saved))
-    show = subprocess.run(["isrcheck", "show", str(saved)], capture_output=True, text=True)
+    assert head.endswith(f"saved as {saved} (isrcheck show {saved}):")
+    show = subprocess.run(["isrcheck", "show", str(saved), "--compact"], capture_output=True, text=True)
     assert show.returncode == 0
-
-    def lines(text):
-        return [line.rstrip() for line in text.strip().splitlines()]
-    assert lines(rendered) == lines(show.stdout)
+    assert " ".join(rendered.split()) == " ".join(show.stdout.split())      # the same words, in 80 columns
+    assert max(map(len, rendered.splitlines())) <= 80
+    trace = assert_violated("kip-101", "no-committed-loss", out=tmp_path)
     assert trace.invariant == "no-committed-loss" and trace.steps == isrcheck.check(
         "kip-101", "no-committed-loss").traces["no-committed-loss"].steps
+    assert (tmp_path / "kip-101" / "no-committed-loss.itf.json").read_text() == saved.read_text()
 
 
 def test_result_object(tmp_path):
@@ -93,16 +69,50 @@ def test_result_object(tmp_path):
     assert other.configuration is None and other.expected == {} and other.as_expected
 
 
-def test_budgets_and_mistakes():
+def test_budgets_and_mistakes(tmp_path):
     cut = isrcheck.check("kip-320", "no-committed-loss", max_states=1000)
     assert cut.verdicts == {"no-committed-loss": "unknown"} and not cut.complete and cut.budget_hit
     with pytest.raises(AssertionError, match="not verified: stopped by"):
-        assert_holds("kip-320", "no-committed-loss", max_states=1000)
+        assert_holds("kip-320", "no-committed-loss", max_states=1000, out=tmp_path)
     with pytest.raises(AssertionError, match=r"no-committed-loss holds \([\d,]+ states.*expected a violation"):
-        assert_violated("kip-320", "no-committed-loss")
+        assert_violated("kip-320", "no-committed-loss", out=tmp_path)
     with pytest.raises(ValueError, match="has no invariant 'nope'"):
         isrcheck.check("kip-320", "nope")
     with pytest.raises(ValueError, match="unknown spec 'nope'"):
         isrcheck.check("nope")
     with pytest.raises(isrcheck.BoundsError):
         isrcheck.check("kip-320", replicas=99)
+
+
+def test_the_api_covers_the_commands(tmp_path):
+    small = {"max_epochs": 2, "max_records": 1}
+    live = isrcheck.check("kafka-1120", [], properties=["eventually-leader"], **small)
+    assert live.verdicts == {"eventually-leader": "violated"} and live.expected == {}   # not its defaults
+    lasso = live.traces["eventually-leader"]
+    assert "loop" in lasso.extra and "↻" in live.render("eventually-leader")
+    both = isrcheck.check("kafka-1120", "single-leader-per-epoch", properties="eventually-leader", **small)
+    assert both.verdicts == {"single-leader-per-epoch": "holds", "eventually-leader": "violated"}
+    with pytest.raises(ValueError, match="has no liveness property 'nope'"):
+        isrcheck.check("kafka-1120", properties=["nope"])
+
+    fuzzed = isrcheck.fuzz("kip-101", "single-acting-leader", seconds=30, seed=1)
+    assert isinstance(fuzzed, isrcheck.FuzzResult) and fuzzed.seed == 1 and fuzzed.runs
+    assert fuzzed.violated == ["single-acting-leader"] and fuzzed.seconds < 30       # stops once it is found
+    saved = tmp_path / "fuzzed.itf.json"
+    from isrcheck.checker.trace import save
+    save(fuzzed.traces["single-acting-leader"], str(saved))
+    assert subprocess.run(["isrcheck", "replay", str(saved)], capture_output=True).returncode == 0
+
+    proof = isrcheck.prove("kip-101", "leader-in-isr", auto_lemmas=True, **small)
+    assert isinstance(proof, isrcheck.ProofResult) and proof.proved and proof.lemmas and proof.trace is None
+    refuted = isrcheck.prove("tla-kip320", "leader-in-isr")
+    assert refuted.verdict == "refuted" and refuted.trace.invariant == "leader-in-isr"
+
+    saved = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "counterexamples")
+    result = isrcheck.gate(["tla-kip320"], counterexamples=saved, out=tmp_path / "gate")
+    assert isinstance(result, isrcheck.GateResult) and result.ok and not result.unmet, result.summary
+    assert {(r.invariant, r.expected, r.got, r.ok) for r in result.rows} >= {("leader-in-isr", "violated",
+                                                                               "violated", True)}
+    assert all(isinstance(r, isrcheck.GateRow) for r in result.rows)
+    with pytest.raises(ValueError, match="unknown spec 'nope'"):
+        isrcheck.gate(["nope"])

@@ -89,7 +89,7 @@ def test_user_mistakes_exit_2_with_one_line(args, words):
 
 @pytest.mark.parametrize("content, words", [
     ("{", "not valid JSON"),
-    ('{"states": []}', "not an ITF trace"),
+    ('{"states": []}', "trace has no states"),          # an ITF trace without #meta: another tool's
     ('{"#meta": {"spec": "kip-320"}, "states": [{}]}', "'invariant'"),
     ('{"#meta": {"spec": "nope", "invariant": "x"}, "states": [{}]}', "unknown spec"),
     ('{"#meta": {"spec": "kip-320", "invariant": "x"}, "states": [{}]}', "no invariant"),

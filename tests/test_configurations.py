@@ -102,8 +102,9 @@ def test_list_shows_configurations():
     assert list(confs) == ["defaults", *Kip101.configurations] and "kafka-6361" in confs
     assert confs["defaults"]["expected"] == Kip101.expected and confs["defaults"]["bounds"] == {}
     assert confs["kafka-6361"] == {"name": "kafka-6361", "bounds": {"max_records": 3},
-                                           "expected": {"log-matching": "violated"},
+                                           "expected": {"log-matching": "violated"}, "liveness": {},
                                            "why": Kip101.configurations["kafka-6361"].why}
+    assert confs["defaults"]["liveness"] == Kip101.liveness_expected()[0]
     zombie = next(e for e in json.loads(r.stdout) if e["spec"] == "zombie-controller")
     assert list(zombie["not_modelled"]) == ["KAFKA-6082"]
     text = run("list")
@@ -155,7 +156,8 @@ def test_a_trace_found_at_other_bounds_fails_the_gate_until_updated_on_purpose(c
     committed = json.load(open(os.path.join(REPO, "counterexamples", "kip-101", "no-committed-loss.itf.json")))
     assert rewritten["#meta"]["bounds"] == Kip101().bounds and rewritten == committed
     written = sorted(os.path.relpath(os.path.join(d, f), cx) for d, _, fs in os.walk(cx) for f in fs)
-    assert written == sorted([f"kip-101/{inv}.itf.json" for inv, v in Kip101.expected.items() if v == "violated"]
+    violated = {**Kip101.expected, **Kip101.liveness_expected()[0]}
+    assert written == sorted([f"kip-101/{inv}.itf.json" for inv, v in violated.items() if v == "violated"]
                              + ["kip-101/kafka-6361/log-matching.itf.json"])     # nothing for invariants that hold
 
 

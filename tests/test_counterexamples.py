@@ -30,23 +30,26 @@ def test_expected_violation_has_a_replaying_trace_at_its_bounds(name, conf, inva
     assert result.ok, result.message
 
 
-LASSOS = [(name, prop) for name, cls in SPECS.items() for prop, v in cls.liveness_expected()[0].items()
-          if v == "violated"]
+LASSOS = [(name, conf, prop) for name, cls in SPECS.items() for conf, c in configurations(cls).items()
+          for prop, v in c.liveness.items() if v == "violated"]
 
 
-@pytest.mark.parametrize("name, prop", LASSOS)
-def test_expected_liveness_violation_has_a_replaying_lasso(name, prop):
-    path = os.path.join(ROOT, name, f"{prop}.itf.json")
-    assert os.path.exists(path), f"missing {path}: run isrcheck check --spec {name} --all"
+@pytest.mark.parametrize("name, conf, prop", LASSOS)
+def test_expected_liveness_violation_has_a_replaying_lasso(name, conf, prop):
+    path = trace_path(ROOT, name, conf, prop)
+    assert os.path.exists(path), f"missing {path}: run isrcheck gate --update-traces {name}"
     trace = load(path)
     assert (trace.spec, trace.invariant) == (name, prop) and is_lasso(trace)
-    result = replay_lasso(spec_for(trace, path), trace)
+    spec = spec_for(trace, path)
+    assert spec.bounds == SPECS[name](**configurations(SPECS[name])[conf].bounds).bounds, \
+        f"{path} was found at other bounds than configuration {conf}'s"
+    result = replay_lasso(spec, trace)
     assert result.ok, result.message
 
 
 def test_no_stray_traces():
     expected = {os.path.normpath(trace_path(ROOT, *key)) for key in EXPECTED}
-    expected |= {os.path.normpath(os.path.join(ROOT, n, f"{p}.itf.json")) for n, p in LASSOS}
+    expected |= {os.path.normpath(trace_path(ROOT, *key)) for key in LASSOS}
     for top, _, files in os.walk(ROOT):
         for f in files:
             assert os.path.normpath(os.path.join(top, f)) in expected, f"stray trace {os.path.join(top, f)}"

@@ -294,7 +294,8 @@ KIP320_FAMILY = {"kip-320", "no-isr-fencing", "zombie-controller", "acks-1", "un
     (["specs/kip_320.py"], KIP320_FAMILY),
     (["specs/async_isr.py"], {"async-isr", "kip-497"}),      # defines both; kip-497 also inherits from async-isr
     (["specs/last_replica_standing.py"], {"last-replica-standing", "kip-966"}),
-    (["specs/hw_truncation.py"], {"hw-truncation"}),
+    (["specs/hw_truncation.py"], {"hw-truncation", "kafka-0.8.2", "kafka-0.9", "kafka-0.10.2"}),
+    (["specs/kafka_0_9.py"], {"kafka-0.9", "kafka-0.10.2"}),
     (["counterexamples/kip-101/no-committed-loss.itf.json"], {"kip-101"}),
     (["counterexamples/kip-101/x.itf.json", "specs/acks_1.py"], {"kip-101", "acks-1"}),
     (["README.md", "tests/test_bfs.py", "docs/gate.md", ".github/workflows/protocol-gate.yml"], set()),

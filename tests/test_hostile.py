@@ -136,7 +136,7 @@ TRACES = {
     "bigint-digits": ('{"#meta": {"seed": ' + "9" * 5000 + '}}', "not valid JSON"),
     "top-list": ("[1, 2]", "not an ITF trace"),
     "top-string": ('"trace"', "not an ITF trace"),
-    "no-meta": (edit(delitem(["#meta"])), "not an ITF trace"),
+    "no-meta": (edit(delitem(["#meta"])), "no isrcheck '#meta' (a trace from another tool)"),
     "states-object": (edit(setitem([S], {"0": {}})), "not an ITF trace"),
     "no-states": (edit(setitem([S], [])), "no states"),
     "spec-int": (edit(setitem(["#meta", "spec"], 101)), "'spec'"),

@@ -91,7 +91,7 @@ def test_the_gate_reads_its_specs_and_options_from_the_file(tmp_path):
     ("[profiles.ci.check]\nmax-depth = 0\n", [], "[profiles.ci.check]: max-depth: 0 is not in the range"),
     ("[profiles.ci]\n", ["--profile", "cd"], "no profile 'cd' (it has: ci)"),
     (None, ["--profile", "ci"], "--profile ci: there is no settings file"),
-    (None, ["--config", "missing.toml"], "missing.toml: cannot read it"),
+    (None, ["--config", "missing.toml"], "missing.toml: cannot read settings file"),
 ])
 def test_a_bad_settings_file_is_one_line_and_exit_2(tmp_path, text, args, words):
     if text is not None:

@@ -244,7 +244,7 @@ def test_bounds_are_declared_once_and_the_rest_derives():
         assert all(cls.limits[n] == (b.lo, b.hi) and b.doc for n, b in declared.items()), name
     kip = SPECS["kip-320"].bound_declarations()
     flagged = [n for n, b in kip.items() if b.kind == "bound"]
-    assert flagged == ["replicas", "log_size", "max_records", "max_epochs", "max_crashes"]
+    assert flagged == ["replicas", "log_size", "max_records", "max_epochs", "max_crashes", "reassignments"]
     help_text = " ".join(run("check", "--help").stdout.split())
     for n in flagged:
         assert f"--{n.replace('_', '-')}" in help_text

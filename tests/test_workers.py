@@ -44,7 +44,12 @@ def test_native_and_numpy_kernels_agree(tmp_path):
 
 def test_workers_from_the_settings_file_and_user_mistakes(tmp_path):
     (tmp_path / "isrcheck.toml").write_text("[check]\nworkers = 2\n")
-    assert check(tmp_path, "settings", cwd=tmp_path) == check(tmp_path, "flag", "--workers", "1", cwd=tmp_path)
+    code, report, traces = check(tmp_path, "settings", cwd=tmp_path)
+    # the report names where its settings came from; the flag's run has none
+    assert report.pop("settings") == [{"kind": "options", "from": "isrcheck.toml", "values": {"workers": 2}}]
+    flag_code, flag_report, flag_traces = check(tmp_path, "flag", "--workers", "1", cwd=tmp_path)
+    assert flag_report.pop("settings", []) == []
+    assert (code, report, traces) == (flag_code, flag_report, flag_traces)
     for bad in ("0", "two"):
         proc = subprocess.run(["isrcheck", "check", "--spec", "kip-101", "--workers", bad], capture_output=True,
                               text=True, timeout=60)
