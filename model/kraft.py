@@ -827,9 +827,10 @@ class KRaftReplication(KRaftController, KafkaReplication):
 
     @leads_to("write-resolves", fairness=FOLLOWER_FAIRNESS)
     def write_resolves(self, s):
-        """Every acks=all produce request is eventually answered while its leader stays leader: acknowledged, or
-        rejected (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, a broken connection); its own timeout
-        (request.timeout.ms) is not counted as an answer.
+        """Every acks=all produce request is eventually answered while its leader stays leader.
+
+        Answered: acknowledged, or rejected (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, a broken
+        connection); the request's own timeout (request.timeout.ms) is not counted as an answer.
 
         Fairness as for hw-advances. The obligation also ends while the leader could drop an ISR member that does not
         fetch from it (its isr-expiration task does after replica.lag.time.max.ms, and the controller, which leads in
@@ -839,8 +840,9 @@ class KRaftReplication(KRaftController, KafkaReplication):
 
     @leads_to("acked-fully-replicated", fairness=FOLLOWER_FAIRNESS)
     def acked_fully_replicated(self, s):
-        """While the partition's leader is up, an acknowledged record eventually sits at its offset on every live ISR
-        member (as the metadata log records the ISR). Fairness and the end of the obligation as for write-resolves."""
+        """While the leader is up, an acknowledged record eventually sits on every live ISR member at its offset.
+
+        The ISR as the metadata log records it. Fairness and the end of the obligation as for write-resolves."""
         return KafkaReplication.acked_fully_replicated(self, s)
 
     @leads_to("metadata-converges", fairness=[weak("apply_metadata")])

@@ -68,8 +68,11 @@ class Kafka40(Kafka39):
                                     "these bounds)"}),
     }
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "holds", "isr-regrows": "holds",
-                         "truncation-terminates": "holds"}
+                         "truncation-terminates": "holds", "acked-fully-replicated": "holds"}
     expected_liveness_why = {
+        "acked-fully-replicated": "no acknowledged record is lost at these bounds (2 replicas, min.insync.replicas=2: "
+                                  "the HW stops below min.insync.replicas, so the equal-epoch makeLeader exposes no "
+                                  "record; configuration min-isr-1 loses one)",
         "write-resolves": "KIP-966 by design (KAFKA-15583): a record appended while both replicas were in the ISR; "
                           "the follower crashes and the controller fences it out of the ISR, below "
                           "min.insync.replicas the HW does not advance, and the acks=all request waits for its "

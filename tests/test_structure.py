@@ -43,7 +43,11 @@ def _kafka_vocabulary():
     names = set()
     for cls in SPECS.values():
         if issubclass(cls, KafkaReplication):
+            # every option the spec allows; reassignment is not modelled with a controller failover: a spec that
+            # reassigns at its defaults turns its options on without it (its own defaults name the reassignment's
+            # fields)
             every = {k: v for k, v in EVERY_OPTION.items() if k in cls.limits and cls.limits[k][1] >= v}
+            every.update({"reassignments": 0} if cls.defaults.get("reassignments") else {})
             for spec in (cls(), cls(**every)):
                 names |= set(spec.layout.fields) | {a.name for a in spec.actions}
     return names
