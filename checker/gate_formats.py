@@ -266,7 +266,7 @@ def as_markdown(report):
         if r.expected != "holds":
             continue                    # fresh traces of expected violations: attached, not shown
         spec = report.specs[name, conf]
-        meaning = spec.invariants[inv].meaning
+        meaning = spec.presentation.meaning(inv)
         loss = spec.invariants[inv].loss
         out += [f"### ❌ `{r.label}`: `{inv}` violated ({len(trace.steps)} states)", "",
                 f"> {_md(meaning)}" + (f" {_md(loss)}" if loss else ""), "",

@@ -79,7 +79,7 @@ def trace_data(spec, trace, invariant=None):
         sentences = lasso_words(spec, trace)[1]
         meaning, consequence = spec.properties[invariant].meaning, " ".join(f"{x.rstrip('.')}." for x in sentences)
     else:
-        meaning, consequence = (inv.meaning, present.consequence(invariant)) if inv else ("", "")
+        meaning, consequence = (present.meaning(invariant), present.consequence(invariant)) if inv else ("", "")
     return {
         "spec": spec.name, "invariant": invariant, "kind": "property" if lasso else "invariant",
         "engine": getattr(trace, "engine", "?"), "bounds": " ".join(f"{k}={v}" for k, v in bounds.items()),

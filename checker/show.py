@@ -13,6 +13,7 @@ invariant's trace, with the step where the property's trigger holds and its loop
 from __future__ import annotations
 
 import io
+import textwrap
 import unicodedata
 
 from isrcheck.checker.trace import is_lasso, replay, replay_lasso
@@ -85,15 +86,45 @@ def render(console, spec, trace, explanations=None):
         prev = state
 
 
+#: ``show --compact`` fits this many columns, whatever the terminal
+COMPACT_WIDTH = 80
+
+
+def print_wrapped(console, text, first="", rest="", style=None, width=COMPACT_WIDTH):
+    """Plain ``text`` (from a file: made printable) in lines of at most ``width`` columns, indented."""
+    lines = textwrap.wrap(printable(text), width=width, initial_indent=first, subsequent_indent=rest,
+                          break_on_hyphens=False) or [first.rstrip()]
+    for line in lines:
+        console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_cells(console, head, cells, width=COMPACT_WIDTH):
+    """``head`` and then the cells (rich markup), two spaces apart, in lines of at most ``width`` columns; a line
+    that continues another is indented under the first cell."""
+    from rich.text import Text
+    indent = " " * (len(head) + 2)
+    line, used = f"  {head}", 2 + len(head)
+    for cell in cells:
+        size = len(Text.from_markup(cell).plain)
+        if used > len(indent) and used + 2 + size > width:
+            console.print(line, soft_wrap=True)
+            line, used = indent + cell, len(indent) + size
+        else:
+            sep = "  " if used > 2 else ""
+            line, used = line + sep + cell, used + len(sep) + size
+    console.print(line, soft_wrap=True)
+
+
 def render_compact(console, spec, trace, explanations=None):
     """Every step as its action and only the cells it changed (``old → new``, an array element by element), one
-    replica a line, so a trace reads in 80 columns; the initial state in full first."""
+    replica a line, in at most 80 columns (longer lines continue under their first cell); the initial state in full
+    first."""
     present = spec.presentation
     shown, others = present.table_fields()
     prev = None
     for i, (name, params, state) in enumerate(trace.steps):
-        console.print(f"[bold]step {i}[/]  {markup_safe(step_label(name, params))}")
-        lines = []
+        print_wrapped(console, f"step {i}  {step_label(name, params)}", rest="    ", style="bold")
+        printed = False
         for r in range(present.R):
             cells = []
             log = present.log_text(state, r)
@@ -103,15 +134,17 @@ def render_compact(console, spec, trace, explanations=None):
                 cells += _changes(present, f, present.header(f), None if prev is None else prev[f.name][r],
                                   state[f.name][r], 1)
             if cells:
-                lines.append(f"r{r}  " + "  ".join(cells))
+                _print_cells(console, f"r{r}", cells)
+                printed = True
         cells = [c for f in others for c in _changes(present, f, f.name, None if prev is None else prev[f.name],
                                                      state[f.name], 0)]
         if cells:
-            lines.append("  ".join(cells))
-        for line in lines or ["(nothing changed)"]:
-            console.print(f"  {line}")
+            _print_cells(console, "", cells)
+        elif not printed:
+            console.print("  (nothing changed)")
         for line in (explanations or {}).get(i, []):
-            console.print(_note(line))
+            print_wrapped(console, line.text, first=f"  {'↻' if line.kind == 'loop' else '▶'} ", rest="    ",
+                          style="bold magenta")
         prev = state
 
 
@@ -194,9 +227,15 @@ def print_trace(console, spec, trace, compact=False):
     lasso = is_lasso(trace)
     header = (f"{trace.spec} · {meta} · {'property' if lasso else 'invariant'} {trace.invariant or '(none broken)'}"
               f" · engine {trace.engine} · {len(trace.steps)} states" + (" (a lasso)" if lasso else ""))
-    console.print(printable(header), style="bold", markup=False)
+    if compact:
+        print_wrapped(console, header, rest="  ", style="bold")
+    else:
+        console.print(printable(header), style="bold", markup=False)
     replayed, notes = narration(spec, trace)
     (render_compact if compact else render)(console, spec, trace, notes)
+    if compact:
+        print_compact_verdict(console, spec, trace, replayed)
+        return
     if not replayed.ok:
         what = f"of {markup_safe(trace.invariant)} " if trace.invariant else ""
         console.print(f"[bold yellow]does not reproduce:[/] {markup_safe(replayed.message)} (as `isrcheck replay` "
@@ -208,14 +247,36 @@ def print_trace(console, spec, trace, compact=False):
         for i, sentence in enumerate(sentences):
             console.print(f"[dim]{markup_safe(sentence)}[/]" if i == 2 else markup_safe(sentence), soft_wrap=True)
         return
-    inv = spec.invariants[trace.invariant]
     console.print(f"[bold red]{markup_safe(present.summary(trace))}[/]")
-    console.print(f"{trace.invariant}: {inv.meaning}", markup=False)
+    console.print(f"{trace.invariant}: {present.meaning(trace.invariant)}", markup=False)
     loss = present.consequence(trace.invariant)
     if loss:
         console.print(f"[dim]{escape(loss)}[/]")
     for label, text in present.epilogue():
         console.print(f"[bold]{escape(label)}:[/] {escape(text)}")
+
+
+def print_compact_verdict(console, spec, trace, replayed):
+    """``show --compact``'s closing lines (print_trace's), wrapped to 80 columns."""
+    present = spec.presentation
+    if not replayed.ok:
+        what = f"of {trace.invariant} " if trace.invariant else ""
+        print_wrapped(console, f"does not reproduce: {replayed.message} (as `isrcheck replay` says): this trace "
+                               f"shows no violation {what}on the current model", style="bold yellow")
+        return
+    if is_lasso(trace):
+        headline, sentences = lasso_words(spec, trace)
+        print_wrapped(console, headline, style="bold red")
+        for i, sentence in enumerate(sentences):
+            print_wrapped(console, sentence, style="dim" if i == 2 else None)
+        return
+    print_wrapped(console, present.summary(trace), style="bold red")
+    print_wrapped(console, f"{trace.invariant}: {present.meaning(trace.invariant)}")
+    loss = present.consequence(trace.invariant)
+    if loss:
+        print_wrapped(console, loss, style="dim")
+    for label, text in present.epilogue():
+        print_wrapped(console, f"{label}: {text}")
 
 
 def trace_text(spec, trace, width=200, compact=False):

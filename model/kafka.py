@@ -290,8 +290,7 @@ class KafkaReplication(ZkReassignment, Spec):
             for i in self.REPLICAS:
                 s.remote_leo[r][i] = -1
         s.q_leader = self.NONE
-        for e in self.EPOCHS:
-            s.req_leader[e - 1] = self.NONE
+        self.initial_requests(s)
         for m in self.RECORDS:
             s.acked_at[m - 1] = -1
         if self.leader_epoch_cache:
@@ -306,6 +305,11 @@ class KafkaReplication(ZkReassignment, Spec):
         for l in self.REPLICAS:
             self.reset_lag_clocks(s, l)
         self.initial_reassignment(s)
+
+    def initial_requests(self, s):
+        """No LeaderAndIsr request is sent yet."""
+        for e in self.EPOCHS:
+            s.req_leader[e - 1] = self.NONE
 
     # ------------------------------------------------------------------------------------
     # helpers over the state (plain functions of the expression language)
@@ -1112,9 +1116,14 @@ class KafkaReplication(ZkReassignment, Spec):
         """The broker process dies without its shutdown hook: with unflushed_loss the unflushed tail is gone."""
         if self.unflushed_loss:
             self.truncate_to(s, r, s.flushed[r])
-            if self.elr:
-                s.unclean_shutdown[r] = True
+            self.note_unclean_shutdown(s, r)
         self.go_down(s, r)
+
+    def note_unclean_shutdown(self, s, r):
+        """What the model remembers of r's hard crash losing its unflushed tail: with KIP-966 (elr) the flag the
+        controller's ELR rules read when r leaves the ISR or registers again."""
+        if self.elr:
+            s.unclean_shutdown[r] = True
 
     @action(r="REPLICAS")
     def shutdown(self, s, r):
@@ -1162,7 +1171,7 @@ class KafkaReplication(ZkReassignment, Spec):
         """Broker r's Partition and fetcher are gone (it stopped, or its replica was removed): it leads and follows no
         one, holds no ISR view, no fetch state of followers, no in-flight ISR change; its lag clocks start afresh."""
         s.leader[r] = self.NONE
-        s.zk_version_current[r] = False
+        self.forget_partition_epoch(s, r)
         s.truncating[r] = False
         s.ack_from[r] = 0
         if self.epoch_cached_on_election:
@@ -1170,13 +1179,17 @@ class KafkaReplication(ZkReassignment, Spec):
         for i in self.REPLICAS:
             s.isr[r][i] = False
             s.remote_leo[r][i] = -1
-        if self.async_isr:
-            self.clear_pending_isr(s, r)
         if self.lag_rule is not None:
             # its Replica objects are gone (the next ones start fresh); it fetches from no one, and its next
             # incarnation's fetcher starts afresh
             self.reset_lag_clocks(s, r)
             s.stalled[r] = False
+
+    def forget_partition_epoch(self, s, r):
+        """A stopped broker's cached zkVersion and its in-flight AlterIsr die with its memory."""
+        s.zk_version_current[r] = False
+        if self.async_isr:
+            self.clear_pending_isr(s, r)
 
     # ------------------------------------------------------------------------------------
     # time, for the lag rule (none without one)

@@ -156,7 +156,12 @@ def _action_phrase(prev, cur, name, params, halts=False):
         return f"Initial state: {R} replicas, {n_up} up, ISR {_set(cur.isr())}, {logs}, {leader}."
     if name == "elect_leader":
         l = p["l"]
-        unclean = "" if prev.get("q_isr", l, default=True) else f" — unclean: r{l} was not in the ISR"
+        if prev.get("q_isr", l, default=True):
+            unclean = ""
+        elif prev.get("q_elr", l, default=False):
+            unclean = f" from the eligible leader replicas (KIP-966: no live ISR member; a clean election)"
+        else:
+            unclean = f" — unclean: r{l} was not in the ISR"
         return (f"Controller elects r{l} leader for epoch {cur.get('q_epoch')} with ISR {_set(cur.isr())}"
                 f"{unclean}.")
     if name == "controller_shrink_isr":
@@ -311,8 +316,10 @@ def _truncated(prev, cur, r):
     return old != cur.log(r)[:len(old)]
 
 
-def _changes(prev, cur, name, params, marked=(), rule=truncation_rule):
-    """Clauses for what else changed: truncations (``rule`` in full unless a mark will give it), HWs, ISR."""
+def _changes(prev, cur, name, params, marked=(), rule=truncation_rule,
+             isr_said=("elect_leader", "controller_shrink_isr", "controller_offline")):
+    """Clauses for what else changed: truncations (``rule`` in full unless a mark will give it), HWs, and the ISR
+    unless the step's sentence says it (``isr_said``)."""
     R = cur.R
     out = []
     said = set()
@@ -328,8 +335,7 @@ def _changes(prev, cur, name, params, marked=(), rule=truncation_rule):
     if prev.has("hw"):
         out += [f"r{r}'s HW {prev.get('hw', r)}→{cur.get('hw', r)}" for r in range(R)
                 if r not in said and prev.get("hw", r) != cur.get("hw", r)]
-    if prev.has("q_isr") and prev.isr() != cur.isr() and name not in (
-            "elect_leader", "controller_shrink_isr", "controller_offline"):
+    if prev.has("q_isr") and prev.isr() != cur.isr() and name not in isr_said:
         out.append(f"ISR in ZooKeeper now {_set(cur.isr())}")
     return out
 
@@ -588,6 +594,8 @@ class KafkaPresentation(Presentation):
     hidden = ("log_record", "log_epoch")
     partition_prefixes = ("q_",)          # the quorum state (ZooKeeper) is partition-wide
     log_header = "log (offset:record@epoch)"
+    #: steps whose sentence says the new ISR in ZooKeeper itself
+    isr_said = frozenset({"elect_leader", "controller_shrink_isr", "controller_offline"})
     log_fields = ("log_record", "log_epoch", "leo")
     participants = ("Controller", "Producer")
     replica_params = ("r", "l", "f")
@@ -640,7 +648,7 @@ class KafkaPresentation(Presentation):
                         what = "acknowledged" if m in prev.acked() else "consumer-visible"
                         marks.append((r, Line(i, f"Committed record {m} ({what}, offset {o}) disappears from r{r}: "
                                                  f"{self.truncation(prev, cur, name, params, r)}.", "lost")))
-            extra = _changes(prev, cur, name, params, {r for r, _ in marks}, self.truncation)
+            extra = _changes(prev, cur, name, params, {r for r, _ in marks}, self.truncation, self.isr_said)
             if extra:
                 phrase = phrase[:-1] + "; " + "; ".join(extra) + "."
             lines.append(Line(i, phrase))

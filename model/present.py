@@ -210,7 +210,7 @@ class Presentation:
         if row is not None and backends.scalar(self.spec).holds(row, self.spec.invariants[invariant]):
             return []
         detail = self.detail(invariant, [st for _, _, st in steps])
-        text = f"{invariant} breaks here: {detail or self.spec.invariants[invariant].meaning}"
+        text = f"{invariant} breaks here: {detail or self.meaning(invariant)}"
         loss = self.consequence(invariant)
         return [Line(len(steps) - 1, f"{text} {loss}" if loss else text, "violated")]
 
@@ -227,7 +227,11 @@ class Presentation:
         if detail:
             return f"{head}: {detail}"
         inv = self.spec.invariants.get(invariant)
-        return f"{head}: {inv.meaning if inv else ''}".rstrip(": ")
+        return f"{head}: {self.meaning(invariant) if inv else ''}".rstrip(": ")
+
+    def meaning(self, invariant):
+        """What ``invariant`` says, in the family's terms."""
+        return self.spec.invariants[invariant].meaning
 
     def consequence(self, invariant):
         """What a violation of ``invariant`` means for users."""

@@ -18,8 +18,10 @@ from isrcheck.specs.kafka_1120 import Kafka1120
 from isrcheck.specs.async_isr import AsyncIsr, Kip497
 from isrcheck.specs.last_replica_standing import LastReplicaStanding
 from isrcheck.specs.kip_966 import Kip966
-from isrcheck.specs.kafka_3_9 import Kafka39
-from isrcheck.specs.kafka_4_0 import Kafka40
+from isrcheck.specs.kafka_3_5 import Kafka35
+from isrcheck.specs.kafka_3_9 import Kafka39, Kafka39KeepPending
+from isrcheck.specs.kafka_4_0 import Kafka40, Kafka40KeepPending
+from isrcheck.specs.kafka_19522 import Kafka19522
 from isrcheck.specs.kafka_13141 import Kafka13141
 from isrcheck.specs.kafka_14704 import Kafka14704
 from isrcheck.specs.kafka_14617 import Kafka14617
@@ -28,6 +30,7 @@ from isrcheck.specs.tla import TLA_SPECS
 SPECS = {cls.name: cls for cls in (HwTruncation, Kafka082, Kafka09, Kafka0102, Kip101, Kip279, Kafka201, Kip320, Kafka261,
                                    NoReassignmentBump, NoIsrFencing, ZombieController, Acks1, UncleanElection, Kafka7128, Kafka1120,
                                    AsyncIsr, Kip497, LastReplicaStanding, Kip966,
-                                   Kafka39, Kafka40, Kafka13141, Kafka14704, Kafka14617)}
+                                   Kafka35, Kafka39, Kafka39KeepPending, Kafka40, Kafka40KeepPending, Kafka19522,
+                                   Kafka13141, Kafka14704, Kafka14617)}
 SPECS.update(TLA_SPECS)      # the port of the public TLA+ specs (tla-*), a second spec family
 

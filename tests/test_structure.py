@@ -30,7 +30,8 @@ CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
 ENGINES = ["bfs", "spark_engine", "bmc", "cnf", "induction", "unrolling", "strengthen", "fuzz", "minimize", "trace", "gate",
            "gate_changes", "gate_run", "gate_results", "gate_formats", "result", "cli", "show",
            "export", "report", "fingerprint", "visited", "coverage", "itf_types", "settings"]
-EVERY_OPTION = dict(controller_failover=1, async_isr=1, elr=1, fetch_response_loss=1, proof_ghosts=1)
+EVERY_OPTION = dict(controller_failover=1, async_isr=1, elr=1, fetch_response_loss=1, proof_ghosts=1,
+                    eligibility_lag=1, fetch_responses=1)
 
 
 def run(*args):
@@ -42,9 +43,11 @@ def _kafka_vocabulary():
     names = set()
     for cls in SPECS.values():
         if issubclass(cls, KafkaReplication):
-            # reassignment is not modelled with a controller failover: a spec that reassigns at its defaults
-            # turns its options on without it (its own defaults name the reassignment's fields)
-            every = {**EVERY_OPTION, **({"reassignments": 0} if cls.defaults.get("reassignments") else {})}
+            # every option the spec allows; reassignment is not modelled with a controller failover: a spec that
+            # reassigns at its defaults turns its options on without it (its own defaults name the reassignment's
+            # fields)
+            every = {k: v for k, v in EVERY_OPTION.items() if k in cls.limits and cls.limits[k][1] >= v}
+            every.update({"reassignments": 0} if cls.defaults.get("reassignments") else {})
             for spec in (cls(), cls(**every)):
                 names |= set(spec.layout.fields) | {a.name for a in spec.actions}
     return names
@@ -137,7 +140,7 @@ def test_every_spec_declares_fuzz_targets_and_its_replicas_by_axes():
 
 
 def test_unbounded_fields_are_the_epochs_and_ids_and_nothing_the_protocol_bounds():
-    spec = SPECS["kip-320"](**EVERY_OPTION)
+    spec = SPECS["kip-320"](**{k: v for k, v in EVERY_OPTION.items() if k in SPECS["kip-320"].defaults})
     unbounded = {f.name for f in spec.layout.fields.values() if f.unbounded}
     assert {"log_epoch", "leader_epoch", "q_epoch", "log_record", "next_record", "applied_epoch"} <= unbounded
     assert not unbounded & {"leo", "hw", "crashes", "acked_at", "leader", "q_controller_epoch"}
