@@ -211,9 +211,9 @@ class ZkReassignment:
     def resume_reassignment(self, s):
         """The controller resumes a reassignment whose target is not yet in the ISR: phase A again.
 
-        Kafka: maybeResumeReassignments -> onPartitionReassignment (2.4.0-2.8.x), from onBrokerStartup (a target
-        replica's broker registers) and initializePartitionReassignments (controller failover): A1
-        updateLeaderEpochAndSendRequest bumps the leader epoch and sends LeaderAndIsr to RS again.
+        Kafka: KafkaController.maybeResumeReassignments -> onPartitionReassignment (2.4.0-2.8.x), from
+        onBrokerStartup (a target replica's broker registers) and initializePartitionReassignments (controller
+        failover): A1 updateLeaderEpochAndSendRequest bumps the leader epoch and sends LeaderAndIsr to RS again.
         """
         if not self.reassign:
             s.require(False)
