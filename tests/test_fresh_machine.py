@@ -107,5 +107,7 @@ def test_the_workflow_template_runs_in_a_teams_repository(tmp_path):
         assert run.returncode == 0, f"{step['name']}:\n{run.stdout}{run.stderr}"
     assert (bin_dir / "isrcheck").exists()        # installed by the template's install step, and used by the gate
     suites = ET.parse(repo / "gate.xml").getroot()
-    assert int(suites.get("tests")) == len(Kip101.expected) and suites.get("failures") == "0"    # our-kip-101's
+    # our-kip-101's invariants and liveness properties, each a test case
+    assert int(suites.get("tests")) == len(Kip101.expected) + len(Kip101.liveness_expected()[0])
+    assert suites.get("failures") == "0"
     assert "isrcheck gate: all" in summary.read_text()
