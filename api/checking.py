@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from isrcheck.checker import state_counts
-from isrcheck.checker.bfs import search
-from isrcheck.checker.budget import Budget
-from isrcheck.checker.liveness import check as check_liveness, lasso_trace
-from isrcheck.checker.registry import resolve
-from isrcheck.checker.report import liveness_expectations
-from isrcheck.checker.result import Measured
-from isrcheck.checker.trace import Trace, from_steps, save
-from isrcheck.checker.variants import unnamed
+from isrcheck.checker.command_line import state_counts
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.engine.budget import Budget
+from isrcheck.checker.exhaustive.liveness import check as check_liveness, lasso_trace
+from isrcheck.checker.command_line.registry import resolve
+from isrcheck.checker.command_line.report import liveness_expectations
+from isrcheck.checker.engine.result import Measured
+from isrcheck.checker.traces.trace import Trace, from_steps, save
+from isrcheck.checker.command_line.variants import unnamed
 from isrcheck.model.configuration import configuration_of
 from isrcheck.model.spec import Spec
 
@@ -35,13 +35,13 @@ class CheckResult(Measured):
     ``verdicts`` maps each invariant (and liveness property) checked to ``"holds"`` (no reachable state within the
     bounds violates it), ``"violated"`` or ``"unknown"`` (a budget stopped the search first). ``traces`` holds a
     shortest counterexample per violated invariant, and a lasso per violated property, as a
-    :class:`isrcheck.checker.trace.Trace`; ``render`` words one the way ``isrcheck show`` does, and ``save``
+    :class:`isrcheck.checker.traces.trace.Trace`; ``render`` words one the way ``isrcheck show`` does, and ``save``
     writes it as an ITF file the command line reads. ``expected`` is what the spec declares for these bounds
     when they are one of its configurations (its defaults or a named one, ``configuration``), for the
     invariants checked, and at its defaults for the properties checked; else it is empty.
     ``coverage`` is the search's action coverage, as ``--format json`` has it (``actions``: per action,
     ``instances``: per action instance, each with ``enabled``, ``fired`` and ``new_states``).
-    The counts and times mean what they mean for every engine (``isrcheck.checker.result``): ``distinct_states``,
+    The counts and times mean what they mean for every engine (``isrcheck.checker.engine.result``): ``distinct_states``,
     ``transitions``, ``depth``, ``seconds``, ``peak_memory_bytes``, ``retained_bytes`` (the visited set and
     parents kept), with ``states_per_second`` and ``bytes_per_state`` derived from them.
     """
@@ -89,7 +89,7 @@ class CheckResult(Measured):
     def render(self, invariant=None, format="text"):
         """A violation's trace (the first one by default) as ``isrcheck show`` prints it; ``format`` ``"html"``,
         ``"mermaid"`` or ``"dot"`` give what ``show --format`` writes."""
-        from isrcheck.checker import export, html, show
+        from isrcheck.checker.traces import export, html, show
         renderers = {"text": show.trace_text, "html": html.to_html, "mermaid": export.to_mermaid,
                      "dot": export.to_dot}
         if format not in renderers:

@@ -1,7 +1,7 @@
 """The command line's other commands from Python: ``isrcheck.fuzz``, ``isrcheck.prove``, ``isrcheck.gate``.
 
 Each runs what its command runs and returns a plain dataclass (:class:`FuzzResult`, :class:`ProofResult`,
-:class:`GateResult`); traces are :class:`isrcheck.checker.trace.Trace` objects, written nowhere unless saved
+:class:`GateResult`); traces are :class:`isrcheck.checker.traces.trace.Trace` objects, written nowhere unless saved
 (``trace`` module's ``save``), except the gate's, which reads and writes its directories as the command does.
 Specs are named as for :func:`isrcheck.check`: a registered name, ``"FILE.py:CLASS"``, ``"MODULE:CLASS"`` or
 a Spec subclass. Mistakes raise ValueError (:class:`isrcheck.BoundsError` for bounds out of range).
@@ -19,8 +19,8 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from isrcheck.checker.budget import Budget
-from isrcheck.checker.trace import Trace, from_steps
+from isrcheck.checker.engine.budget import Budget
+from isrcheck.checker.traces.trace import Trace, from_steps
 from isrcheck.checking import names, spec_class
 
 
@@ -49,7 +49,7 @@ class FuzzResult:
 def fuzz(spec, invariants=None, *, seconds=60.0, seed=None, max_steps=None, **bounds):
     """Random long executions of ``spec`` at ``bounds`` for ``seconds``, steered by its fuzz targets, checking
     ``invariants`` (one, a list, or None for all) after every step; a violation is shrunk (``isrcheck fuzz``)."""
-    from isrcheck.checker.fuzzer import fuzz as run
+    from isrcheck.checker.fuzzing.fuzzer import fuzz as run
     instance = spec_class(spec)(**bounds)
     chosen = names("invariant", invariants, instance.invariants, instance.name)
     seed = random.getrandbits(32) if seed is None else seed
@@ -97,10 +97,10 @@ def prove(spec, invariant, *, k=1, lemmas=None, auto_lemmas=False, z3_timeout=No
     names("invariant", [invariant, *lemmas], instance.invariants, instance.name)
     budget, start = Budget(seconds=z3_timeout), time.perf_counter()
     if auto_lemmas:
-        from isrcheck.checker.strengthen import prove_with_lemmas
+        from isrcheck.checker.symbolic.strengthen import prove_with_lemmas
         result, _ = prove_with_lemmas(instance, invariant, budget)
     else:
-        from isrcheck.checker.induction import prove as k_induction
+        from isrcheck.checker.symbolic.induction import prove as k_induction
         result = k_induction(instance, invariant, k, lemmas=lemmas, budget=budget)
     trace = from_steps(instance, invariant, "prove", result.steps) if result.verdict == "refuted" else None
     cti = ([(a.label if a is not None else None, state) for a, state in result.steps]
@@ -149,9 +149,9 @@ def gate(specs=(), *, counterexamples="counterexamples", out="gate-counterexampl
     """``isrcheck gate``: every spec (or those ``specs`` names) at each of its configurations against its expected
     verdicts and the saved counterexamples under ``counterexamples``; counterexamples of unmet expectations are
     written under ``out``."""
-    from isrcheck.checker.gate import named
-    from isrcheck.checker.gate_results import GateError
-    from isrcheck.checker.gate_run import run_gate
+    from isrcheck.checker.gating.gate import named
+    from isrcheck.checker.gating.gate_results import GateError
+    from isrcheck.checker.gating.gate_run import run_gate
     try:
         registry, chosen = named([specs] if isinstance(specs, str) else list(specs))
         report = run_gate(chosen, registry, counterexamples=counterexamples, out=out, changed_since=changed_since,

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
-from isrcheck.checker.registry import show_command
-from isrcheck.checker.show import trace_text
-from isrcheck.checker.trace import default_path
+from isrcheck.checker.command_line.registry import show_command
+from isrcheck.checker.traces.show import trace_text
+from isrcheck.checker.traces.trace import default_path
 from isrcheck.checking import CheckResult, check
 
 OUT_DIR = "isrcheck-out"

@@ -39,8 +39,8 @@ def parse(config):
 
 def run_one(config, symmetry=False, workers=None, kernels="native", max_states=None):
     """Run in this process and return the measurements as a dict."""
-    from isrcheck.checker.bfs import search
-    from isrcheck.checker.budget import Budget
+    from isrcheck.checker.exhaustive.bfs import search
+    from isrcheck.checker.engine.budget import Budget
     from isrcheck.model import backends
     from isrcheck.specs import SPECS
     name, bounds, invariant = parse(config)

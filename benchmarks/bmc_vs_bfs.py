@@ -7,9 +7,9 @@
 For every spec in ``specs.SPECS`` (or those named) and every invariant its
 ``expected`` dict says is "violated" at the default bounds, this runs
 
-1. ``checker.bfs.search(spec, [inv])``: the length of the shortest trace (in
+1. ``checker.exhaustive.bfs.search(spec, [inv])``: the length of the shortest trace (in
    states, the initial state counting 1) and the CPU seconds it took;
-2. ``checker.bmc.bmc(spec, [inv], depth)`` with depth = that length and a
+2. ``checker.symbolic.bmc.bmc(spec, [inv], depth)`` with depth = that length and a
    time limit per violation (``--timeout``, default 600 s of wall-clock time):
    the length of the trace it found, or how deep it got before the time ran out.
 
@@ -27,9 +27,9 @@ import json
 import sys
 import time
 
-from isrcheck.checker.bfs import search
-from isrcheck.checker.bmc import bmc
-from isrcheck.checker.budget import Budget
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.symbolic.bmc import bmc
+from isrcheck.checker.engine.budget import Budget
 from isrcheck.specs import SPECS
 
 

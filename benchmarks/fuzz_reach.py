@@ -4,7 +4,7 @@
                                     [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...] [--json FILE]
 
 For every spec in ``specs.SPECS`` and every invariant it expects "violated",
-fuzzes that invariant alone (``checker.fuzzer.fuzz``, one worker) with each of
+fuzzes that invariant alone (``checker.fuzzing.fuzzer.fuzz``, one worker) with each of
 ``--seeds`` seeds from ``--first-seed`` on, at ``--replicas`` replicas (0: the
 spec's default), the spec's default bounds otherwise, raised by any ``--bound``
 given (a bound is only ever raised: ``--bound max_epochs=8`` leaves a spec whose
@@ -15,7 +15,7 @@ fuzz, compiling the model included) are that process's CPU time, so the figures
 hold whatever else loads the machine. A row gives how many seeds found it, the
 median and the worst seed's CPU seconds to find (a seed that did not find it
 counts as "> budget"), the median lengths (the first failing run found, after
-Hypothesis's shrinking, after ``checker.minimize``) and the CPU seconds the row
+Hypothesis's shrinking, after ``checker.traces.minimize``) and the CPU seconds the row
 took in all (search, shrinking, minimizing, every seed). "bfs" is the exhaustive
 engine's shortest counterexample at the spec's default bounds (counterexamples/),
 for scale only (the fuzzer never reads it); "÷ bfs" is the median minimized
@@ -55,8 +55,8 @@ def _shortest(spec_name, invariant):
 
 def _one(task):
     spec_name, invariant, bounds, budget, seed = task
-    from isrcheck.checker.fuzzer import fuzz
-    from isrcheck.checker.budget import Budget
+    from isrcheck.checker.fuzzing.fuzzer import fuzz
+    from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
     cpu0, wall0 = time.process_time(), time.monotonic()
     row = {"spec": spec_name, "invariant": invariant, "bounds": bounds, "seed": seed}

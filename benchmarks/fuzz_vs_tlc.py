@@ -102,7 +102,7 @@ def run_isrcheck(name, invariant, replicas, seed, budget):
     """One ``isrcheck fuzz``: {"setup", "find" (search CPU seconds, None: not found), "length", "minimized"}."""
     out = tempfile.mkdtemp(prefix="isrcheck-fuzzsim-")
     try:
-        cmd = [sys.executable, "-m", "isrcheck.checker.cli", "fuzz", "--spec", name, "--invariant", invariant,
+        cmd = [sys.executable, "-m", "isrcheck.checker.command_line.cli", "fuzz", "--spec", name, "--invariant", invariant,
                "--replicas", str(replicas), "--seed", str(seed), "--workers", "1", "--budget", f"{budget:g}s",
                "--format", "json", "--no-progress", "--out", out]
         proc = subprocess.run(cmd, capture_output=True, text=True)

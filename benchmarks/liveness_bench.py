@@ -4,7 +4,7 @@
     python benchmarks/liveness_bench.py kip-320:max_crashes=2 kafka-1120
 
 For each configuration (``SPEC[:BOUND=N,...]``, as in bench.py), in fresh processes: the
-exhaustive invariant search (bench.py's measurement) and then checker/liveness.py on every
+exhaustive invariant search (bench.py's measurement) and then checker/exhaustive/liveness.py on every
 property of the spec, with the CPU seconds (exploration included), the bytes retained per state
 and the peak memory of each.
 """
@@ -21,7 +21,7 @@ DEFAULTS = ["kip-320", "kafka-1120", "kip-320:max_crashes=2"]          # the las
 
 
 def run_one(config):
-    from isrcheck.checker import liveness
+    from isrcheck.checker.exhaustive import liveness
     from isrcheck.specs import SPECS
     name, bounds, _ = parse(config)
     spec = SPECS[name](**bounds)

@@ -141,9 +141,9 @@ def search_costs(config, states, fingerprint):
     """(result, CPU seconds, per-state costs) of one search on the compiled kernels, one worker: successors (each a
     probe into the table), bytes read and written (see the module docstring) and multiply-adds of fingerprint
     deltas per successor."""
-    from isrcheck.checker.bfs import search
-    from isrcheck.checker.budget import Budget
-    from isrcheck.checker.coverage import FIRED
+    from isrcheck.checker.exhaustive.bfs import search
+    from isrcheck.checker.engine.budget import Budget
+    from isrcheck.checker.exhaustive.coverage import FIRED
     from isrcheck.model.backends import trace_action
     from isrcheck.model.c_kernels import _writes
     from isrcheck.model.compile import Graph
@@ -181,8 +181,8 @@ def engine_seconds(config, states, engine):
 
 
 def one_engine(config, states, engine):
-    from isrcheck.checker.bfs import search
-    from isrcheck.checker.budget import Budget
+    from isrcheck.checker.exhaustive.bfs import search
+    from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
     name, bounds, _ = parse(config)
     kernels = "numpy" if engine == "numpy" else "native"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 
-from isrcheck.checker.induction import prove
+from isrcheck.checker.symbolic.induction import prove
 from isrcheck.specs.kip_320 import Kip320
 
 

@@ -31,8 +31,8 @@ SIZES = "10000000,all"
 
 
 def run_one(config, size, symmetry, workers, fingerprint):
-    from isrcheck.checker.bfs import search
-    from isrcheck.checker.budget import Budget
+    from isrcheck.checker.exhaustive.bfs import search
+    from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
     name, bounds, _ = parse(config)
     if not symmetry:                # compiled kernels ready before the clock starts (a first search compiles them)

@@ -166,12 +166,12 @@ def run_one(engine, config, invariants, executors):
     before = machine()
     t = time.perf_counter()
     if engine == "local":
-        from isrcheck.checker import stop
-        from isrcheck.checker.bfs import search
+        from isrcheck.checker.engine import stop
+        from isrcheck.checker.exhaustive.bfs import search
         result = search(spec, invariants)
         extra = dict(peak_bytes=stop.peak_bytes())
     else:
-        from isrcheck.checker.spark_engine import spark_context, spark_search
+        from isrcheck.checker.spark.spark_engine import spark_context, spark_search
         sc, _ = spark_context(f"local-cluster[{executors},1,1024]", executors,
                               {"spark.driver.memory": "2g", "spark.executor.memory": "1g"})
         status = sc._jsc.sc().getExecutorMemoryStatus()

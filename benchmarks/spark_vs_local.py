@@ -221,15 +221,15 @@ class Footprint(_Sampler):
 
 
 # --- the local engine's own stages (one worker thread, its methods timed) -------------------------
-LOCAL_STAGES = (("checker.bfs", "Search", "expand", "expand"),
-                ("checker.bfs", "Search", "group", "group"),
-                ("checker.visited", "VisitedSet", "insert", "visited insert"),
-                ("checker.bfs", "Search", "pick", "pick"),
-                ("checker.bfs", "Search", "materialize", "materialize"),
-                ("checker.bfs", "Search", "_violations", "invariants"),
-                ("checker.levels", "Frontier", "block", "frontier block"),
-                ("checker.levels", "LevelWriter", "append", "level write"),
-                ("checker.levels", "LevelWriter", "finish", "level write"))
+LOCAL_STAGES = (("checker.exhaustive.bfs", "Search", "expand", "expand"),
+                ("checker.exhaustive.bfs", "Search", "group", "group"),
+                ("checker.exhaustive.visited", "VisitedSet", "insert", "visited insert"),
+                ("checker.exhaustive.bfs", "Search", "pick", "pick"),
+                ("checker.exhaustive.bfs", "Search", "materialize", "materialize"),
+                ("checker.exhaustive.bfs", "Search", "_violations", "invariants"),
+                ("checker.exhaustive.levels", "Frontier", "block", "frontier block"),
+                ("checker.exhaustive.levels", "LevelWriter", "append", "level write"),
+                ("checker.exhaustive.levels", "LevelWriter", "finish", "level write"))
 
 
 def time_local_stages():
@@ -270,7 +270,7 @@ def run_one(engine, config, invariants, partitions):
 
     stages = None
     if engine in ("local", "local-stages"):
-        from isrcheck.checker.bfs import search
+        from isrcheck.checker.exhaustive.bfs import search
         if engine == "local-stages":
             stages = time_local_stages()
         t0 = tree_cpu_seconds()
@@ -280,7 +280,7 @@ def run_one(engine, config, invariants, partitions):
             stages["other (search loop, kernel choice, imports)"] = cpu - t0 - sum(stages.values())
         by_role = None
     else:
-        from isrcheck.checker.spark_engine import spark_context, spark_search
+        from isrcheck.checker.spark.spark_engine import spark_context, spark_search
         sampler = CpuByRole()
         sc, _ = spark_context("local[2]", partitions, SPARK_CONF)
         workdir = tempfile.mkdtemp(prefix="isrcheck-capacity-") if engine == "spark-capacity" else None
@@ -386,8 +386,8 @@ def capacity(config, invariants, partitions=2):
 
 def growth(limit=150_000_000):
     """The target's new states per level at max_epochs 1-4 (3 and 4 cut at ``limit`` states), and their ratios."""
-    from isrcheck.checker.bfs import search
-    from isrcheck.checker.budget import Budget
+    from isrcheck.checker.exhaustive.bfs import search
+    from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
     name, bounds = parse(CAPACITY)
     levels = {}
@@ -409,8 +409,8 @@ def growth(limit=150_000_000):
 
 # --- per-level overhead -----------------------------------------------------------------------
 def overhead(reps=3):
-    from isrcheck.checker.spark_engine import spark_context, spark_search
-    from isrcheck.checker.budget import Budget
+    from isrcheck.checker.spark.spark_engine import spark_context, spark_search
+    from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
     sc, _ = spark_context("local[2]", 2, SPARK_CONF)
     name, bounds = OVERHEAD

@@ -1,4 +1,4 @@
-"""Proofs from the reachable set (checker.strengthen), per spec: every invariant it expects to hold, proved together.
+"""Proofs from the reachable set (checker.symbolic.strengthen), per spec: every invariant it expects to hold, proved together.
 
     python benchmarks/strengthen_all.py [--timeout SECONDS] [SPEC ...]
 
@@ -9,8 +9,8 @@ the CPU seconds (the exhaustive search's share in brackets).
 import argparse
 import time
 
-from isrcheck.checker.budget import Budget
-from isrcheck.checker.strengthen import strengthen
+from isrcheck.checker.engine.budget import Budget
+from isrcheck.checker.symbolic.strengthen import strengthen
 from isrcheck.specs import SPECS
 
 

@@ -216,7 +216,7 @@ class _OnStateTuples:
         return self.invariant(name)(r)
 
     def backend(self):
-        """This model behind the scalar backend's interface (what checker.minimize replays on)."""
+        """This model behind the scalar backend's interface (what checker.traces.minimize replays on)."""
         return _OnTuples(self)
 
 

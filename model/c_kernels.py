@@ -5,7 +5,7 @@ with every parameter folded in, become:
 
 - ``isr_expand``: for each row of a chunk, each action instance in order: its guard, one conjunct at a time
   (a guard is a conjunction of requires, and most fail at the first), then its written cells, whether any
-  cell moved, and the successor's fingerprint lanes by linear delta (checker/fingerprint.py's
+  cell moved, and the successor's fingerprint lanes by linear delta (checker/exhaustive/fingerprint.py's
   ``R[c] * (new - old)`` modulo 2**64). Successors come out in (row, instance) order: the order in which
   the search keeps each state's first discovery;
 - ``isr_build``: the rows of the successors the visited set did not hold (parent's cells, then the

@@ -1,6 +1,6 @@
 """C source compiled by the system's C compiler into a shared library, kept across processes, loaded with ctypes.
 
-The compiled kernels (model/c_kernels.py) and the visited table's loops (checker/table.c) are C: a library
+The compiled kernels (model/c_kernels.py) and the visited table's loops (checker/exhaustive/table.c) are C: a library
 loads in about a millisecond, where importing numba and loading a spec's cached numba kernels costs half a
 second of CPU in every process, more than a whole search of a million states. Each library is written once
 to the kernels' cache directory (model/native.py ``cache_dir``) under its name (a digest of what its source

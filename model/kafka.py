@@ -1436,7 +1436,7 @@ class KafkaReplication(ZkReassignment, Spec):
         return self.isr_holds_committed(s, live_only=True)
 
     # ------------------------------------------------------------------------------------
-    # liveness properties (checker/liveness.py): P leads to Q under the fairness each declares
+    # liveness properties (checker/exhaustive/liveness.py): P leads to Q under the fairness each declares
     # ------------------------------------------------------------------------------------
     def acting_leader_stuck(self, s, l):
         """l is the acting leader with records above its HW while every member of its ISR is up."""

@@ -25,7 +25,7 @@ class Field:
     renames it too. ``ghost`` fields record history for invariants only.
     ``unbounded=True`` marks a value that only counts up (an epoch, an id): its
     upper bound is a bound of the search, not a fact of the protocol, so the
-    induction step of a proof leaves it out (``checker.induction.prove``).
+    induction step of a proof leaves it out (``checker.symbolic.induction.prove``).
     """
 
     name: str

@@ -5,7 +5,7 @@ over a whole batch, one temporary array per node. Here the same hash-consed grap
 (``backends.trace_action``, ``trace_invariant``) become one scalar loop per action
 instance, with the parameters folded in as constants: for each row of a chunk the
 guard, then (only where it holds) the written cells, the successor's fingerprint
-by linear delta (checker/fingerprint.py's ``R[c] * (new - old)``, modulo 2**64)
+by linear delta (checker/exhaustive/fingerprint.py's ``R[c] * (new - old)``, modulo 2**64)
 and the self-loop test; a successor is written as (row, fingerprint, new cells)
 into preallocated outputs. Each instance is one small function and each invariant
 one more, each in a generated module of its own (one large function takes numba
@@ -34,7 +34,7 @@ import tempfile
 
 import numpy as np
 
-# as in checker/kernels.py: numba's import of scipy must not start OpenBLAS threads (a hang under ulimit -v)
+# as in checker/exhaustive/kernels.py: numba's import of scipy must not start OpenBLAS threads (a hang under ulimit -v)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 try:

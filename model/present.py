@@ -25,7 +25,7 @@ narrates in ``narrated``: when the family's base class declares an action
 missing from it (renamed, or added without its narration), no spec of the
 family loads.
 
-``trace`` is a :class:`checker.trace.Trace` (from any engine, or loaded from a
+``trace`` is a :class:`checker.traces.trace.Trace` (from any engine, or loaded from a
 file) or engine steps ``[(ActionInstance or None, row)]`` (then pass
 ``invariant``). Step index 0 is the initial state; index i is the state after
 the i-th action.
@@ -105,7 +105,7 @@ class Presentation:
     # --- steps ---------------------------------------------------------------------------------
     def steps(self, trace, invariant=None):
         """(invariant name or None, [(action name or None, params, decoded state)])."""
-        if hasattr(trace, "steps"):                 # a checker.trace.Trace
+        if hasattr(trace, "steps"):                 # a checker.traces.trace.Trace
             return invariant or trace.invariant, list(trace.steps)
         out = []
         for inst, row in trace:

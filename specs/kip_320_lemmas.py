@@ -40,7 +40,7 @@ class Kip320Lemmas:
     A subclass of kip-320 inherits them, their expected verdicts and the proof, like any
     invariant. A version that changes the protocol (some break it on purpose: no-isr-fencing,
     acks-1) says ``dropped_invariants = LEMMAS``: kip-320's lemmas are not its lemmas, and the
-    proof goes with them. Under the relaxed bounds of checker.induction.prove the lemmas are about
+    proof goes with them. Under the relaxed bounds of checker.symbolic.induction.prove the lemmas are about
     arbitrarily large epochs and record ids, except lemma-epoch-table, which re-establishes the one
     epoch bound the model's guards impose (its LeaderAndIsr table has max_epochs slots).
     """

@@ -99,7 +99,7 @@ def test_the_api_covers_the_commands(tmp_path):
     assert isinstance(fuzzed, isrcheck.FuzzResult) and fuzzed.seed == 1 and fuzzed.runs
     assert fuzzed.violated == ["single-acting-leader"] and fuzzed.seconds < 30       # stops once it is found
     saved = tmp_path / "fuzzed.itf.json"
-    from isrcheck.checker.trace import save
+    from isrcheck.checker.traces.trace import save
     save(fuzzed.traces["single-acting-leader"], str(saved))
     assert subprocess.run(["isrcheck", "replay", str(saved)], capture_output=True).returncode == 0
 

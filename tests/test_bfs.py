@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from isrcheck.checker import bfs
-from isrcheck.checker.bfs import search
-from isrcheck.checker.budget import Budget
-from isrcheck.checker.trace import from_steps, replay
+from isrcheck.checker.exhaustive import bfs
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.engine.budget import Budget
+from isrcheck.checker.traces.trace import from_steps, replay
 from isrcheck.model.spec import action
 from isrcheck.specs import SPECS
 from isrcheck.specs.kip_320 import Kip320
@@ -202,7 +202,7 @@ def test_fingerprints_widened_midway_give_the_same_search_and_a_smaller_bound(mo
     lanes of the levels before it kept them found again): the same states in the same order and the same
     violations as 64-bit keys on numpy, and as 96-bit keys from the start; the bound counts the narrow keys'
     pairs at 2**-bits and the rest at the wide keys' bits."""
-    from isrcheck.checker import fingerprint
+    from isrcheck.checker.exhaustive import fingerprint
     from isrcheck.model.c_kernels import CKernels
     spec, names = SPECS["kip-101"](), ["log-matching", "strong-isr"]      # holds: every state; violated at 31
     narrow, rows = explore(spec, names, kernels="numpy", fingerprint="64")
@@ -232,7 +232,7 @@ def test_fingerprints_widened_midway_give_the_same_search_and_a_smaller_bound(mo
 
 def test_fingerprints_by_delta_match_full_fingerprints():
     """The delta fingerprint of every successor equals its full fingerprint."""
-    from isrcheck.checker.bfs import Search
+    from isrcheck.checker.exhaustive.bfs import Search
     spec = SPECS["kip-320"](**TINY)
     s = Search(spec, ["no-committed-loss"])
     rng = np.random.default_rng(7)
@@ -253,7 +253,7 @@ def test_fingerprints_by_delta_match_full_fingerprints():
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
     """An interrupt mid-search ends it like a budget: violations found so far keep their traces."""
-    from isrcheck.checker.bfs import Search
+    from isrcheck.checker.exhaustive.bfs import Search
     calls = {"n": 0}
 
     def interrupted_later(successors):

@@ -1,9 +1,9 @@
-"""The one budget type every engine takes (checker/budget.py)."""
+"""The one budget type every engine takes (checker/engine/budget.py)."""
 import pytest
 
-from isrcheck.checker.bfs import search
-from isrcheck.checker.budget import UNLIMITED, Budget
-from isrcheck.checker.liveness import check as check_liveness
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.engine.budget import UNLIMITED, Budget
+from isrcheck.checker.exhaustive.liveness import check as check_liveness
 from isrcheck.specs import SPECS
 
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
+CLI = [sys.executable, "-m", "isrcheck.checker.command_line.cli"]
 
 
 def run(*args, cwd=None):

@@ -20,7 +20,7 @@ from isrcheck.specs.kip_320 import Kip320
 from isrcheck.specs.kip_320_lemmas import LEMMAS
 
 REPO = os.path.join(os.path.dirname(__file__), "..")
-CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
+CLI = [sys.executable, "-m", "isrcheck.checker.command_line.cli"]
 WHY = {"log-matching": "KAFKA-6361: the follower keeps records the new leader replaced"}
 
 
@@ -175,7 +175,7 @@ class SmallKip320(Kip320):
 
 def test_update_traces_writes_only_violations_the_search_found(tmp_path):
     from click.testing import CliRunner
-    from isrcheck.checker.gate import gate
+    from isrcheck.checker.gating.gate import gate
     cx = tmp_path / "cx"
     result = CliRunner().invoke(gate, ["--no-progress", "--update-traces", "--counterexamples", str(cx), "--out",
                                        str(tmp_path / "out"), "--format", "json"],

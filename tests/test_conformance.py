@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 import z3
 
-from isrcheck.checker.fingerprint import Fingerprint
+from isrcheck.checker.exhaustive.fingerprint import Fingerprint
 from isrcheck.model.expr import DeclarationError, where
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import Spec, action, invariant
@@ -193,7 +193,7 @@ def numpy_results(spec, rows):
 def native_mismatches(spec, rows, nu):
     """The native kernels (model/native.py) against numpy's results ``nu`` on the same rows: per instance the
     enabled count, the rows whose successor differs from the state, their new cells and fingerprints; and
-    every invariant. A row's fingerprint here is its full one (checker/fingerprint.py), as in the search."""
+    every invariant. A row's fingerprint here is its full one (checker/exhaustive/fingerprint.py), as in the search."""
     batch = np.ascontiguousarray(np.stack(rows, axis=1))
     fingerprint = Fingerprint(spec.layout)
     fps = fingerprint.full(batch)

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from isrcheck.checker.gate_results import trace_path
-from isrcheck.checker.trace import is_lasso, load, replay, replay_lasso, spec_for
+from isrcheck.checker.gating.gate_results import trace_path
+from isrcheck.checker.traces.trace import is_lasso, load, replay, replay_lasso, spec_for
 from isrcheck.model.configuration import configurations
 from isrcheck.specs import SPECS
 

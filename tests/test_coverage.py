@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from isrcheck.checker.bfs import search
+from isrcheck.checker.exhaustive.bfs import search
 from isrcheck.model import backends
 from isrcheck.specs import SPECS
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.checker.cli import cli
+from isrcheck.checker.command_line.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -1,12 +1,12 @@
-"""The engine registry (checker/engines.py): the command line reaches every engine through it, by name alone."""
+"""The engine registry (checker/engine/engines.py): the command line reaches every engine through it, by name alone."""
 import ast
 import json
 import shutil
 import subprocess
 
-import isrcheck.checker.cli as cli_module
-import isrcheck.checker.report as report_module
-from isrcheck.checker.engines import ENGINES, which
+import isrcheck.checker.command_line.cli as cli_module
+import isrcheck.checker.command_line.report as report_module
+from isrcheck.checker.engine.engines import ENGINES, which
 
 
 def isrcheck(*args):
@@ -16,8 +16,8 @@ def isrcheck(*args):
 def test_the_command_line_reaches_the_engines_through_the_registry_alone():
     """cli.py imports no engine's entry point and report.py compares no engine's name: what differs is in the
     registry."""
-    entry_points = {("isrcheck.checker.bfs", "search"), ("isrcheck.checker.bmc", "bmc"),
-                    ("isrcheck.checker.spark_engine", "spark_search")}
+    entry_points = {("isrcheck.checker.exhaustive.bfs", "search"), ("isrcheck.checker.symbolic.bmc", "bmc"),
+                    ("isrcheck.checker.spark.spark_engine", "spark_search")}
     cli_tree = ast.parse(open(cli_module.__file__, encoding="utf-8").read())
     imported = {(n.module, a.name) for n in ast.walk(cli_tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     assert imported & entry_points == set()

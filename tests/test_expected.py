@@ -1,7 +1,7 @@
 """Every protocol version meets its declared verdicts at its default bounds (Kafka's history as tests)."""
 import pytest
 
-from isrcheck.checker.bfs import search
+from isrcheck.checker.exhaustive.bfs import search
 from isrcheck.specs import SPECS
 
 BASE = ["hw-truncation", "kip-101", "kip-279", "kip-320"]

@@ -8,9 +8,9 @@ import re
 import networkx as nx
 import pytest
 
-from isrcheck.checker.bfs import search
-from isrcheck.checker.export import to_dot, to_graph, to_mermaid
-from isrcheck.checker.trace import from_steps, is_lasso, load, save, spec_for
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.traces.export import to_dot, to_graph, to_mermaid
+from isrcheck.checker.traces.trace import from_steps, is_lasso, load, save, spec_for
 from isrcheck.model.present import Line
 from isrcheck.specs import SPECS
 

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from isrcheck.checker.bfs import search
-from isrcheck.checker.trace import load, replay, spec_for
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.traces.trace import load, replay, spec_for
 from isrcheck.specs import SPECS
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "counterexamples")

@@ -12,13 +12,13 @@ import time
 import numpy as np
 import pytest
 
-from isrcheck.checker.bfs import search
-from isrcheck.checker.budget import Budget
-from isrcheck.checker.result import Result
-from isrcheck.checker.fuzz import _Fuzzer, _pick
-from isrcheck.checker.fuzzer import fuzz
-from isrcheck.checker.fuzz_cells import Cells
-from isrcheck.checker.trace import from_steps, replay
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.engine.budget import Budget
+from isrcheck.checker.engine.result import Result
+from isrcheck.checker.fuzzing.fuzz import _Fuzzer, _pick
+from isrcheck.checker.fuzzing.fuzzer import fuzz
+from isrcheck.checker.fuzzing.fuzz_cells import Cells
+from isrcheck.checker.traces.trace import from_steps, replay
 from isrcheck.specs import SPECS
 from isrcheck.model import backends
 
@@ -299,7 +299,7 @@ def test_two_workers_split_the_runs_and_repeat_under_a_seed():
 
 def test_the_board_orders_finds_by_search_runs_then_worker():
     import multiprocessing
-    from isrcheck.checker.fuzz_workers import _Board
+    from isrcheck.checker.fuzzing.fuzz_workers import _Board
     board = _Board(multiprocessing.get_context("fork"), ["x", "y"], 3)
     assert not board.beaten("x", 10**9, 2) and not board.stopped()
     board.record("x", 5, 1)

@@ -14,10 +14,10 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from isrcheck.checker.bfs import search
-from isrcheck.checker.gate import gate
-from isrcheck.checker.gate_changes import affected_specs
-from isrcheck.checker.trace import default_path, from_steps, load, replay, save
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.gating.gate import gate
+from isrcheck.checker.gating.gate_changes import affected_specs
+from isrcheck.checker.traces.trace import default_path, from_steps, load, replay, save
 from isrcheck.specs import SPECS
 from isrcheck.model.expr import all_of
 from isrcheck.model.spec import invariant
@@ -246,8 +246,8 @@ def test_sarif_is_structurally_valid(saved, tmp_path):
 # --- bad input: exit 2, one line, through isrcheck's own entry point -------------------------
 @pytest.fixture
 def isrcheck(monkeypatch, capsys):
-    from isrcheck.checker import cli
-    import isrcheck.checker.gate as gate_module
+    from isrcheck.checker.command_line import cli
+    import isrcheck.checker.gating.gate as gate_module
     if "gate" not in cli.cli.commands:
         cli.cli.add_command(gate)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
@@ -290,7 +290,7 @@ KIP320_FAMILY = {"kip-320", "no-isr-fencing", "zombie-controller", "acks-1", "un
 
 @pytest.mark.parametrize("files, selected", [
     (["model/kafka.py"], set(SPECS)),
-    (["checker/bfs.py", "README.md"], set(SPECS)),
+    (["checker/exhaustive/bfs.py", "README.md"], set(SPECS)),
     (["specs/kip_101.py"], {"kip-101", "kip-279", "kafka-2.0.1"} | KIP320_FAMILY),
     (["specs/kip_320.py"], KIP320_FAMILY),
     (["specs/async_isr.py"], {"async-isr", "kip-497"}),      # defines both; kip-497 also inherits from async-isr

@@ -1,7 +1,7 @@
 """Hostile input through every command and trace reader: exit 2, one stderr line naming the problem, no
 traceback, no hang; and nothing a file says reaches the terminal unescaped.
 
-Over a hundred cases run ``isrcheck.checker.cli.main`` in a forked child (the same entry point as the
+Over a hundred cases run ``isrcheck.checker.command_line.cli.main`` in a forked child (the same entry point as the
 console script, with its own stdout/stderr and a deadline); one case per reader and per command also runs
 the installed ``isrcheck`` script in a subprocess. The crafted files live in one shared directory.
 """
@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from isrcheck.checker.trace import MAX_TRACE_BYTES
+from isrcheck.checker.traces.trace import MAX_TRACE_BYTES
 
 REPO = os.path.join(os.path.dirname(__file__), "..")
 GOOD = os.path.join(REPO, "counterexamples", "kip-101", "no-committed-loss.itf.json")
@@ -25,7 +25,7 @@ ESC = "\x1b[31m"
 
 def forked(argv, cwd):
     """Run ``main(argv)`` in a forked child: (exit code, stdout, stderr); a child still running at DEADLINE is killed."""
-    from isrcheck.checker import cli
+    from isrcheck.checker.command_line import cli
     out_path, err_path = os.path.join(cwd, ".stdout"), os.path.join(cwd, ".stderr")
     pid = os.fork()
     if pid == 0:                                     # the child: never returns into pytest

@@ -126,12 +126,12 @@ ALL_STATES = 39_236                 # acks-1 at its defaults: log-matching holds
 
 
 def _manifest_digest(manifest):
-    from isrcheck.checker.checkpoint import _manifest_digest as digest
+    from isrcheck.checker.exhaustive.checkpoint import _manifest_digest as digest
     return digest(manifest)
 
 
 def _array_digest(a):
-    from isrcheck.checker.checkpoint import _digest
+    from isrcheck.checker.exhaustive.checkpoint import _digest
     return _digest(a)
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from browser import Browser, chromium_binary, read_png
-from isrcheck.checker.html import to_html
-from isrcheck.checker.trace import load, spec_for
+from isrcheck.checker.traces.html import to_html
+from isrcheck.checker.traces.trace import load, spec_for
 from isrcheck.model.present import step_label
 
 KIP101 = "counterexamples/kip-101/no-committed-loss.itf.json"

@@ -5,7 +5,7 @@ import sys
 from importlib.metadata import requires
 
 HIDE_SPARK = ("import sys; sys.modules['pyspark'] = sys.modules['pyarrow'] = None; "
-              "from isrcheck.checker.cli import main; main(sys.argv[1:])")
+              "from isrcheck.checker.command_line.cli import main; main(sys.argv[1:])")
 
 
 def test_spark_packages_are_an_extra():

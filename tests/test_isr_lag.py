@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from isrcheck.checker.liveness import check as check_liveness
+from isrcheck.checker.exhaustive.liveness import check as check_liveness
 from isrcheck.model import backends
 from isrcheck.specs import SPECS
 from isrcheck.specs.kafka_0_8_2 import Kafka082

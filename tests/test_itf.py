@@ -1,4 +1,4 @@
-"""ITF both ways: the typed form (checker/itf_types.py) written by `check --itf typed` and `show --format itf`,
+"""ITF both ways: the typed form (checker/traces/itf_types.py) written by `check --itf typed` and `show --format itf`,
 read back by `replay` and `show`, and round-tripped through itf-py, the ITF library on PyPI: written typed, read
 with itf-py, written back with itf-py (integers as #bigint, sets in any order), and replayed by the installed
 ``isrcheck`` script."""

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from isrcheck.checker import bfs
+from isrcheck.checker.exhaustive import bfs
 from isrcheck.model import backends, kernel_cache, native
 from isrcheck.specs import SPECS
 

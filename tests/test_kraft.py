@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from isrcheck.checker import trace as traces
+from isrcheck.checker.traces import trace as traces
 from isrcheck.model import backends
 from isrcheck.specs import SPECS
 from isrcheck.specs.kafka_3_9 import PROBE, Kafka39

@@ -1,4 +1,4 @@
-"""Liveness (checker/liveness.py) against independent methods, lassos through the CLI, declaration errors.
+"""Liveness (checker/exhaustive/liveness.py) against independent methods, lassos through the CLI, declaration errors.
 
 - Random tiny specs (a walk over 4-8 nodes, three actions with per-edge instances,
   one of them a no-op): the engine's fair states and verdicts against a brute
@@ -22,8 +22,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from isrcheck.checker import liveness
-from isrcheck.checker.trace import from_steps, replay_lasso
+from isrcheck.checker.exhaustive import liveness
+from isrcheck.checker.traces.trace import from_steps, replay_lasso
 from isrcheck.model.expr import DeclarationError, any_of
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import Spec, action, invariant, leads_to, strong, weak
@@ -274,7 +274,7 @@ def test_small_kafka_agrees_with_reference():
 # the command line
 # ------------------------------------------------------------------------------------------
 def isrcheck(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "isrcheck.checker.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "isrcheck.checker.command_line.cli", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=300)
 
 
@@ -450,8 +450,8 @@ def test_liveness_expectations_are_inherited_like_expected():
 
 
 def test_saved_lassos_render_their_loop_in_mermaid_and_dot():
-    from isrcheck.checker import export
-    from isrcheck.checker.trace import load, spec_for
+    from isrcheck.checker.traces import export
+    from isrcheck.checker.traces.trace import load, spec_for
     root = os.path.join(os.path.dirname(__file__), "..", "counterexamples")
     violated = [p for p, v in SPECS["kafka-1120"].liveness_expected()[0].items() if v == "violated"]
     assert len(violated) >= 3

@@ -8,7 +8,7 @@ import sys
 import pytest
 import z3
 
-from isrcheck.checker.registry import resolve
+from isrcheck.checker.command_line.registry import resolve
 from isrcheck.model import Field
 from isrcheck.model import load_cache, native, spec as spec_module
 
@@ -48,7 +48,7 @@ STEPS = "def bump(v):\n    return v + 1\n"
 # builds the spec in a fresh process: did it import z3, and what did it keep?
 PROBE = """
 import json, sys
-from isrcheck.checker.registry import resolve
+from isrcheck.checker.command_line.registry import resolve
 from isrcheck.model import Field
 spec = resolve("counter.py:Counter")()
 print(json.dumps({"z3": "z3" in sys.modules, "kept": [[a.label, list(a.written)] for a in spec.actions]}))

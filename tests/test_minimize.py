@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from isrcheck.checker.bfs import search
-from isrcheck.checker.minimize import Minimized, minimize
-from isrcheck.checker.trace import from_steps, load, replay, save
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.traces.minimize import Minimized, minimize
+from isrcheck.checker.traces.trace import from_steps, load, replay, save
 from isrcheck.specs import SPECS
 from isrcheck.model import backends
 

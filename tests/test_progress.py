@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-from isrcheck.checker.cli import count
+from isrcheck.checker.command_line.cli import count
 
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "isrcheck")
 NUMBER = r"[\d,]+(\.\d\dM)?"

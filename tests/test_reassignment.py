@@ -1,8 +1,8 @@
 """Partition reassignment (model/reassignment.py): the replica set as state, and symmetry reduction kept sound."""
 import numpy as np
 
-from isrcheck.checker.bfs import search
-from isrcheck.checker.budget import Budget
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.engine.budget import Budget
 from isrcheck.model import backends
 from isrcheck.specs import SPECS
 

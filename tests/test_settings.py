@@ -1,4 +1,4 @@
-"""Settings in a file (checker/settings.py): isrcheck.toml or pyproject.toml's [tool.isrcheck], named profiles,
+"""Settings in a file (checker/command_line/settings.py): isrcheck.toml or pyproject.toml's [tool.isrcheck], named profiles,
 precedence flags > profile > file > defaults, and a bad file as one line and exit 2. The installed ``isrcheck``
 script in a subprocess, run in a temporary directory."""
 import json

@@ -2,7 +2,7 @@
 
 One SparkContext for the module (``local[2,4]``: two threads, and up to four
 attempts per task, since plain ``local[2]`` fails a job on its first task
-failure). Each search is compared with ``checker.bfs.search`` on distinct
+failure). Each search is compared with ``checker.exhaustive.bfs.search`` on distinct
 states, transitions, depth, verdicts, completeness, actions never fired, the
 violating state's number and level, and every step of every trace (action and
 state).
@@ -17,9 +17,9 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from isrcheck.checker.bfs import search                                   # noqa: E402
-from isrcheck.checker.budget import Budget                               # noqa: E402
-from isrcheck.checker.spark_engine import spark_context, spark_search     # noqa: E402
+from isrcheck.checker.exhaustive.bfs import search                                   # noqa: E402
+from isrcheck.checker.engine.budget import Budget                               # noqa: E402
+from isrcheck.checker.spark.spark_engine import spark_context, spark_search     # noqa: E402
 from isrcheck.specs import SPECS                                          # noqa: E402
 
 VIOLATED = ("hw-truncation", dict(replicas=2, max_epochs=2), ["no-committed-loss", "strong-isr"])
@@ -119,12 +119,12 @@ def assert_bytes_follow_the_new_states(result):
 
 
 def assert_visited_sets_rebuilt(spec, result, workdir, partitions):
-    """A partition's visited set is a table beside its tasks (checker.spark_visited); lost, it is rebuilt from the
+    """A partition's visited set is a table beside its tasks (checker.spark.spark_visited); lost, it is rebuilt from the
     levels' Parquet files (the reliable copy) to the same set; the partitions' sets are disjoint and hold every
     state."""
-    from isrcheck.checker import spark_visited
-    from isrcheck.checker.bfs import Search
-    from isrcheck.checker.spark_engine import _Job, _level_fps
+    from isrcheck.checker.spark import spark_visited
+    from isrcheck.checker.exhaustive.bfs import Search
+    from isrcheck.checker.spark.spark_engine import _Job, _level_fps
     from isrcheck.model import backends
     # the level that found nothing new, or later: a job chains levels past it
     last = int(spark_visited.open_table(str(workdir), 0).head[spark_visited.COMPLETE])
@@ -208,7 +208,7 @@ def test_levels_past_32_bit_numbers_are_not_chained(sc, monkeypatch):
     """A chained level tags successors with parent keys, which overflow past 2**32 states: from there every level
     runs as a job of its own, tagged with parent numbers (48 bits). With the threshold at 0, every level: the
     same answers as the local engine, one job per level."""
-    from isrcheck.checker import spark_engine
+    from isrcheck.checker.spark import spark_engine
     spec, invariants = _setup(VIOLATED)
     local = search(spec, invariants)
     jobs = []
@@ -223,7 +223,7 @@ def test_levels_past_32_bit_numbers_are_not_chained(sc, monkeypatch):
 @pytest.mark.long
 def test_max_states_cut_in_a_level_of_default_chunks(sc):
     """With the default chunk, the level expanded at depth 12 (305,475 states) is two chunks of 152,738
-    (checker.bfs.chunk_step), not one of 256K: the Spark engine stops after the chunk the local engine stops
+    (checker.exhaustive.bfs.chunk_step), not one of 256K: the Spark engine stops after the chunk the local engine stops
     after (before, the two stopped at 1,020,722 and 1,115,325 states)."""
     spec = SPECS["tla-kip320"](replicas=3, log_size=2, max_records=2, max_epochs=3)
     budget = Budget(max_states=1_000_000)

@@ -70,7 +70,7 @@ def test_damaged_snapshot_is_refused(tmp_path):
     whose digest was recomputed (its counters' ranges), a FIFO in its place (never waited on) and a frontier file
     with one byte changed (its digest, checked by the task reading it) are each one line and exit 2, with no
     trace written."""
-    from isrcheck.checker.spark_snapshot import _manifest_digest
+    from isrcheck.checker.spark.spark_snapshot import _manifest_digest
     snap = tmp_path / "snap"
     first = _run([*SPARK, "--checkpoint", str(snap), "--checkpoint-every", "0", "--out", "first"], tmp_path)
     assert first.returncode == 1, first.stderr

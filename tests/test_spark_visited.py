@@ -1,11 +1,11 @@
-"""The Spark engine's level-stamped visited tables (checker.spark_visited): what a retried, recomputed or resumed
+"""The Spark engine's level-stamped visited tables (checker.spark.spark_visited): what a retried, recomputed or resumed
 task sees, rebuilding from the levels' files, growth, fingerprint 0, and a reader that races a writer."""
 import os
 
 import numpy as np
 import pytest
 
-from isrcheck.checker import spark_visited as sv
+from isrcheck.checker.spark import spark_visited as sv
 
 rng = np.random.default_rng(29)
 

@@ -1,4 +1,4 @@
-"""Proofs from the reachable set (checker.strengthen), checked by engines other than the one that proposes.
+"""Proofs from the reachable set (checker.symbolic.strengthen), checked by engines other than the one that proposes.
 
 The exhaustive engine proposes the lemmas and a SAT solver (CaDiCaL, on the CNF encoding)
 proves them; here every proof is checked again by the numpy backend (each lemma holds on
@@ -15,11 +15,11 @@ import pytest
 import z3
 from pysat.solvers import Solver as SatSolver
 
-import isrcheck.checker.strengthen as st
-from isrcheck.checker.budget import Budget
-from isrcheck.checker.strengthen import ReachableCubes, reachable_states, strengthen
-from isrcheck.checker.cnf import CnfUnrolling
-from isrcheck.checker.unrolling import Unrolling
+import isrcheck.checker.symbolic.strengthen as st
+from isrcheck.checker.engine.budget import Budget
+from isrcheck.checker.symbolic.strengthen import ReachableCubes, reachable_states, strengthen
+from isrcheck.checker.symbolic.cnf import CnfUnrolling
+from isrcheck.checker.symbolic.unrolling import Unrolling
 from isrcheck.specs import SPECS
 from isrcheck.model import backends
 
@@ -137,7 +137,7 @@ def test_typed_clauses_allow_exactly_each_columns_bounds():
 
 # --- command line --------------------------------------------------------------------------
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "isrcheck.checker.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "isrcheck.checker.command_line.cli", *args], capture_output=True, text=True)
 
 
 def test_cli_prove_auto_lemmas_proves_and_says_what_it_learned():

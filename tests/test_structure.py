@@ -14,8 +14,8 @@ import tokenize
 import numpy as np
 import pytest
 
-from isrcheck.checker.fuzz import _targets, target_counts
-from isrcheck.checker.trace import load, spec_for
+from isrcheck.checker.fuzzing.fuzz import _targets, target_counts
+from isrcheck.checker.traces.trace import load, spec_for
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kafka_present import KafkaPresentation
@@ -26,10 +26,13 @@ from isrcheck.specs import SPECS
 from isrcheck.specs.tla.present import TlaPresentation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLI = [sys.executable, "-m", "isrcheck.checker.cli"]
-ENGINES = ["bfs", "spark_engine", "bmc", "cnf", "induction", "unrolling", "strengthen", "fuzz", "minimize", "trace", "gate",
-           "gate_changes", "gate_run", "gate_results", "gate_formats", "result", "cli", "show",
-           "export", "report", "fingerprint", "visited", "coverage", "itf_types", "settings"]
+CLI = [sys.executable, "-m", "isrcheck.checker.command_line.cli"]
+ENGINES = ["exhaustive/bfs", "spark/spark_engine", "symbolic/bmc", "symbolic/cnf", "symbolic/induction",
+           "symbolic/unrolling", "symbolic/strengthen", "fuzzing/fuzz", "traces/minimize", "traces/trace",
+           "gating/gate", "gating/gate_changes", "gating/gate_run", "gating/gate_results", "gating/gate_formats",
+           "engine/result", "command_line/cli", "traces/show", "traces/export", "command_line/report",
+           "exhaustive/fingerprint", "exhaustive/visited", "exhaustive/coverage", "traces/itf_types",
+           "command_line/settings"]
 EVERY_OPTION = dict(controller_failover=1, async_isr=1, elr=1, fetch_response_loss=1, proof_ghosts=1,
                     eligibility_lag=1, fetch_responses=1)
 
@@ -328,9 +331,9 @@ def _imports(modules):
 def test_engines_and_model_import_no_module_that_imports_them_back():
     """No import cycle (fuzz.py and minimize.py had one): the compiled backend lives in model/backends.py."""
     graph = _imports({**_modules("checker", "isrcheck.checker"), **_modules("model", "isrcheck.model")})
-    assert "isrcheck.checker.fuzz" not in graph["isrcheck.checker.minimize"]
+    assert "isrcheck.checker.fuzzing.fuzz" not in graph["isrcheck.checker.traces.minimize"]
     # the graph sees the imports it checks
-    assert "isrcheck.checker.bfs" in graph["isrcheck.checker.liveness"]
+    assert "isrcheck.checker.exhaustive.bfs" in graph["isrcheck.checker.exhaustive.liveness"]
 
     def reaches(start, goal, seen):
         for dep in graph.get(start, ()):

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 import z3
 
-from isrcheck.checker import trace as tr
-from isrcheck.checker.bfs import search
-from isrcheck.checker.bmc import bmc
-from isrcheck.checker.budget import Budget
-from isrcheck.checker.cnf import BitBlaster, CnfUnrolling
-from isrcheck.checker.induction import prove
-from isrcheck.checker.unrolling import Unrolling
+from isrcheck.checker.traces import trace as tr
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.symbolic.bmc import bmc
+from isrcheck.checker.engine.budget import Budget
+from isrcheck.checker.symbolic.cnf import BitBlaster, CnfUnrolling
+from isrcheck.checker.symbolic.induction import prove
+from isrcheck.checker.symbolic.unrolling import Unrolling
 from isrcheck.specs import SPECS
 from test_conformance import random_rows, walk_rows     # the conformance test's sample of states
 from isrcheck.model import backends
@@ -60,7 +60,7 @@ def test_bmc_finds_expected_violations_at_the_exhaustive_depth(name):
 def test_bmc_trace_saves_loads_replays_and_shows(tmp_path):
     from rich.console import Console
 
-    from isrcheck.checker.show import render
+    from isrcheck.checker.traces.show import render
 
     spec = SPECS["acks-1"]()
     result = bmc(spec, ["no-committed-loss"], 8)
@@ -97,7 +97,7 @@ def test_bmc_timeout_says_so_and_stops_a_long_solve():
 
 
 def test_bmc_ctrl_c_stops_cleanly_and_keeps_what_was_found(monkeypatch):
-    from isrcheck.checker import bmc as bmc_module
+    from isrcheck.checker.symbolic import bmc as bmc_module
 
     calls = {"n": 0}
     check = bmc_module.sat_check
@@ -280,7 +280,7 @@ def test_prove_timeout_is_unknown():
 
 # --- command line --------------------------------------------------------------------------
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "isrcheck.checker.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "isrcheck.checker.command_line.cli", *args], capture_output=True, text=True)
 
 
 def test_cli_prove_uses_the_specs_lemmas_and_reports_k_lemmas_and_cpu():

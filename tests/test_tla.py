@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isrcheck.checker.bfs import Search, search
+from isrcheck.checker.exhaustive.bfs import Search, search
 from isrcheck.specs.tla import TLA_SPECS
 from isrcheck.model import backends
 

@@ -6,9 +6,10 @@ import sys
 import numpy as np
 import pytest
 
-from isrcheck.checker import levels, stop
-from isrcheck.checker.bfs import search
-from isrcheck.checker.visited import VisitedSet
+from isrcheck.checker.exhaustive import levels
+from isrcheck.checker.engine import stop
+from isrcheck.checker.exhaustive.bfs import search
+from isrcheck.checker.exhaustive.visited import VisitedSet
 from isrcheck.specs import SPECS
 
 
@@ -32,7 +33,7 @@ def test_insert_says_which_are_new_and_grows(table_from):
 
 
 def test_ordered_inserts_mark_the_first_of_each_new_key_and_grow_midway():
-    """The compiled table (checker/table.c) takes keys in discovery order, repeats included: the first of each
+    """The compiled table (checker/exhaustive/table.c) takes keys in discovery order, repeats included: the first of each
     key it lacked is marked, later repeats and known keys are not; shards grow in the middle of a batch. Wide
     keys differ by either lane; widening keeps exactly the set, and its values come back whole."""
     rng = np.random.default_rng(11)
@@ -71,7 +72,7 @@ def test_a_shard_has_room_for_its_whole_batch_before_it_goes_in(monkeypatch):
     """A sorted batch inserted into a shard too small for it would pile into the lowest slots and take quadratic
     time (66 s for the 8M fingerprints a search holds when the sorted array becomes the table): every shard
     must have room for all it is given."""
-    from isrcheck.checker import kernels
+    from isrcheck.checker.exhaustive import kernels
     calls = []
     real = kernels.insert
 
@@ -91,7 +92,7 @@ def test_near_the_memory_limit_shards_fill_denser_then_grow_less_then_stop(monke
     """Where growing every shard by half has no room, shards fill up to DENSE_LOAD and then grow just to MAX_LOAD
     full, within the room there is; with none left the insert stops the search (MemoryError) naming the memory
     limit, before a shard passes DENSE_LOAD."""
-    from isrcheck.checker import kernels, visited as visited_mod
+    from isrcheck.checker.exhaustive import kernels, visited as visited_mod
     loads = []
     real = kernels.insert
 
@@ -140,7 +141,7 @@ def test_near_the_memory_limit_shards_fill_denser_then_grow_less_then_stop(monke
 
 def test_small_searches_never_import_numba():
     """A search that stays small keeps the sorted array, so the process never pays numba's import."""
-    code = ("import sys; from isrcheck.checker.bfs import search; from isrcheck.specs import SPECS; "
+    code = ("import sys; from isrcheck.checker.exhaustive.bfs import search; from isrcheck.specs import SPECS; "
             "r = search(SPECS['kip-101'](), ['log-matching']); print(r.distinct_states, 'numba' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     states, numba_loaded = proc.stdout.split()

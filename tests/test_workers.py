@@ -65,7 +65,7 @@ def test_without_a_c_compiler_the_search_runs_on_numba_with_the_same_answers(tmp
     assert compiled[1]["distinct_states"] >= 150_000 and compiled[2]        # many chunks, traces written
     assert compiled == check(tmp_path, "none", *cut, "--workers", "2", env=none)
     assert compiled == check(tmp_path, "broken", *cut, env=broken)
-    code = ("from isrcheck.checker.bfs import Search; from isrcheck.specs import SPECS; "
+    code = ("from isrcheck.checker.exhaustive.bfs import Search; from isrcheck.specs import SPECS; "
             "s = Search(SPECS['kip-101'](), ['log-matching'], kernels='native'); s.run(max_states=20000); "
             "print(s.compiled is None, s.native is not None, s.compile_failed)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=none)
@@ -96,7 +96,7 @@ def test_small_runs_stay_on_numpy_and_unwritable_cache_dirs_fall_back(tmp_path):
     goes to a temporary directory when neither ISRCHECK_CACHE_DIR nor the XDG cache can be created."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    code = ("import sys; from isrcheck.checker.bfs import search; from isrcheck.checker.budget import Budget; "
+    code = ("import sys; from isrcheck.checker.exhaustive.bfs import search; from isrcheck.checker.engine.budget import Budget; "
             "from isrcheck.specs import SPECS; "
             "from isrcheck.model.native import cache_dir; "
             "r = search(SPECS['kip-101'](), ['log-matching'], budget=Budget(max_states=20000)); "
@@ -112,8 +112,8 @@ def test_workers_insert_into_the_table_group_by_group_with_the_same_results(monk
     """The visited table from the first state: chunks insert into its shard groups at once, each group in chunk
     order, and number, parent and trace every state as one worker does (small chunks: many at once)."""
     import numpy as np
-    from isrcheck.checker import visited
-    from isrcheck.checker.bfs import Search
+    from isrcheck.checker.exhaustive import visited
+    from isrcheck.checker.exhaustive.bfs import Search
     from isrcheck.specs import SPECS
     monkeypatch.setattr(visited, "TABLE_FROM", 0)
     monkeypatch.setattr(visited, "TABLE_LOADED_FROM", 0)
@@ -134,7 +134,7 @@ def test_workers_insert_into_the_table_group_by_group_with_the_same_results(monk
 def test_no_room_for_the_native_kernels_under_an_address_space_limit():
     """Under ulimit -v with less room than numba and the kernels take, "auto" must stay on numpy: stop.room_for sees
     the address-space limit as it sees --max-memory (numba's import there fails, or its scipy's OpenBLAS spins)."""
-    code = ("import resource; from isrcheck.checker import stop; from isrcheck.checker.bfs import NATIVE_MEMORY; "
+    code = ("import resource; from isrcheck.checker.engine import stop; from isrcheck.checker.exhaustive.bfs import NATIVE_MEMORY; "
             "print(stop.room_for(NATIVE_MEMORY), end=' '); "
             "resource.setrlimit(resource.RLIMIT_AS, (stop._virtual_bytes() + (200 << 20), resource.RLIM_INFINITY)); "
             "print(stop.room_for(1 << 20), stop.room_for(NATIVE_MEMORY))")

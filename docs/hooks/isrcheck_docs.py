@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def listing():
     """``isrcheck list --format json``, as the command prints it, keyed by spec name."""
     from click.testing import CliRunner
-    from isrcheck.checker.cli import cli
+    from isrcheck.checker.command_line.cli import cli
     run = CliRunner().invoke(cli, ["list", "--format", "json"], catch_exceptions=False)
     if run.exit_code != 0:
         raise RuntimeError(f"isrcheck list --format json exited {run.exit_code}: {run.output}")
