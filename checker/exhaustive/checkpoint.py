@@ -154,7 +154,7 @@ def _manifest(directory, where, ident):
         raise CheckpointError(f"{where}: no snapshot there ({MANIFEST} missing)")
     try:
         manifest = json.loads(userfile.read_text(path, "snapshot manifest", MAX_MANIFEST_BYTES),
-                              parse_constant=_no_constant)
+                              parse_constant=userfile.no_json_constant)
     except userfile.UserFileError as e:
         raise CheckpointError(f"{where}: {e}") from None
     except RecursionError:
@@ -174,10 +174,6 @@ def _manifest(directory, where, ident):
     if manifest.get("digest") != _manifest_digest(manifest):
         raise CheckpointError(f"{where}: {MANIFEST} does not match its digest (edited or damaged)")
     return manifest
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _int(v):

@@ -67,3 +67,9 @@ def read_text(path, what, limit):
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise UserFileError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def no_json_constant(name):
+    """``json.loads(..., parse_constant=no_json_constant)``: NaN and Infinity, which JSON does not have, are
+    refused as a damaged file (ValueError) rather than read as numbers."""
+    raise ValueError(f"{name} is not a JSON number")

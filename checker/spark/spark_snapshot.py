@@ -131,7 +131,7 @@ def manifest(workdir, spec, invariants, symmetry, chunk):
         raise CheckpointError(f"{where}: no Spark snapshot there ({MANIFEST})")
     try:
         doc = json.loads(userfile.read_text(path, "Spark snapshot manifest", MAX_MANIFEST_BYTES),
-                         parse_constant=_no_constant)
+                         parse_constant=userfile.no_json_constant)
     except userfile.UserFileError as e:
         raise CheckpointError(f"{where}: {e}") from None
     except (ValueError, RecursionError) as e:
@@ -143,10 +143,6 @@ def manifest(workdir, spec, invariants, symmetry, chunk):
     _same_search(doc, where, {**identity(spec, invariants, symmetry), "chunk": chunk})
     _check_counters(doc.get("state"), where, spec, invariants)
     return doc
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _same_search(doc, where, want):

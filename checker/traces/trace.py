@@ -87,10 +87,6 @@ def read_text(path):
         raise TraceError(str(e)) from None
 
 
-def _no_constant(name):
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -102,7 +98,7 @@ def load(path):
     """
     text = read_text(path)
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=userfile.no_json_constant)
     except json.JSONDecodeError as e:
         raise TraceError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
     except RecursionError:
