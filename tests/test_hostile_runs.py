@@ -126,7 +126,7 @@ ALL_STATES = 39_236                 # acks-1 at its defaults: log-matching holds
 
 
 def _manifest_digest(manifest):
-    from isrcheck.checker.exhaustive.checkpoint import _manifest_digest as digest
+    from isrcheck.checker.exhaustive.checkpoint import manifest_digest as digest
     return digest(manifest)
 
 

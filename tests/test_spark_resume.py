@@ -62,7 +62,7 @@ def test_driver_killed_then_resumed(tmp_path):
 def test_resume_needs_a_spark_snapshot(tmp_path):
     run = _run([*SPARK, "--resume", str(tmp_path)], tmp_path)
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    assert run.stderr.strip() == f"isrcheck: error: --resume {tmp_path}: no Spark snapshot there (spark-snapshot.json)"
+    assert run.stderr.strip() == f"isrcheck: error: --resume {tmp_path}: no Spark snapshot there (spark-snapshot.json missing)"
 
 
 def test_damaged_snapshot_is_refused(tmp_path):
@@ -70,7 +70,7 @@ def test_damaged_snapshot_is_refused(tmp_path):
     whose digest was recomputed (its counters' ranges), a FIFO in its place (never waited on) and a frontier file
     with one byte changed (its digest, checked by the task reading it) are each one line and exit 2, with no
     trace written."""
-    from isrcheck.checker.spark.spark_snapshot import _manifest_digest
+    from isrcheck.checker.exhaustive.checkpoint import manifest_digest
     snap = tmp_path / "snap"
     first = _run([*SPARK, "--checkpoint", str(snap), "--checkpoint-every", "0", "--out", "first"], tmp_path)
     assert first.returncode == 1, first.stderr
@@ -88,7 +88,7 @@ def test_damaged_snapshot_is_refused(tmp_path):
     manifest.write_text(json.dumps(edited))
     refused("spark-snapshot.json does not match its digest (edited or damaged)")
     forged = {**good, "state": {**good["state"], "level_start": good["state"]["level_start"][:-1] + [10 ** 12]}}
-    forged["digest"] = _manifest_digest(forged)
+    forged["digest"] = manifest_digest(forged)
     manifest.write_text(json.dumps(forged))
     refused("'level_start' is not each level's first state number")
     manifest.unlink()

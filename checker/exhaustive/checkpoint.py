@@ -60,7 +60,7 @@ def _digest(a):
     return h.hexdigest()
 
 
-def _manifest_digest(manifest):
+def manifest_digest(manifest):
     """SHA-256 of a manifest without its own ``digest`` key, as canonical JSON."""
     body = {k: v for k, v in manifest.items() if k != "digest"}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -95,7 +95,7 @@ def write(directory, ident, arrays, counters):
         _fsync_dir(folder)
         manifest = {**ident, "format": FORMAT, "snapshot": name, "written": time.time(), "counters": counters,
                     "sha256": files}
-        manifest["digest"] = _manifest_digest(manifest)
+        manifest["digest"] = manifest_digest(manifest)
         with open(tmp, "w") as fh:
             json.dump(manifest, fh, indent=1)
             fh.flush()
@@ -146,23 +146,31 @@ def read(directory, ident, layout, n_actions):
     return arrays, counters
 
 
-def _manifest(directory, where, ident):
-    """The manifest, if it is of this search (``ident``, said first: another search's is no damage), in this
-    isrcheck's format, and matches its digest."""
-    path = os.path.join(directory, MANIFEST)
+def read_manifest(path, where, what):
+    """The JSON object a snapshot's manifest at ``path`` holds (``what``: "snapshot", "Spark snapshot"); a
+    CheckpointError naming ``where`` when it is missing, not a regular file, too large, not JSON (NaN included),
+    nested too deeply or not an object."""
+    name = os.path.basename(path)
     if not os.path.lexists(path):
-        raise CheckpointError(f"{where}: no snapshot there ({MANIFEST} missing)")
+        raise CheckpointError(f"{where}: no {what} there ({name} missing)")
     try:
-        manifest = json.loads(userfile.read_text(path, "snapshot manifest", MAX_MANIFEST_BYTES),
+        manifest = json.loads(userfile.read_text(path, f"{what} manifest", MAX_MANIFEST_BYTES),
                               parse_constant=userfile.no_json_constant)
     except userfile.UserFileError as e:
         raise CheckpointError(f"{where}: {e}") from None
     except RecursionError:
-        raise CheckpointError(f"{where}: unreadable {MANIFEST} (nested too deeply)") from None
+        raise CheckpointError(f"{where}: unreadable {name} (nested too deeply)") from None
     except ValueError as e:
-        raise CheckpointError(f"{where}: unreadable {MANIFEST} ({e})") from None
+        raise CheckpointError(f"{where}: unreadable {name} ({e})") from None
     if not isinstance(manifest, dict):
-        raise CheckpointError(f"{where}: {MANIFEST} is not a snapshot manifest")
+        raise CheckpointError(f"{where}: {name} is not a {what} manifest")
+    return manifest
+
+
+def _manifest(directory, where, ident):
+    """The manifest, if it is of this search (``ident``, said first: another search's is no damage), in this
+    isrcheck's format, and matches its digest."""
+    manifest = read_manifest(os.path.join(directory, MANIFEST), where, "snapshot")
     for key, want in ident.items():
         got = manifest.get(key)
         if got != want:
@@ -171,7 +179,7 @@ def _manifest(directory, where, ident):
     if manifest.get("format") != FORMAT:
         raise CheckpointError(f"{where}: {MANIFEST} is not a snapshot manifest of this isrcheck (format "
                               f"{json.dumps(manifest.get('format'))}, this one writes {FORMAT})")
-    if manifest.get("digest") != _manifest_digest(manifest):
+    if manifest.get("digest") != manifest_digest(manifest):
         raise CheckpointError(f"{where}: {MANIFEST} does not match its digest (edited or damaged)")
     return manifest
 

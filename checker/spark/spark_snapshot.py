@@ -31,11 +31,10 @@ import numpy as np
 
 from isrcheck.checker.spark import spark_visited
 from isrcheck.checker.guards import userfile
-from isrcheck.checker.exhaustive.checkpoint import CheckpointError, identity
+from isrcheck.checker.exhaustive.checkpoint import CheckpointError, identity, manifest_digest, read_manifest
 
 MANIFEST = "spark-snapshot.json"
 FORMAT = 2                          # 2: the manifest's own digest and the frontier files' digests
-MAX_MANIFEST_BYTES = 64 << 20       # a manifest holds a few numbers per level: a few KB
 DAMAGED = "isrcheck: damaged Spark snapshot"     # a task's error naming a frontier file it refused
 
 
@@ -93,11 +92,6 @@ def load_frontier(workdir, level, index, check):
     return rows, fps, keys, level_start
 
 
-def _manifest_digest(doc):
-    return hashlib.sha256(json.dumps({k: v for k, v in doc.items() if k != "digest"}, sort_keys=True).encode()
-                          ).hexdigest()
-
-
 def write(workdir, spec, invariants, symmetry, partitions, chunk, state):
     """Name the frontier saved for ``state["depth"]`` (its files' digests) and the driver's counters; drop older
     frontiers."""
@@ -108,7 +102,7 @@ def write(workdir, spec, invariants, symmetry, partitions, chunk, state):
             digests.append(fh.read())
     doc = {"identity": {**identity(spec, invariants, symmetry), "partitions": partitions, "chunk": chunk},
            "format": FORMAT, "state": state, "frontier_sha256": digests}
-    doc["digest"] = _manifest_digest(doc)
+    doc["digest"] = manifest_digest(doc)
     path = os.path.join(workdir, MANIFEST)
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
     with open(tmp, "w") as fh:
@@ -126,19 +120,11 @@ def manifest(workdir, spec, invariants, symmetry, chunk):
     """The snapshot manifest in ``workdir``, checked before Spark starts: a regular file of this isrcheck's format
     matching its digest, of this search (all but the partition count, :func:`state`'s), its counters of their
     types and ranges; CheckpointError otherwise."""
-    where, path = f"--resume {workdir}", os.path.join(workdir, MANIFEST)
-    if not os.path.lexists(path):
-        raise CheckpointError(f"{where}: no Spark snapshot there ({MANIFEST})")
-    try:
-        doc = json.loads(userfile.read_text(path, "Spark snapshot manifest", MAX_MANIFEST_BYTES),
-                         parse_constant=userfile.no_json_constant)
-    except userfile.UserFileError as e:
-        raise CheckpointError(f"{where}: {e}") from None
-    except (ValueError, RecursionError) as e:
-        raise CheckpointError(f"{where}: unreadable {MANIFEST} ({e})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    where = f"--resume {workdir}"
+    doc = read_manifest(os.path.join(workdir, MANIFEST), where, "Spark snapshot")
+    if doc.get("format") != FORMAT:
         raise CheckpointError(f"{where}: {MANIFEST} is not a Spark snapshot manifest of this isrcheck")
-    if doc.get("digest") != _manifest_digest(doc):
+    if doc.get("digest") != manifest_digest(doc):
         raise CheckpointError(f"{where}: {MANIFEST} does not match its digest (edited or damaged)")
     _same_search(doc, where, {**identity(spec, invariants, symmetry), "chunk": chunk})
     _check_counters(doc.get("state"), where, spec, invariants)
