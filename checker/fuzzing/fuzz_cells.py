@@ -76,6 +76,10 @@ class Cells:
                 off = " + ".join(f"(r[{col[f.name, idx]}] != {f.lo})" for idx in f.cells())
                 overall.append(f"({off})")
         acting = [r for r in range(n) if active[r]]
+        passive = [r for r in range(n) if not active[r]]
+        if passive:
+            overall += ["(" + " + ".join(f"r[{col[f.name, (r,)]}]" for r in passive) + ")"
+                        for f in per_replica if f.boolean]
         lines = ["def cell(r):"]
         lines += [f"    p{r} = {picture(r)}" for r in acting]
         replicas = ", ".join(f"p{r}" for r in acting)
