@@ -6,7 +6,11 @@ shrinking and minimization); replicas=3 against BFS ~10 s; kip-320 8 s.
 """
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -372,3 +376,15 @@ def test_runs_start_from_the_group_picked_least():
     assert archive.visit(18, 3, state, path, 2) and archive.visit(19, 3, state, path, 2)   # slots 2 and 3
     assert sorted(g for g, _ in archive.groups) == [1, 3]            # group 2 lost its only cell and went
     assert all(archive.group_of[s] == g for g, slots in archive.groups for s in slots)
+
+
+def test_the_fuzz_command_budgets_cpu_time(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "isrcheck")
+    r = subprocess.run([script, "fuzz", "--spec", "kip-320", "--invariant", "no-committed-loss", "--budget", "2s",
+                        "--seed", "1", "--workers", "2", "--no-progress", "--format", "json", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3, r.stderr
+    report = json.loads(r.stdout)
+    assert report["budget_hit"] == "CPU time limit 2s"
+    # two workers, each searching for 2 CPU seconds: the report counts the CPU time of every fuzzing process
+    assert 4 <= report["seconds"] < 8, report["seconds"]
