@@ -1,10 +1,11 @@
 """Fuzzer reach: time to find and shrunk length of every expected violation in specs/, at 5 replicas.
 
     python benchmarks/fuzz_reach.py [--replicas 5] [--budget 60] [--seeds 5] [--first-seed 1] [--jobs 1]
-                                    [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...] [--json FILE]
+                                    [--workers 1] [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...]
+                                    [--json FILE]
 
 For every spec in ``specs.SPECS`` and every invariant it expects "violated",
-fuzzes that invariant alone (``checker.fuzzing.fuzzer.fuzz``, one worker) with each of
+fuzzes that invariant alone (``checker.fuzzing.fuzzer.fuzz``, ``--workers`` processes) with each of
 ``--seeds`` seeds from ``--first-seed`` on, at ``--replicas`` replicas (0: the
 spec's default), the spec's default bounds otherwise, raised by any ``--bound``
 given (a bound is only ever raised: ``--bound max_epochs=8`` leaves a spec whose
@@ -12,7 +13,9 @@ default is higher alone). Each fuzz runs in its own process, on a CPU-time clock
 (``fuzz(..., clock=time.process_time)``): the budget (``--budget``, CPU seconds,
 shrinking and minimizing after it) and the time to find (from the start of the
 fuzz, compiling the model included) are that process's CPU time, so the figures
-hold whatever else loads the machine. A row gives how many seeds found it, the
+hold whatever else loads the machine. With ``--workers N`` each worker searches for
+``--budget`` CPU seconds of its own and the time to find is the CPU time of the worker
+that found it, from its start: on N idle cores, about the wall time. A row gives how many seeds found it, the
 median and the worst seed's CPU seconds to find (a seed that did not find it
 counts as "> budget"), the median lengths (the first failing run found, after
 Hypothesis's shrinking, after ``checker.traces.minimize``) and the CPU seconds the row
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -54,7 +58,7 @@ def _shortest(spec_name, invariant):
 
 
 def _one(task):
-    spec_name, invariant, bounds, budget, seed = task
+    spec_name, invariant, bounds, budget, seed, workers = task
     from isrcheck.checker.fuzzing.fuzzer import fuzz
     from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
@@ -64,9 +68,12 @@ def _one(task):
         spec = SPECS[spec_name](**bounds)
     except Exception as e:                      # noqa: BLE001 — a spec that does not load is a row, not a crash
         return {**row, "verdict": f"error: {e}"}
-    result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, derandomize=True, clock=time.process_time)
+    result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, derandomize=True, clock=time.process_time,
+                  workers=workers)
+    workers_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)            # the worker processes, if any
     row.update(verdict=result.verdicts[invariant], runs=result.runs, transitions=result.transitions,
-               cpu_seconds=round(time.process_time() - cpu0, 2), wall_seconds=round(time.monotonic() - wall0, 2))
+               cpu_seconds=round(time.process_time() - cpu0 + workers_cpu.ru_utime + workers_cpu.ru_stime, 2),
+               wall_seconds=round(time.monotonic() - wall0, 2))
     found = result.found.get(invariant)
     if found:
         row.update(found)
@@ -84,7 +91,8 @@ def main(argv=None):
     p.add_argument("--budget", type=float, default=60.0, help="CPU seconds per fuzz")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=1)
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1, help="fuzzes at once")
+    p.add_argument("--workers", type=int, default=1, help="worker processes of each fuzz")
     p.add_argument("--bound", action="append", default=[], help="NAME=VALUE, raised where the default is lower")
     p.add_argument("--only", action="append", default=[], help="SPEC or SPEC/INVARIANT")
     p.add_argument("--json", help="also write every fuzz to this file (JSON lines)")
@@ -99,7 +107,7 @@ def main(argv=None):
                 continue
             rows.append((name, inv, _bounds(cls, args.replicas, raised)))
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    tasks = [(name, inv, bounds, args.budget, seed) for name, inv, bounds in rows for seed in seeds]
+    tasks = [(name, inv, bounds, args.budget, seed, args.workers) for name, inv, bounds in rows for seed in seeds]
     start = time.monotonic()
     done = []
     with ProcessPoolExecutor(max_workers=args.jobs, max_tasks_per_child=1) as pool:
@@ -111,7 +119,7 @@ def main(argv=None):
     extra = " ".join(f"{k}={v}" for k, v in raised.items())
     print(f"fuzz reach: replicas={args.replicas or 'default'} {extra + ' ' if extra else ''}(raised only where a "
           f"spec's default is lower), budget {args.budget:g} CPU s per fuzz, seeds {seeds.start}..{seeds.stop - 1}, "
-          f"{args.jobs} job(s); {time.monotonic() - start:.0f} s in all; load average at the end "
+          f"{args.jobs} job(s) of {args.workers} worker(s); {time.monotonic() - start:.0f} s in all; load average at the end "
           f"{os.getloadavg()[0]:.2f}")
     print()
     print("| spec | invariant | bounds | found | CPU s to find: median / worst | length first → Hypothesis → "

@@ -43,7 +43,12 @@ active replicas act (an instance is allowed when its first replica parameter,
 the acting one, is active) and an instance in which an active replica acts on
 a passive one (a leader shrinking it out of its ISR) is taken as soon as it is
 enabled: a bug that needs a precise interleaving of two or three replicas is
-then not diluted by five. Replica speeds make laggards (a replica that applies
+then not diluted by five. An instance that *chooses* a replica (a parameter
+whose domain is every replica and more, e.g. the leader an election hands
+over to, or none) is allowed only when that replica is active; a passive
+replica takes only the actions the spec lists in ``fuzz_keep_up`` (applying
+the metadata log, which the controller waits on), each as soon as it is
+enabled. Replica speeds make laggards (a replica that applies
 LeaderAndIsr late stays a zombie leader). Kind weights pace the scarce
 resources (epochs, records, crashes) that a uniform walk spends in its first
 steps. An instance's weight is its kind's times its replica's; each step draws
@@ -55,9 +60,13 @@ which offsets and epochs stand above which, who is up, what was acknowledged;
 derived from the spec's field declarations). Per number of active replicas the
 fuzzer keeps an archive: for each cell reached, the state reached by the shortest
 path and that path (at most ``CELLS`` cells; then a new one replaces an old one).
-A run starts from the initial state or, with probability 3/4, from an archived
-cell, the one of ``TOURNAMENT`` candidates least picked and least often reached
-before (a new cell is the most promising), and runs at most ``CONTINUE`` steps
+Cells fall in groups by their global part (epochs, failures, records acknowledged,
+the passive replicas' flags counted). A run starts from the initial state or, with
+probability 3/4, from an archived cell: of ``TOURNAMENT`` groups the one runs
+started from least, then of ``TOURNAMENT`` of its cells the one least picked and
+least often reached before (a new cell is the most promising), so a rare global
+situation (a record acknowledged before any failure) is built on as often as a
+common one; it runs at most ``CONTINUE`` steps
 (``max_steps`` from the initial state). So runs go on from where earlier runs
 got to something new, and deep interleavings are built a piece at a time
 instead of in one lucky walk. ``hypothesis.target`` steers towards runs that
@@ -77,8 +86,9 @@ invariant) and ends the session's generation: Hypothesis shrinks it (at most
 for the invariants still unbroken.
 
 Budgets and sessions. ``budget.seconds`` (``budget_s`` below) bounds the search, in seconds of
-``clock`` (wall time by default; ``time.process_time`` makes every budget
-and ``seconds_to_find`` CPU time, independent of the machine's load); ``budget.max_runs`` (``max_examples``), when
+``clock`` (wall time by default; ``time.process_time``, which the ``fuzz`` command uses, makes every
+budget and ``seconds_to_find`` CPU time, independent of the machine's load: with several workers, each
+worker's own CPU time, and the result's ``seconds`` the CPU time of every process); ``budget.max_runs`` (``max_examples``), when
 given, also bounds the number of search runs (split between the workers), which makes a fuzz independent
 of the machine's speed. Shrinking a failure may take ``shrink_budget_s`` seconds of
 CPU time more (default ``min(10, max(2, budget_s / 10))``) and minimizing it as
