@@ -366,20 +366,23 @@ class _Archive:
     TOURNAMENT = 8
 
     def choose(self, x):
-        """The slot a run starts from, chosen by the 32-bit ``x``: of ``TOURNAMENT`` groups the one picked least,
-        then of ``TOURNAMENT`` of its cells the one picked least and reached least (Go-Explore's count-based
-        score)."""
-        best, least = 0, None
+        """The slot a run starts from, chosen by the 32-bit ``x``: in half the runs of ``TOURNAMENT`` groups the
+        one picked least, then of ``TOURNAMENT`` of its cells (of all cells in the other half) the one picked least
+        and reached least (Go-Explore's count-based score)."""
+        among, n = None, len(self.keys)
+        if x & 1:
+            best, least = 0, None
+            for _ in range(self.TOURNAMENT):
+                x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+                g = (x >> 8) % len(self.groups)
+                if least is None or self.group_picked[g] < least:
+                    best, least = g, self.group_picked[g]
+            among = self.groups[best][1]
+            n = len(among)
+        best, score = 0, -1.0
         for _ in range(self.TOURNAMENT):
             x = (x * 1103515245 + 12345) & 0xFFFFFFFF
-            g = (x >> 8) % len(self.groups)
-            if least is None or self.group_picked[g] < least:
-                best, least = g, self.group_picked[g]
-        slots = self.groups[best][1]
-        best, score = slots[0], -1.0
-        for _ in range(self.TOURNAMENT):
-            x = (x * 1103515245 + 12345) & 0xFFFFFFFF
-            s = slots[(x >> 8) % len(slots)]
+            s = (x >> 8) % n if among is None else among[(x >> 8) % n]
             sc = 1 / math.sqrt(1 + self.picked[s]) + 1 / math.sqrt(1 + self.seen[s])
             if sc > score:
                 best, score = s, sc
