@@ -84,6 +84,39 @@ def _median_length(found, key):
     return f"{statistics.median(r[key] for r in found):g}"
 
 
+def table(done, rows, budget):
+    """Print the markdown table of the fuzzes ``done`` for ``rows`` ((spec, invariant, bounds) each)."""
+    print("| spec | invariant | bounds | found | CPU s to find: median / worst | length first → Hypothesis → "
+          "minimized (median) | bfs | ÷ bfs | row CPU s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    found_rows = 0
+    for name, inv, bounds in rows:
+        runs = [r for r in done if (r["spec"], r["invariant"]) == (name, inv)]
+        errors = [r["verdict"] for r in runs if r["verdict"].startswith("error")]
+        hits = [r for r in runs if r["verdict"] == "violated"]
+        found_rows += len(hits) == len(runs)
+        changed = ", ".join(f"{k}={v}" for k, v in bounds.items()) or "defaults"
+        bfs = _shortest(name, inv)
+        if errors:
+            print(f"| {name} | {inv} | {changed} | {errors[0]} | — | — | {bfs} | — | — |")
+            continue
+        times = [r["cpu_seconds_to_find"] if r["verdict"] == "violated" else None for r in runs]
+        missed = [t for t in times if t is None]
+        ordered = sorted(t for t in times if t is not None) + [float("inf")] * len(missed)
+        median = ordered[(len(ordered) - 1) // 2] if len(ordered) % 2 else \
+            (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+        shown = f"> {budget:g}" if median == float("inf") else f"{median:.1f}"
+        worst = f"> {budget:g}" if missed else f"{max(times):.1f}"
+        lengths = "—" if not hits else (f"{_median_length(hits, 'found_length')} → "
+                                        f"{_median_length(hits, 'hypothesis_length')} → "
+                                        f"{_median_length(hits, 'minimized_length')}")
+        ratio = "—" if not hits or not bfs else \
+            f"{statistics.median(r['minimized_length'] for r in hits) / bfs:.2f}"
+        print(f"| {name} | {inv} | {changed} | {len(hits)}/{len(runs)} | {shown} / {worst} | {lengths} | {bfs} | "
+              f"{ratio} | {sum(r['cpu_seconds'] for r in runs):.0f} |")
+    print(f"\nfound by every seed: {found_rows} of {len(rows)} violations")
+
+
 def main(argv=None):
     from isrcheck.specs import SPECS
     p = argparse.ArgumentParser(prog="fuzz_reach.py", description=__doc__.split("\n")[0])
@@ -96,7 +129,16 @@ def main(argv=None):
     p.add_argument("--bound", action="append", default=[], help="NAME=VALUE, raised where the default is lower")
     p.add_argument("--only", action="append", default=[], help="SPEC or SPEC/INVARIANT")
     p.add_argument("--json", help="also write every fuzz to this file (JSON lines)")
+    p.add_argument("--table", nargs="+", metavar="FILE",
+                   help="fuzz nothing: print the table of the fuzzes in these files (--json's, or the JSON lines "
+                        "printed on stderr, e.g. of a run cut short)")
     args = p.parse_args(argv)
+    if args.table:
+        done = [json.loads(line) for f in args.table for line in Path(f).read_text().splitlines()
+                if line.startswith("{")]
+        rows = {(r["spec"], r["invariant"]): r["bounds"] for r in reversed(done)}
+        table(done, [(name, inv, bounds) for (name, inv), bounds in reversed(rows.items())], args.budget)
+        return
     raised = {k: int(v) for k, v in (b.split("=", 1) for b in args.bound)}
     rows = []
     for name, cls in SPECS.items():
@@ -122,35 +164,7 @@ def main(argv=None):
           f"{args.jobs} job(s) of {args.workers} worker(s); {time.monotonic() - start:.0f} s in all; load average at the end "
           f"{os.getloadavg()[0]:.2f}")
     print()
-    print("| spec | invariant | bounds | found | CPU s to find: median / worst | length first → Hypothesis → "
-          "minimized (median) | bfs | ÷ bfs | row CPU s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    found_rows = 0
-    for name, inv, bounds in rows:
-        runs = [r for r in done if (r["spec"], r["invariant"]) == (name, inv)]
-        errors = [r["verdict"] for r in runs if r["verdict"].startswith("error")]
-        hits = [r for r in runs if r["verdict"] == "violated"]
-        found_rows += len(hits) == len(runs)
-        changed = ", ".join(f"{k}={v}" for k, v in bounds.items()) or "defaults"
-        bfs = _shortest(name, inv)
-        if errors:
-            print(f"| {name} | {inv} | {changed} | {errors[0]} | — | — | {bfs} | — | — |")
-            continue
-        times = [r["cpu_seconds_to_find"] if r["verdict"] == "violated" else None for r in runs]
-        missed = [t for t in times if t is None]
-        ordered = sorted(t for t in times if t is not None) + [float("inf")] * len(missed)
-        median = ordered[(len(ordered) - 1) // 2] if len(ordered) % 2 else \
-            (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
-        shown = f"> {args.budget:g}" if median == float("inf") else f"{median:.1f}"
-        worst = f"> {args.budget:g}" if missed else f"{max(times):.1f}"
-        lengths = "—" if not hits else (f"{_median_length(hits, 'found_length')} → "
-                                        f"{_median_length(hits, 'hypothesis_length')} → "
-                                        f"{_median_length(hits, 'minimized_length')}")
-        ratio = "—" if not hits or not bfs else \
-            f"{statistics.median(r['minimized_length'] for r in hits) / bfs:.2f}"
-        print(f"| {name} | {inv} | {changed} | {len(hits)}/{len(runs)} | {shown} / {worst} | {lengths} | {bfs} | "
-              f"{ratio} | {sum(r['cpu_seconds'] for r in runs):.0f} |")
-    print(f"\nfound by every seed: {found_rows} of {len(rows)} violations")
+    table(done, rows, args.budget)
 
 
 if __name__ == "__main__":
