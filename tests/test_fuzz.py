@@ -369,7 +369,7 @@ def test_runs_start_from_the_group_picked_least():
         s = archive.choose(x * 7919)
         archive.pick(s)
         picks[archive.group_of[s]] += 1
-    assert abs(picks[1] - picks[2]) <= 2, picks          # the lone cell of group 2 as often as group 1's three
+    assert picks[2] > 150, picks          # the lone cell of group 2: far more often than one cell in four
     assert archive.visit(17, 3, state, path, 2)          # full: takes slot 17 % 4 == 1, group 1 keeps two cells
     assert sorted(g for g, _ in archive.groups) == [1, 2, 3] and len(archive.groups[archive.group_index[1]][1]) == 2
     assert archive.visit(21, 3, state, path, 2) and archive.visit(25, 3, state, path, 2)   # slot 1 again, twice

@@ -62,11 +62,12 @@ fuzzer keeps an archive: for each cell reached, the state reached by the shortes
 path and that path (at most ``CELLS`` cells; then a new one replaces an old one).
 Cells fall in groups by their global part (epochs, failures, records acknowledged,
 the passive replicas' flags counted). A run starts from the initial state or, with
-probability 3/4, from an archived cell: of ``TOURNAMENT`` groups the one runs
-started from least, then of ``TOURNAMENT`` of its cells the one least picked and
-least often reached before (a new cell is the most promising), so a rare global
-situation (a record acknowledged before any failure) is built on as often as a
-common one; it runs at most ``CONTINUE`` steps
+probability 3/4, from an archived cell: of ``TOURNAMENT`` candidate cells the one
+least picked and least often reached before (a new cell is the most promising),
+the candidates drawn in half the runs from any group and in the other half from
+the group runs started from least (of ``TOURNAMENT`` groups), so a rare global
+situation (a record acknowledged before any failure) is built on about as often
+as a common one; it runs at most ``CONTINUE`` steps
 (``max_steps`` from the initial state). So runs go on from where earlier runs
 got to something new, and deep interleavings are built a piece at a time
 instead of in one lucky walk. ``hypothesis.target`` steers towards runs that
@@ -288,8 +289,8 @@ class _Archive:
     """The cells the runs of one number of active replicas reached: per cell a state and the shortest path to it.
 
     Cells fall in *groups* by their global part (the cell's scalars and counts, e.g. epochs, failures, records
-    acknowledged so far): a run starts from a group chosen first, then from a cell in it, so a rare global
-    situation (few cells reached so far, e.g. a record acknowledged before any failure) is picked as often as a
+    acknowledged so far): half the runs start from a cell of the group picked least, so a rare global situation
+    (few cells reached so far, e.g. a record acknowledged before any failure) is built on about as often as a
     common one. Compact: the state as signed bytes, the path as 16-bit instance ids (a few hundred bytes a cell).
     Once ``cap`` cells are kept, a new cell takes the slot its hash names.
     """
