@@ -346,6 +346,8 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
     if (checkpoint or resume) and not engines.ENGINES[engine].resumable:
         raise UserError(f"--checkpoint and --resume work with the {' and '.join(engines.which('resumable'))} engines "
                         f"only")
+    if "workdir" not in engines.ENGINES[engine].reads:
+        workdir = None                  # a settings file's workdir is for the engines that read it
     if (checkpoint or resume) and workdir is not None:
         raise UserError("--checkpoint/--resume DIR is the Spark run's workdir: leave out --workdir")
     if workdir is not None:
