@@ -321,22 +321,36 @@ def run_one(engine, config, invariants, partitions):
             "stage_cpu_seconds": None if stages is None else {k: round(v, 2) for k, v in stages.most_common()}}
 
 
-def throughput(config, invariants, partitions=2, engines=("local", "spark")):
-    rows = []
-    for engine in engines:
-        cmd = [sys.executable, __file__, "--one", engine, config, ",".join(invariants), str(partitions)]
-        print(f"running {engine} on {config} ...", flush=True)
-        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
-        print(json.dumps(rows[-1]), flush=True)
+def throughput(config, invariants, partitions=2, engines=("local", "spark"), pairs=1):
+    """Each engine in turn, ``pairs`` times over (alternating, so that a change in the machine's load falls on
+    both); the rows of the first round, and with several rounds each engine's medians and the ratio's."""
+    runs = collections.defaultdict(list)
+    for k in range(pairs):
+        for engine in engines:
+            cmd = [sys.executable, __file__, "--one", engine, config, ",".join(invariants), str(partitions)]
+            print(f"running {engine} on {config} (round {k + 1} of {pairs}, load average "
+                  f"{os.getloadavg()[0]:.1f}) ...", flush=True)
+            out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+            runs[engine].append(json.loads(out.strip().splitlines()[-1]))
+            print(json.dumps(runs[engine][-1]), flush=True)
+    rows = [runs[engine][0] for engine in engines]
     local, spark = rows[:2]
-    same = all(local[k] == spark[k] for k in ("distinct_states", "transitions", "depth", "verdicts"))
+    same = all(r[k] == local[k] for k in ("distinct_states", "transitions", "depth", "verdicts")
+               for engine in engines[:2] for r in runs[engine])
     print(f"\n{config} [{', '.join(invariants)}]: same answers: {same}")
     print(f"{'engine':8} {'states':>12} {'seconds':>9} {'states/s':>10} {'cpu s':>9} "
           f"{'states/cpu s':>12} {'peak MB':>8}")
-    for r in rows:
-        print(f"{r['engine']:8} {r['distinct_states']:>12,} {r['seconds']:>9} {r['states_per_second']:>10,} "
-              f"{r['cpu_seconds']:>9} {r['states_per_cpu_second']:>12,} {r['peak_memory_mb']:>8}")
+    for engine in engines:
+        for r in runs[engine]:
+            print(f"{r['engine']:8} {r['distinct_states']:>12,} {r['seconds']:>9} {r['states_per_second']:>10,} "
+                  f"{r['cpu_seconds']:>9} {r['states_per_cpu_second']:>12,} {r['peak_memory_mb']:>8}")
+    if pairs > 1:
+        cpu = {e: statistics.median(r["cpu_seconds"] for r in runs[e]) for e in engines[:2]}
+        ratios = [l["cpu_seconds"] / s["cpu_seconds"]
+                  for l, s in zip(runs[engines[0]], runs[engines[1]])]
+        print(f"median CPU s: {', '.join(f'{e} {c}' for e, c in cpu.items())}; {engines[1]}'s states per CPU "
+              f"second against {engines[0]}'s, round by round: {', '.join(f'{x:.0%}' for x in ratios)}, "
+              f"median {statistics.median(ratios):.0%}")
     return rows
 
 
@@ -460,10 +474,15 @@ def main(argv):
         i = rest.index("--invariants")
         invariants = rest[i + 1]
         rest = rest[:i] + rest[i + 2:]
+    pairs = 1
+    if "--pairs" in rest:
+        i = rest.index("--pairs")
+        pairs = int(rest[i + 1])
+        rest = rest[:i] + rest[i + 2:]
     if what in (None, "overhead"):
         overhead()
     if what in (None, "throughput"):
-        throughput(rest[0] if rest else THROUGHPUT, invariants.split(","))
+        throughput(rest[0] if rest else THROUGHPUT, invariants.split(","), pairs=pairs)
     if what == "stages":
         stages(rest[0] if rest else THROUGHPUT, invariants.split(","))
     if what == "growth":

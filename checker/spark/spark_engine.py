@@ -293,6 +293,9 @@ def _worker_search(job):
     # the local engine's kernel policy, on the whole level's size: native kernels load here (compiled once per
     # machine, numba's disk cache: model/native.py) and stay for the rest of the worker's life
     search._choose_kernels(job.level_size)
+    if job.records_only and not job.symmetry:
+        # and its compiled kernels (model/c_kernels.py) for a level decided on records, where they are used
+        search._choose_compiled(job.level_size, 0)
     return found
 
 
@@ -565,6 +568,12 @@ def _transpose(rows):
     return out
 
 
+def _columns(rows):
+    """A state-per-row array (n x width) as a batch of columns (width x n, a state's cells a column's length apart,
+    states side by side): its transpose, a view when it is stored column-major (a piece: ``_materialize_task``)."""
+    return rows.T if rows.strides[0] == rows.itemsize else _transpose(rows)
+
+
 def _successor_rows(rows, parts, part_start, picks, parent):
     """Successor states as rows (k x width) from their parents' rows; ``picks`` ascend (into the parts, whose
     parent rows, concatenated, are ``parent``).
@@ -657,31 +666,46 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         tables = [] if job.records_only else [(q, spark_visited.open_table(job.workdir, q)) for q in range(P)]
         tables = [(q, t) for q, t in tables if t is not None]
         stages.lap("map: visited tables")
+        # a level decided on records is expanded by the compiled kernels where the worker has them: every successor
+        # in (parent, action) order, as flat arrays (the local engine's fast path), its pieces read as they are
+        compiled = search.compiled if job.records_only else None
+        if compiled is not None:
+            from isrcheck.model.c_kernels import Scratch
+            scratch, enabled, moved_by = Scratch(), np.zeros(n_actions, np.int64), np.zeros(n_actions, np.int64)
         # block by block (a level in pieces is expanded as it is, not put in key order first)
         for block_rows, block_fps, places in blocks:
             block_prefix = prefix if places is None else prefix[places]
             for cs in range(0, block_rows.shape[0], chunk):
                 rows = block_rows[cs:cs + chunk]
-                batch = _transpose(rows)
+                batch = _columns(rows) if compiled is not None else np.ascontiguousarray(_columns(rows))
                 stages.lap("map: transpose")
-                parts = search.expand(batch, block_fps[cs:cs + chunk])
+                if compiled is not None:
+                    fp, _, parent, action = compiled.expand(batch, block_fps[cs:cs + chunk], None,
+                                                            search.fingerprint.multipliers, None, enabled, moved_by,
+                                                            scratch)
+                    parts = None
+                else:
+                    parts = search.expand(batch, block_fps[cs:cs + chunk])
                 stages.lap("map: expand")
-                if not parts:
+                if parts is not None:
+                    if not parts:
+                        continue
+                    sizes = np.array([p[1].size for p in parts])
+                    part_start = np.cumsum(sizes) - sizes
+                    fired[[p[0] for p in parts]] = True
+                    parent = np.concatenate([p[1] for p in parts])
+                    action = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes)
+                    fp = np.concatenate([p[3] for p in parts])
+                    if sym is not None:
+                        fp = search._canonical(batch, parts, sizes, fp)
+                elif not parent.size:
                     continue
-                sizes = np.array([p[1].size for p in parts])
-                part_start = np.cumsum(sizes) - sizes
-                fired[[p[0] for p in parts]] = True
-                parent = np.concatenate([p[1] for p in parts])
                 moves = np.bincount(parent, minlength=rows.shape[0])
                 if places is None:
                     counts[cs:cs + rows.shape[0]] += moves
                 else:
                     counts[places[cs:cs + rows.shape[0]]] += moves
-                action = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes)
                 m = parent.size
-                fp = np.concatenate([p[3] for p in parts])
-                if sym is not None:
-                    fp = search._canonical(batch, parts, sizes, fp)
                 stages.lap("map: expand bookkeeping")
                 # one sort, then the smallest tag of each fingerprint (a block of pieces is not in key order)
                 tags = (block_prefix[cs + parent] << np.uint64(ACTION_BITS)) | action.astype(np.uint64)
@@ -710,6 +734,8 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                             stages.lap("map: successor rows")
                             filed += files.add(q, fp[sel], tags[sel], out)
                         stages.lap("map: successor files")
+        if compiled is not None:
+            fired |= moved_by > 0
         for q, path in files.close().items():
             yield q, ("f", path, index)
         _maybe_fail(job, "map", index)
@@ -920,9 +946,16 @@ def _decide_task(job, index, records):
 
 def _materialize_task(job, index, records):
     """The rows of the winners this partition is the parent of, materialized from its rows of level
-    ``job.level`` (``Search.apply``: the winning action on the parent), checked against the pending invariants
-    and written to each owner as a piece of its level ``job.level + 1`` (``level-L-{rows,fps,places}-from-Q.npy``,
-    the places being the states' among the owner's, in key order).
+    ``job.level`` (the winning action on the parent), checked against the pending invariants and written to each
+    owner as a piece of its level ``job.level + 1`` (``level-L-{rows,fps,places}-from-Q.npy``, the places being
+    the states' among the owner's, in key order).
+
+    A piece holds its states by block of their parents (this partition's share of level ``job.level``: its
+    frontier file, or its pieces), in key order within a block, and its rows column-major (saved as the transpose
+    of a state-per-row array): the compiled kernels (model/c_kernels.py ``build``) make a block's successors from
+    its columns, their parents ascending, and the next level's map expands a piece without transposing it.
+    Without the compiled kernels the winners are made by runs of equal actions (``Search.apply``) and put in the
+    same order: the files are the same either way.
     Records: the partition's record of level ``job.level`` (cached) and the owners that sent winners; out: a
     record per piece."""
     part, owners = None, []
@@ -949,38 +982,89 @@ def _materialize_task(job, index, records):
         if at.size and (at[-1] >= ranks.size or not np.array_equal(ranks[np.minimum(at, ranks.size - 1)], parent)):
             raise RuntimeError(f"internal error: partition {index} is not the parent of its winners of level "
                                f"{job.level + 1}")
-        # by owner, then action (one kernel call per run), then parent: each owner's winners ascend by key, i.e.
-        # by parent, and a stable sort by action (a radix sort of 16-bit values) keeps that order
-        actions = (keys & ACTION_MASK).astype(np.uint16)
-        sizes = [w.size for w in lists]
-        ends = np.cumsum(sizes)
-        order = np.concatenate([lo + np.argsort(actions[lo:hi], kind="stable") for lo, hi in zip(ends - sizes, ends)])
-        at, actions, keys, places = at[order], actions[order], keys[order], places[order]
-        if blocks[0][2] is not None:            # the parents' places in key order -> indices into the pieces
-            into, base = np.empty(ranks.size, dtype=np.int64), 0
-            for _, _, their in blocks:
-                into[their] = np.arange(base, base + their.size)
-                base += their.size
+        # the parents' places in key order -> indices into the blocks put end to end
+        block_end = np.cumsum([b[0].shape[0] for b in blocks])
+        if blocks[0][2] is not None:
+            into = np.empty(ranks.size, dtype=np.int64)
+            for (_, _, their), end in zip(blocks, block_end):
+                into[their] = np.arange(end - their.size, end)
             at = into[at]
-        batch = _transpose(_gather_rows([b[0] for b in blocks], at))
-        parent_fps = _gather_rows([b[1] for b in blocks], at)
-        stages.lap("materialize: parents")
-        fps = search.apply(batch, parent_fps, actions)
+        block_of = np.searchsorted(block_end, at, side="right")
+        # by parent block, then owner (a stable radix sort of small integers): each run keeps its key order
+        n_runs = len(blocks) * len(owners)
+        run = block_of * len(owners) + np.repeat(np.arange(len(owners)), [w.size for w in lists])
+        order = np.argsort(run.astype(np.int16 if n_runs < 1 << 15 else np.int64), kind="stable")
+        at, keys, places = at[order], keys[order], places[order]
+        bounds = np.searchsorted(run[order], np.arange(n_runs + 1))
+        actions = (keys & ACTION_MASK).astype(np.uint16)
+        columns = (_built if search.compiled is not None else _applied)(search, blocks, block_end, bounds, at,
+                                                                        actions)
         stages.lap("materialize: apply")
-        violations = _first_violations(job, spec, search, batch, keys)
+        runs = [(r // len(owners), r % len(owners)) for r in range(n_runs) if bounds[r] < bounds[r + 1]]
+        for name in job.pending:
+            found = [int(keys[bounds[r] + c]) for r, c in (
+                (b * len(owners) + o, _first_violation(search, spec, name, columns[b][o])) for b, o in runs) if c >= 0]
+            if found:
+                violations[name] = min(found)
         stages.lap("materialize: invariants")
-        rows = _transpose(batch)
-        stages.lap("materialize: transpose")
-        start = 0
-        for p, n in zip(owners, sizes):
-            for name, a in (("rows", rows), ("fps", fps), ("places", places)):
-                filed += _save_array(job.workdir, job.level + 1, p, f"{name}-from-{index:05d}", a[start:start + n])
-            start += n
+        for o, p in enumerate(owners):
+            mine = [(b, bounds[b * len(owners) + o], bounds[b * len(owners) + o + 1]) for b in range(len(blocks))]
+            rows = np.concatenate([columns[b][o] for b, lo, hi in mine if lo < hi], axis=1)
+            fps = search.fingerprint.full(rows) if search.compiled is None else \
+                search.compiled.fingerprint(rows, search.fingerprint.multipliers)
+            filed += _save_array(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", rows.T)
+            filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}", fps)
+            filed += _save_array(job.workdir, job.level + 1, p, f"places-from-{index:05d}",
+                                 np.concatenate([places[lo:hi] for _, lo, hi in mine]))
         stages.lap("materialize: piece files")
     _maybe_fail(job, "materialize", index)
     _report(job, (job.level, "materialize", index), stages, violations=violations, successor_file_bytes=filed)
     for p in owners:
         yield p, index
+
+
+def _built(search, blocks, block_end, bounds, at, actions):
+    """``columns[block][owner]``: the successors of each run (``bounds``: by block, then owner) made by the
+    compiled kernels from their parents' columns (``at``: the parents' indices into the blocks put end to end,
+    ascending in a run), column-major."""
+    n_owners = (len(bounds) - 1) // len(blocks)
+    columns = []
+    for b, (rows, _, _) in enumerate(blocks):
+        lo, hi = bounds[b * n_owners], bounds[(b + 1) * n_owners]
+        if lo == hi:
+            columns.append([None] * n_owners)
+            continue
+        m = hi - lo
+        built, _, _, _ = search.compiled.build(_columns(rows), np.ones(m, dtype=np.uint8), np.zeros(m, np.uint64),
+                                               None, (at[lo:hi] - (block_end[b] - rows.shape[0])).astype(np.uint32),
+                                               actions[lo:hi], m)
+        columns.append([built[:, bounds[r] - lo:bounds[r + 1] - lo] for r in range(b * n_owners, (b + 1) * n_owners)])
+    return columns
+
+
+def _applied(search, blocks, block_end, bounds, at, actions):
+    """``_built`` without the compiled kernels: the parents' rows gathered by runs of equal actions, one kernel call
+    per run (``Search.apply``), then put back in order."""
+    n_owners = (len(bounds) - 1) // len(blocks)
+    by_action = np.argsort(actions, kind="stable")          # a radix sort of 16-bit values
+    picks = at[by_action]
+    batch = _transpose(_gather_rows([b[0] for b in blocks], picks))
+    search.apply(batch, _gather_rows([b[1] for b in blocks], picks), actions[by_action])
+    made = np.empty_like(batch)
+    made[:, by_action] = batch
+    return [[made[:, bounds[r]:bounds[r + 1]] for r in range(b * n_owners, (b + 1) * n_owners)]
+            for b in range(len(blocks))]
+
+
+def _first_violation(search, spec, name, columns):
+    """The first of ``columns`` (a batch, column-major) breaking invariant ``name``, or -1."""
+    if columns is None or not columns.shape[1]:
+        return -1
+    if search.compiled is not None:
+        return search.compiled.first_violation(name, columns)
+    kernels = backends.batch(spec) if search.native is None else search.native
+    bad = np.flatnonzero(~kernels.holds(spec.invariants[name], np.ascontiguousarray(columns)))
+    return int(bad[0]) if bad.size else -1
 
 
 def _collect_task(job, index, records):
