@@ -31,10 +31,18 @@ is a job of three stages:
   partition q the keys of the winners it routed and their places among p's
   (``level-L-{winners,winner-places}-from-P.npy`` in q's directory).
 - materialize (partition q): the winners' rows, from q's rows of level L and
-  the winning action (``Search.apply``: one kernel call per run of equal
-  actions), checked against the pending invariants and written once, to their
-  owner, as a piece of its level (``level-L-{rows,fps,places}-from-Q.npy``);
-  the next job's map assembles a partition's pieces in key order.
+  the winning action, checked against the pending invariants and written once,
+  to their owner, as a piece of its level (``level-L-{rows,fps,places}-from-Q.npy``,
+  column-major, by block of their parents and in key order within one); the
+  next job's map expands a partition's pieces as they are.
+
+A level decided on records runs on the local engine's compiled kernels
+(``model/c_kernels.py``) where a worker has them, as the local engine does: the
+map's expand gives every successor as flat arrays, and the materialize task
+builds a block's winners from its parents' columns in one call (``build``),
+parents ascending; without them (no C compiler, symmetry, ``kernels="numpy"``)
+the numpy or numba kernels do the same work (``Search.apply``, one call per run
+of equal actions) and the files are the same.
 
 So only a winner's row is materialized, where its parent's row is, and written
 once; a successor that loses costs 16 bytes. The job's last stage counts the
@@ -669,6 +677,8 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         # a level decided on records is expanded by the compiled kernels where the worker has them: every successor
         # in (parent, action) order, as flat arrays (the local engine's fast path), its pieces read as they are
         compiled = search.compiled if job.records_only else None
+        if job.records_only:
+            from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint
         if compiled is not None:
             from isrcheck.model.c_kernels import Scratch
             scratch, enabled, moved_by = Scratch(), np.zeros(n_actions, np.int64), np.zeros(n_actions, np.int64)
@@ -709,6 +719,16 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 stages.lap("map: expand bookkeeping")
                 # one sort, then the smallest tag of each fingerprint (a block of pieces is not in key order)
                 tags = (block_prefix[cs + parent] << np.uint64(ACTION_BITS)) | action.astype(np.uint64)
+                if job.records_only:                    # records, in fingerprint order: their owner sorts them
+                    win = least_tag_per_fingerprint(fp, tags)
+                    stages.lap("map: group")
+                    owner = fp[win] % np.uint64(P)
+                    for q in range(P):
+                        sel = win if P == 1 else win[owner == np.uint64(q)]
+                        if sel.size:
+                            filed += files.add(q, fp[sel], tags[sel])
+                    stages.lap("map: successor files")
+                    continue
                 order, starts, unique = Search.group(fp)
                 win = Search.least_per_group(order, starts, np.diff(np.append(starts, m)), lambda k: np.take(tags, k))
                 stages.lap("map: group")
@@ -727,12 +747,9 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 for q in range(P):
                     sel = picks if P == 1 else picks[owner == np.uint64(q)]     # each owner's rows gathered once
                     if sel.size:
-                        if job.records_only:
-                            filed += files.add(q, fp[sel], tags[sel])
-                        else:
-                            out = _successor_rows(rows, parts, part_start, sel, parent)
-                            stages.lap("map: successor rows")
-                            filed += files.add(q, fp[sel], tags[sel], out)
+                        out = _successor_rows(rows, parts, part_start, sel, parent)
+                        stages.lap("map: successor rows")
+                        filed += files.add(q, fp[sel], tags[sel], out)
                         stages.lap("map: successor files")
         if compiled is not None:
             fired |= moved_by > 0
@@ -812,9 +829,10 @@ class _Inputs:
 def _new_states(job, index, fp, tag, stages):
     """The smallest tag of each fingerprint, among those the partition's visited set (through level
     ``job.level``) lacks, added to it: (their indices into ``fp``, in tag order; the table's count)."""
-    # one sort by fingerprint (Search.group); the smallest tag of each group is its candidate (tags are unique)
-    order, starts, unique = Search.group(fp) if fp.size else (np.zeros(0, dtype=np.int64),) * 2 + (fp,)
-    win = Search.least_per_group(order, starts, np.diff(np.append(starts, order.size)), lambda m: np.take(tag, m))
+    from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint
+    # one sort by fingerprint; the smallest tag of each is its candidate (tags are unique)
+    win = least_tag_per_fingerprint(fp, tag)
+    unique = fp[win]
     stages.lap("reduce: sort and dedup")
     # into the visited table, in fingerprint order (its slots in order): the ones it lacked are the new states
     new, n_visited = spark_visited.insert_level(job.workdir, index, job.level + 1, unique, _level_fps(job, index))
@@ -930,9 +948,11 @@ def _decide_task(job, index, records):
     _write_level(job.workdir, job.level + 1, index, fp[win], keys)
     stages.lap("reduce: parquet write")
     filed = _save_array(job.workdir, job.level + 1, index, "keys", keys)
-    by = np.argsort(source, kind="stable")
-    parents, first = np.unique(source[by], return_index=True)
-    for q, mine in zip(parents.tolist(), np.split(by, first[1:])):        # mine: their places in key order
+    # by parent partition, each in key order (a stable radix sort of small integers)
+    by = np.argsort(source.astype(np.int16) if job.partitions < 1 << 15 else source, kind="stable")
+    sent = np.bincount(source, minlength=job.partitions)
+    parents = np.flatnonzero(sent)
+    for q, mine in zip(parents.tolist(), np.split(by, np.cumsum(sent[parents])[:-1])):   # mine: places in key order
         filed += _save_array(job.workdir, job.level + 1, q, f"winners-from-{index:05d}", keys[mine])
         filed += _save_array(job.workdir, job.level + 1, q, f"winner-places-from-{index:05d}", mine)
     stages.lap("reduce: winner files")
