@@ -117,6 +117,7 @@ class _Sampler:
 
     def _start(self, period):
         self.root, self.period = os.getpid(), period
+        self.own_cpu = 0.0          # the sampling thread's CPU seconds: the instrument's, not the engine's
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -124,6 +125,7 @@ class _Sampler:
     def _run(self):
         while not self.done.wait(self.period):
             self._sample()
+            self.own_cpu = time.thread_time()
 
     def _stop(self):
         """A last sample, then no more."""
@@ -135,8 +137,8 @@ class _Sampler:
 class CpuByRole(_Sampler):
     """CPU seconds of this process tree by role, sampled from /proc while a Spark run goes on: the driver's
     Python, the JVM (and its busiest threads by name), the Python daemon and each Python worker it forked.
-    A worker that exits between two samples loses at most one period's CPU; the sampling (a few ms a second)
-    counts as the driver's."""
+    A worker that exits between two samples loses at most one period's CPU; the sampling thread's own CPU
+    (``own_cpu``) counts as the driver's here, and is left out of the run's CPU seconds."""
 
     def __init__(self, period=1.0):
         self.procs, self.cmdline, self.threads = {}, {}, {}
@@ -286,7 +288,8 @@ def run_one(engine, config, invariants, partitions):
         workdir = tempfile.mkdtemp(prefix="isrcheck-capacity-") if engine == "spark-capacity" else None
         footprint = None if workdir is None else Footprint(workdir)
         result = spark_search(spec, invariants, partitions=partitions, progress=progress, workdir=workdir)
-        cpu = tree_cpu_seconds()             # before stopping: the JVM and its Python workers still run
+        # before stopping: the JVM and its Python workers still run; less the samplers' own CPU
+        cpu = tree_cpu_seconds() - sampler.own_cpu - (0.0 if footprint is None else footprint.own_cpu)
         by_role = sampler.finish()
         if footprint is not None:
             end = footprint.disk_now()

@@ -722,11 +722,13 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 if job.records_only:                    # records, in fingerprint order: their owner sorts them
                     win = least_tag_per_fingerprint(fp, tags)
                     stages.lap("map: group")
-                    owner = fp[win] % np.uint64(P)
-                    for q in range(P):
-                        sel = win if P == 1 else win[owner == np.uint64(q)]
-                        if sel.size:
-                            filed += files.add(q, fp[sel], tags[sel])
+                    if P > 1:                           # by owner (a stable radix sort), each in fingerprint order
+                        owner = (fp[win] % np.uint64(P)).astype(np.int16 if P < 1 << 15 else np.int64)
+                        win = win[np.argsort(owner, kind="stable")]
+                    ends = np.cumsum(np.bincount(owner, minlength=P)) if P > 1 else np.array([win.size])
+                    for q, (lo, hi) in enumerate(zip(np.append(0, ends[:-1]), ends)):
+                        if lo < hi:
+                            filed += files.add(q, fp[win[lo:hi]], tags[win[lo:hi]])
                     stages.lap("map: successor files")
                     continue
                 order, starts, unique = Search.group(fp)
