@@ -422,18 +422,25 @@ def _save_frontier(workdir, level, index, part):
     return _Part(None, None, None, part.level_start)
 
 
-def _frontier_blocks(workdir, level, index, part):
+def _frontier_blocks(workdir, level, index, part, mapped=False):
     """``part``'s share of a level as blocks ``(rows, fps, places)``, and its keys in order: its arrays as they are,
     or its frontier files (one block in key order, ``places`` None), or its pieces, one from each partition that
-    materialized some of its states (``_materialize_task``), each with its states' places in key order. (Arrays
-    read whole: the native kernels take no read-only ones.)"""
+    materialized some of its states (``_materialize_task``), each with its states' places in key order. Arrays
+    read whole (the numpy and numba kernels take no read-only ones), or ``mapped`` read-only from the page cache
+    (for the compiled kernels, which read them in place)."""
+    def load(name):
+        path = _frontier_path(workdir, level, index, name)
+        try:
+            return np.load(path, mmap_mode="r") if mapped else np.load(path)
+        except ValueError:                      # an empty array cannot be mapped
+            return np.load(path)
     if part.rows is not None:
         return [(part.rows, part.fps, None)], part.keys
     keys = np.load(_frontier_path(workdir, level, index, "keys"))
     if part.pieces is None:
-        return [tuple(np.load(_frontier_path(workdir, level, index, name)) for name in ("rows", "fps")) + (None,)], keys
-    blocks = [tuple(np.load(_frontier_path(workdir, level, index, f"{name}-from-{q:05d}"))
-                    for name in ("rows", "fps", "places")) for q in part.pieces]
+        return [(load("rows"), load("fps"), None)], keys
+    blocks = [(load(f"rows-from-{q:05d}"), load(f"fps-from-{q:05d}"), np.load(_frontier_path(
+        workdir, level, index, f"places-from-{q:05d}"))) for q in part.pieces]
     if sum(b[2].size for b in blocks) != keys.size:
         raise RuntimeError(f"internal error: partition {index}'s pieces of level {level} do not hold its "
                            f"{keys.size} states")
@@ -651,7 +658,10 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             stages.t = time.process_time()
         moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
         files, filed = _SuccessorFiles(job.workdir, job.level + 1, index), 0
-        blocks, keys = _frontier_blocks(job.workdir, job.level, index, part)
+        # a level decided on records is expanded by the compiled kernels where the worker has them: every successor
+        # in (parent, action) order, as flat arrays (the local engine's fast path), its files read in place
+        compiled = search.compiled if job.records_only else None
+        blocks, keys = _frontier_blocks(job.workdir, job.level, index, part, mapped=compiled is not None)
         stages.lap("map: frontier files")
         n = keys.size
         counts = np.zeros(n, dtype=np.int64)            # transitions per state, in key order
@@ -674,9 +684,6 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         tables = [] if job.records_only else [(q, spark_visited.open_table(job.workdir, q)) for q in range(P)]
         tables = [(q, t) for q, t in tables if t is not None]
         stages.lap("map: visited tables")
-        # a level decided on records is expanded by the compiled kernels where the worker has them: every successor
-        # in (parent, action) order, as flat arrays (the local engine's fast path), its pieces read as they are
-        compiled = search.compiled if job.records_only else None
         if job.records_only:
             from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint
         if compiled is not None:
@@ -997,8 +1004,9 @@ def _materialize_task(job, index, records):
         keys = np.concatenate(lists)
         places = np.concatenate([np.load(_frontier_path(job.workdir, job.level + 1, index,
                                                         f"winner-places-from-{p:05d}")) for p in owners])
-        blocks, _ = _frontier_blocks(job.workdir, job.level, index, part)
+        blocks, _ = _frontier_blocks(job.workdir, job.level, index, part, mapped=search.compiled is not None)
         ranks = np.load(_frontier_path(job.workdir, job.level, index, "ranks"))
+        stages.lap("materialize: files")
         parent = (keys >> np.uint64(ACTION_BITS)).astype(np.int64) - part.level_start
         at = np.searchsorted(ranks, parent)
         if at.size and (at[-1] >= ranks.size or not np.array_equal(ranks[np.minimum(at, ranks.size - 1)], parent)):
@@ -1019,6 +1027,7 @@ def _materialize_task(job, index, records):
         at, keys, places = at[order], keys[order], places[order]
         bounds = np.searchsorted(run[order], np.arange(n_runs + 1))
         actions = (keys & ACTION_MASK).astype(np.uint16)
+        stages.lap("materialize: parents")
         columns = (_built if search.compiled is not None else _applied)(search, blocks, block_end, bounds, at,
                                                                         actions)
         stages.lap("materialize: apply")
@@ -1034,6 +1043,7 @@ def _materialize_task(job, index, records):
             rows = np.concatenate([columns[b][o] for b, lo, hi in mine if lo < hi], axis=1)
             fps = search.fingerprint.full(rows) if search.compiled is None else \
                 search.compiled.fingerprint(rows, search.fingerprint.multipliers)
+            stages.lap("materialize: fingerprints")
             filed += _save_array(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", rows.T)
             filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}", fps)
             filed += _save_array(job.workdir, job.level + 1, p, f"places-from-{index:05d}",
