@@ -414,6 +414,25 @@ def _save_array(workdir, level, index, name, array):
     return array.nbytes
 
 
+def _save_columns(workdir, level, index, name, batches):
+    """Batches of columns (each width x k, states side by side) put end to end, saved as ``_save_array`` saves
+    their concatenation's transpose (a state-per-row array stored column-major), without making it: row by row of
+    the batches. Its size in bytes."""
+    from numpy.lib import format as npy
+    path = _frontier_path(workdir, level, index, name)
+    spark_visited.make_dirs(workdir, os.path.dirname(path))
+    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    width, n = batches[0].shape[0], sum(b.shape[1] for b in batches)
+    with open(tmp, "wb") as fh:
+        npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(batches[0].dtype), "fortran_order": True,
+                                        "shape": (n, width)})
+        for c in range(width):
+            for b in batches:
+                fh.write(np.ascontiguousarray(b[c]).data)
+    os.replace(tmp, path)
+    return n * width * batches[0].itemsize
+
+
 def _save_frontier(workdir, level, index, part):
     """A partition's share of a level as files beside the tasks; the record that stands for it in the cache has
     no arrays, so the level never travels JVM -> Python -> JVM."""
@@ -685,7 +704,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         tables = [(q, t) for q, t in tables if t is not None]
         stages.lap("map: visited tables")
         if job.records_only:
-            from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint
+            from isrcheck.checker.spark.spark_kernels import route_least_tags
         if compiled is not None:
             from isrcheck.model.c_kernels import Scratch
             scratch, enabled, moved_by = Scratch(), np.zeros(n_actions, np.int64), np.zeros(n_actions, np.int64)
@@ -727,15 +746,11 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 # one sort, then the smallest tag of each fingerprint (a block of pieces is not in key order)
                 tags = (block_prefix[cs + parent] << np.uint64(ACTION_BITS)) | action.astype(np.uint64)
                 if job.records_only:                    # records, in fingerprint order: their owner sorts them
-                    win = least_tag_per_fingerprint(fp, tags)
+                    out_fps, out_tags, ends = route_least_tags(fp, tags, P)
                     stages.lap("map: group")
-                    if P > 1:                           # by owner (a stable radix sort), each in fingerprint order
-                        owner = (fp[win] % np.uint64(P)).astype(np.int16 if P < 1 << 15 else np.int64)
-                        win = win[np.argsort(owner, kind="stable")]
-                    ends = np.cumsum(np.bincount(owner, minlength=P)) if P > 1 else np.array([win.size])
                     for q, (lo, hi) in enumerate(zip(np.append(0, ends[:-1]), ends)):
                         if lo < hi:
-                            filed += files.add(q, fp[win[lo:hi]], tags[win[lo:hi]])
+                            filed += files.add(q, out_fps[lo:hi], out_tags[lo:hi])
                     stages.lap("map: successor files")
                     continue
                 order, starts, unique = Search.group(fp)
@@ -1040,11 +1055,12 @@ def _materialize_task(job, index, records):
         stages.lap("materialize: invariants")
         for o, p in enumerate(owners):
             mine = [(b, bounds[b * len(owners) + o], bounds[b * len(owners) + o + 1]) for b in range(len(blocks))]
-            rows = np.concatenate([columns[b][o] for b, lo, hi in mine if lo < hi], axis=1)
-            fps = search.fingerprint.full(rows) if search.compiled is None else \
-                search.compiled.fingerprint(rows, search.fingerprint.multipliers)
+            batches = [columns[b][o] for b, lo, hi in mine if lo < hi]
+            fps = np.concatenate([search.fingerprint.full(np.ascontiguousarray(rows)) if search.compiled is None
+                                  else search.compiled.fingerprint(rows, search.fingerprint.multipliers)
+                                  for rows in batches])
             stages.lap("materialize: fingerprints")
-            filed += _save_array(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", rows.T)
+            filed += _save_columns(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", batches)
             filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}", fps)
             filed += _save_array(job.workdir, job.level + 1, p, f"places-from-{index:05d}",
                                  np.concatenate([places[lo:hi] for _, lo, hi in mine]))

@@ -74,3 +74,34 @@ def _least_tags(packed, bits, fps, tags, out):
             k += 1
         i = j
     return k
+
+
+def route_least_tags(fps, tags, partitions):
+    """The record of least tag of each distinct fingerprint (``least_tag_per_fingerprint``), as (fingerprints,
+    tags, ends): by owner (a fingerprint modulo ``partitions``), owner q's ``[ends[q - 1], ends[q])``, each in
+    fingerprint order."""
+    win = least_tag_per_fingerprint(fps, tags)
+    out_fps, out_tags = np.empty(win.size, dtype=np.uint64), np.empty(win.size, dtype=np.uint64)
+    ends = np.zeros(partitions, dtype=np.int64)
+    _route(win, fps, tags, np.uint64(partitions), out_fps, out_tags, ends)
+    return out_fps, out_tags, ends
+
+
+@numba.njit(nogil=True, cache=True)
+def _route(win, fps, tags, partitions, out_fps, out_tags, ends):
+    """Records ``win`` of (fps, tags) to ``out_fps``/``out_tags`` by owner (a counting sort: stable), ``ends`` each
+    owner's end."""
+    for i in range(win.size):
+        ends[np.int64(fps[win[i]] % partitions)] += 1
+    at = np.empty(ends.size, dtype=np.int64)
+    total = 0
+    for q in range(ends.size):
+        at[q] = total
+        total += ends[q]
+        ends[q] = total
+    for i in range(win.size):
+        r = win[i]
+        q = np.int64(fps[r] % partitions)
+        out_fps[at[q]] = fps[r]
+        out_tags[at[q]] = tags[r]
+        at[q] += 1
