@@ -20,21 +20,24 @@ is a job of three stages:
 - map (level L -> L+1, partition q): expand q's share of level L chunk by chunk
   (``Search.expand``, on the kernels the local engine's policy picks for the
   level's size: ``kernels``); keep the smallest (parent, action) per fingerprint
-  (one sort); write each owner its successors as 16-byte (fingerprint, tag)
+  (one sort, ``checker.spark.spark_kernels``); write each owner its successors as 16-byte (fingerprint, tag)
   records, the tag being ``parent number << 16 | action``
   (``frontier-files/part-P/level-L-successors-from-Q.npy``, atomic).
 - decide (level L+1, partition p): from every map task's records keep the
   smallest tag per fingerprint (one sort), add those fingerprints to p's visited
   table in that order: the ones it lacked are the new states, and a winner's tag
   is its key. Write the level's (fingerprint, parent, action) to
-  ``levels/level-LLLLL/part-PPPPP.parquet`` and p's keys, and give each parent
+  ``levels/level-LLLLL/part-PPPPP.parquet`` and p's keys and fingerprints, and give each parent
   partition q the keys of the winners it routed and their places among p's
   (``level-L-{winners,winner-places}-from-P.npy`` in q's directory).
 - materialize (partition q): the winners' rows, from q's rows of level L and
   the winning action, checked against the pending invariants and written once,
-  to their owner, as a piece of its level (``level-L-{rows,fps,places}-from-Q.npy``,
-  column-major, by block of their parents and in key order within one); the
-  next job's map expands a partition's pieces as they are.
+  to their owner, as a piece of its level (``level-L-{rows,places}-from-Q.npy``,
+  column-major, by block of their parents and in key order within one; their
+  fingerprints are the owner's ``level-L-fps.npy``, in key order, which its
+  decide task wrote, or under symmetry, where that task has the canonical ones
+  only, ``level-L-fps-from-Q.npy``); the next job's map expands a partition's
+  pieces as they are.
 
 A level decided on records runs on the local engine's compiled kernels
 (``model/c_kernels.py``) where a worker has them, as the local engine does: the
@@ -220,15 +223,18 @@ class _Part:
     """One partition's share of the search after a level: the single record of its RDD partition.
 
     In the cached level RDD the arrays are None: they are in the partition's frontier files (``_frontier``),
-    whole, or in pieces, one from each partition that materialized some of them (``pieces``: those partitions).
+    whole, or in pieces, one from each partition that materialized some of them (``pieces``: those partitions),
+    their fingerprints in the partition's file of them in key order, which its decide task wrote, or under
+    symmetry (where that task knows the canonical ones only) in each piece (``piece_fps``).
     """
 
-    def __init__(self, rows, fps, keys, level_start, pieces=None):
+    def __init__(self, rows, fps, keys, level_start, pieces=None, piece_fps=False):
         self.rows = rows                # int8, n x width (a state per row): owned states of the newest level
         self.fps = fps                  # uint64 (n,): their full fingerprints (expand's delta base)
         self.keys = keys                # uint64 (n,), sorted: parent number << 16 | action
         self.level_start = level_start  # number of the level's first state
         self.pieces = pieces            # the partitions whose piece files hold the rows, or None: whole files
+        self.piece_fps = piece_fps      # whether each piece holds its states' fingerprints
 
 
 class _Job:
@@ -458,8 +464,13 @@ def _frontier_blocks(workdir, level, index, part, mapped=False):
     keys = np.load(_frontier_path(workdir, level, index, "keys"))
     if part.pieces is None:
         return [(load("rows"), load("fps"), None)], keys
-    blocks = [(load(f"rows-from-{q:05d}"), load(f"fps-from-{q:05d}"), np.load(_frontier_path(
-        workdir, level, index, f"places-from-{q:05d}"))) for q in part.pieces]
+    places = [np.load(_frontier_path(workdir, level, index, f"places-from-{q:05d}")) for q in part.pieces]
+    if part.piece_fps:
+        fps = [load(f"fps-from-{q:05d}") for q in part.pieces]
+    else:
+        in_key_order = load("fps")
+        fps = [np.take(in_key_order, at) for at in places]
+    blocks = [(load(f"rows-from-{q:05d}"), f, at) for q, f, at in zip(part.pieces, fps, places)]
     if sum(b[2].size for b in blocks) != keys.size:
         raise RuntimeError(f"internal error: partition {index}'s pieces of level {level} do not hold its "
                            f"{keys.size} states")
@@ -956,10 +967,11 @@ def _decide_task(job, index, records):
     """Level ``job.level + 1`` of this partition, a job of its own: decided on (fingerprint, tag) records.
 
     The smallest tag of each fingerprint the partition has not visited is a new state, and its tag is its key
-    (``parent number << 16 | action``): the level's Parquet file and key file are written here, and each
-    partition that routed winners gets their keys back with their places among this partition's
-    (``level-L-{winners,winner-places}-from-P.npy`` in its directory, in key order) to materialize them; a record per
-    such partition is the barrier before it does.
+    (``parent number << 16 | action``): the level's Parquet file, key file and fingerprint file (not under
+    symmetry: its fingerprints are the canonical ones) are written here, and each partition that routed winners
+    gets their keys back with their places among this partition's (``level-L-{winners,winner-places}-from-P.npy``
+    in its directory, in key order) to materialize them; a record per such partition is the barrier before it
+    does.
     """
     stages = _Stages()
     _worker_search(job)
@@ -972,6 +984,8 @@ def _decide_task(job, index, records):
     _write_level(job.workdir, job.level + 1, index, fp[win], keys)
     stages.lap("reduce: parquet write")
     filed = _save_array(job.workdir, job.level + 1, index, "keys", keys)
+    if not job.symmetry:                        # the new states' own fingerprints, for the next level's map
+        filed += _save_array(job.workdir, job.level + 1, index, "fps", fp[win])
     # by parent partition, each in key order (a stable radix sort of small integers)
     by = np.argsort(source.astype(np.int16) if job.partitions < 1 << 15 else source, kind="stable")
     sent = np.bincount(source, minlength=job.partitions)
@@ -991,8 +1005,8 @@ def _decide_task(job, index, records):
 def _materialize_task(job, index, records):
     """The rows of the winners this partition is the parent of, materialized from its rows of level
     ``job.level`` (the winning action on the parent), checked against the pending invariants and written to each
-    owner as a piece of its level ``job.level + 1`` (``level-L-{rows,fps,places}-from-Q.npy``, the places being
-    the states' among the owner's, in key order).
+    owner as a piece of its level ``job.level + 1`` (``level-L-{rows,places}-from-Q.npy``, the places being
+    the states' among the owner's, in key order; under symmetry their own fingerprints too, ``fps-from-Q``).
 
     A piece holds its states by block of their parents (this partition's share of level ``job.level``: its
     frontier file, or its pieces), in key order within a block, and its rows column-major (saved as the transpose
@@ -1056,12 +1070,10 @@ def _materialize_task(job, index, records):
         for o, p in enumerate(owners):
             mine = [(b, bounds[b * len(owners) + o], bounds[b * len(owners) + o + 1]) for b in range(len(blocks))]
             batches = [columns[b][o] for b, lo, hi in mine if lo < hi]
-            fps = np.concatenate([search.fingerprint.full(np.ascontiguousarray(rows)) if search.compiled is None
-                                  else search.compiled.fingerprint(rows, search.fingerprint.multipliers)
-                                  for rows in batches])
-            stages.lap("materialize: fingerprints")
             filed += _save_columns(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", batches)
-            filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}", fps)
+            if job.symmetry:                    # their own fingerprints (the owner has the canonical ones)
+                fps = np.concatenate([search.fingerprint.full(np.ascontiguousarray(rows)) for rows in batches])
+                filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}", fps)
             filed += _save_array(job.workdir, job.level + 1, p, f"places-from-{index:05d}",
                                  np.concatenate([places[lo:hi] for _, lo, hi in mine]))
         stages.lap("materialize: piece files")
@@ -1117,7 +1129,8 @@ def _first_violation(search, spec, name, columns):
 
 def _collect_task(job, index, records):
     """Partition ``index``'s record of level ``job.level + 1``: the partitions that hold its pieces."""
-    yield index, _Part(None, None, None, job.level_start + job.level_size, tuple(sorted(q for _, q in records)))
+    yield index, _Part(None, None, None, job.level_start + job.level_size, tuple(sorted(q for _, q in records)),
+                       piece_fps=job.symmetry)
 
 
 # ---------------------------------------------------------------------------------------------
