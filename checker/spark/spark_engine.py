@@ -20,15 +20,16 @@ is a job of three stages:
 - map (level L -> L+1, partition q): expand q's share of level L chunk by chunk
   (``Search.expand``, on the kernels the local engine's policy picks for the
   level's size: ``kernels``); keep the smallest (parent, action) per fingerprint
-  (one sort, ``checker.spark.spark_kernels``); write each owner its successors as 16-byte (fingerprint, tag)
-  records, the tag being ``parent number << 16 | action``
+  (one sort and one pass: ``checker.spark.spark_kernels``); write each owner its
+  successors as 16-byte (fingerprint, tag) records, the tag being
+  ``parent number << 16 | action``
   (``frontier-files/part-P/level-L-successors-from-Q.npy``, atomic).
 - decide (level L+1, partition p): from every map task's records keep the
   smallest tag per fingerprint (one sort), add those fingerprints to p's visited
   table in that order: the ones it lacked are the new states, and a winner's tag
   is its key. Write the level's (fingerprint, parent, action) to
-  ``levels/level-LLLLL/part-PPPPP.parquet`` and p's keys and fingerprints, and give each parent
-  partition q the keys of the winners it routed and their places among p's
+  ``levels/level-LLLLL/part-PPPPP.parquet`` and p's keys and fingerprints, and
+  give each parent partition q the keys of the winners it routed and their places among p's
   (``level-L-{winners,winner-places}-from-P.npy`` in q's directory).
 - materialize (partition q): the winners' rows, from q's rows of level L and
   the winning action, checked against the pending invariants and written once,
