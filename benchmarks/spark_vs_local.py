@@ -3,6 +3,8 @@
     python benchmarks/spark_vs_local.py overhead                # per-level overhead on local[2]
     python benchmarks/spark_vs_local.py throughput              # the >= 10M-state comparison (minutes)
     python benchmarks/spark_vs_local.py throughput kip-101:unflushed_loss=1,max_crashes=2 --invariants log-matching
+    python benchmarks/spark_vs_local.py throughput kip-320:replicas=3,min_isr=2,max_epochs=2 \
+        --invariants no-committed-loss --pairs 2    # the capacity plan's target, two rounds alternating
     python benchmarks/spark_vs_local.py stages                  # CPU s per stage per million states, both engines
     python benchmarks/spark_vs_local.py capacity                # the capacity plan's figures (the 2-epoch target)
     python benchmarks/spark_vs_local.py growth                  # the target's levels at 1-4 epochs (minutes)
@@ -17,10 +19,12 @@ alongside, since a shared machine inflates every figure.
 
 throughput: each engine runs once in a fresh process (its own peak memory;
 the Spark run on ``local[2]``, two partitions); their answers must agree.
+``--pairs N`` runs them N times, alternating, and prints the medians and the
+ratio round by round (a shared machine's load falls on both).
 states/s is given against wall-clock time and against the CPU time of the
-whole process tree (driver, JVM, Python workers), the figure that measures the
-engines on a shared machine. The Spark row adds the bytes its levels moved
-(``Result.levels``): through the shuffle (Spark's shuffle write metrics) and
+whole process tree (driver, JVM, Python workers; the benchmark's own sampling
+thread left out), the figure that measures the engines on a shared machine. The
+Spark row adds the bytes its levels moved (``Result.levels``): through the shuffle (Spark's shuffle write metrics) and
 between the JVM and the Python workers (the records' numpy payload), in all,
 at the busiest level, and per state, and ``cpu_by_role``: its CPU seconds by
 process (driver Python, JVM and its busiest threads, Python daemon, each
