@@ -37,7 +37,7 @@ def test_what_an_engine_cannot_do_is_refused_naming_the_engines_that_can(tmp_pat
                                            "engines only\n")
     r = isrcheck("check", "--spec", "acks-1", "--invariant", "log-matching", "--workdir", str(tmp_path / "w"),
                  "--no-progress", "--out", str(tmp_path))
-    assert (r.returncode, r.stderr) == (2, "isrcheck: error: --workdir is for --engine spark\n")
+    assert (r.returncode, r.stderr) == (2, "isrcheck: error: --workdir does nothing with --engine local (it is for --engine spark)\n")
 
 
 def test_z3_timeout_is_the_bmc_engines_time_limit_and_its_report_counts_no_states(tmp_path):

@@ -348,10 +348,6 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
                         f"only")
     if (checkpoint or resume) and workdir is not None:
         raise UserError("--checkpoint/--resume DIR is the Spark run's workdir: leave out --workdir")
-    try:
-        engines.refuse_others(engine, click.get_current_context().params)
-    except engines.EngineError as e:
-        raise UserError(str(e)) from None
     if workdir is not None:
         try:
             os.makedirs(workdir, exist_ok=True)
