@@ -65,8 +65,6 @@ class Kafka39(KRaftReplication):
                        "metadata delta over another leader, or a leaderless gap), and the leader's log must have "
                        "changed below the diverging offset meanwhile (configuration fetch-responses: the same verdicts "
                        "as the defaults)"}
-    #: reassignment is modelled for the ZooKeeper-era controller only (model/reassignment.py)
-    limits = {**KRaftReplication.limits, "reassignments": (0, 0)}
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY},
                 **{name: "violated" for name in REAPPLY}}
     expected_why = {**KafkaReplication.expected_why,
