@@ -29,7 +29,8 @@ broker's Partition, its fetcher, and its metadata listener. Mechanisms, each wit
   acks=all compares the maximal ISR with min(min.insync.replicas, replication factor);
 - fetch answers may carry fewer records than the leader has (``fetch_partial``), and with ``fetch_responses`` they
   are messages of their own: lost, or read after the follower moved to another leader epoch (KAFKA-18991);
-- ELR (KIP-966) when ``elr`` is on (4.0), with every new incarnation counted an unclean shutdown.
+- ELR (KIP-966) when ``elr`` is on (4.0), with every new incarnation counted an unclean shutdown;
+- partition reassignment (the bound ``reassignments``): model/kraft_reassignment.py, with its own departures.
 
 Where each Kafka method the model encodes is called in 3.9.0, and the action covering each call (trunk of late 2024
 has the same call sites):
@@ -72,6 +73,21 @@ has the same call sites):
 - PartitionChangeBuilder (electAnyLeader, electPreferredLeader, maybePopulateTargetElr, maybeUpdateLastKnownLeader):
   every controller action above, and maybeBalancePartitionLeaders / electLeaders (preferred) and
   maybeElectUncleanLeaders (unclean) -> ``elect_leader``, ``elect_last_known_leader``.
+- ReplicationControlManager.changePartitionReassignment: alterPartitionReassignment (QuorumController
+  .alterPartitionReassignments, AlterPartitionReassignments with target replicas) -> ``alter_partition_reassignments``;
+  cancelPartitionReassignment (no target replicas): not modelled (the admin cancels nothing).
+- PartitionChangeBuilder.completeReassignmentIfNeeded and triggerLeaderEpochBumpForReplicaReassignmentIfNeeded:
+  every build -> ``alter_partition_reassignments``; alterPartition -> ``alter_partition`` and, when the completion
+  elects another leader (NEW_LEADER_ELECTED), ``alter_partition_elects``; generateLeaderAndIsrUpdates for
+  handleBrokerFenced, handleBrokerInControlledShutdown, handleBrokerUnfenced (leaderless partitions) and
+  handleBrokerUncleanShutdown -> ``fence_broker``, ``controlled_shutdown``, ``unfence_broker``, ``restart``;
+  electLeaders / maybeBalancePartitionLeaders / maybeElectUncleanLeaders -> ``elect_leader``; the last known leader's
+  election (ISR empty: nothing to complete) -> ``elect_last_known_leader``; cancelPartitionReassignment: not
+  modelled.
+- ReplicaManager.stopPartitions with deleteLocalLog: applyDelta for TopicsDelta.localChanges deletes ->
+  ``apply_metadata``; stopReplicas (ZooKeeper StopReplica): not in KRaft; updateStrayLogs and LogManager.startup's
+  stray detection (a log kept from before a restart) -> ``apply_metadata`` at the broker's first publish;
+  applyLocalFollowersDelta (controlled shutdown): left out as listed below.
 
 Bounds. ``metadata_lag`` bounds how far a live broker's metadata image may lag the controller (the controller
 waits beyond it); leader epochs are bounded by --max-epochs; ISR changes need no bound of their own: partition
@@ -904,6 +920,37 @@ class KRaftReplication(KRaftReassignment, KRaftController, KafkaReplication):
         led = any_of((s.q_leader == l) & s.up[l] for l in self.REPLICAS)
         running = self.reassigning(s) & up & led & (s.q_epoch < self.E)
         return running, ~running
+
+    @leads_to("fenced-eventually-unfenced", fairness=[weak("unfence_broker"), weak("apply_metadata")])
+    def fenced_eventually_unfenced(self, s):
+        """A live broker the controller has fenced, and that is not shutting down, is eventually unfenced.
+
+        Fairness: the controller unfences a live fenced broker that asks (weakly fair: BrokerLifecycleManager's
+        heartbeat loop asks every broker.heartbeat.interval.ms, and BrokerHeartbeatManager.calculateNextBrokerState
+        unfences it once its metadata caught up), and a live broker applies the metadata records that reach it (the
+        controller's record waits for them: metadata_lag). The obligation ends when the broker stops or enters
+        controlled shutdown (it is leaving), and at the last leader epoch the bounds allow (the unfencing may elect
+        it). Stated for the last replica, as isr-regrows is.
+        """
+        r = self.R - 1
+        fenced = s.up[r] & s.fenced[r] & ~s.shutting_down[r]
+        return fenced, ~fenced | self.epochs_exhausted(s)
+
+    @leads_to("alter-partition-completes", fairness=[weak("alter_partition"), weak("alter_partition_elects"),
+                                                     strong("alter_partition_response"), weak("apply_metadata")])
+    def alter_partition_completes(self, s):
+        """An AlterPartition a live leader has in flight is eventually answered and the answer read.
+
+        Fairness: the controller handles every AlterPartition that reaches it (weakly fair: QuorumController's event
+        queue), the leader reads an answer that is not lost forever (strongly fair: AlterPartitionManager's
+        NodeToControllerChannelManager resends the request until it is answered, retryTimeoutMs = Long.MaxValue),
+        and a live broker applies the metadata records that reach it (a record the answer needs waits for them).
+        The obligation ends when the leader stops, and at the last leader epoch the bounds allow (a 3.5 shrink and a
+        completed reassignment bump it). Stated for the last replica, as isr-regrows is.
+        """
+        l = self.R - 1
+        waiting = s.up[l] & s.ap_sent[l]
+        return waiting, ~waiting | self.epochs_exhausted(s)
 
     @leads_to("truncation-terminates", fairness=[weak("truncate_on_fetch_response"), weak("apply_metadata"),
                                                  weak("elect_leader"), weak("restart"), weak("fence_broker"),

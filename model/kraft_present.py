@@ -247,10 +247,14 @@ class KRaftPresentation(KafkaPresentation):
             return self._alter_phrase(prev, cur, p["l"], R, spec)
         if name == "alter_partition_reassignments":
             target = _set([i for i in range(R) if p["t"] >> i & 1])
-            return (f"The admin reassigns the partition to {target} (r{p['p']} first): the controller records replicas "
-                    f"{_set(_members(cur, 'q_replicas', R) if _members(cur, 'q_adding', R) or _members(cur, 'q_removing', R) else _members(prev, 'q_replicas', R) + _members(cur, 'q_replicas', R))}"
-                    f" (adding {_set(_members(cur, 'q_adding', R))}, removing {_set(_members(cur, 'q_removing', R))})"
-                    f"{_completion(prev, cur, R) or '.'}")
+            head = f"The admin reassigns the partition to {target} (r{p['p']} first)"
+            if _members(cur, "q_adding", R) or _members(cur, "q_removing", R):
+                return (f"{head}: the controller records replicas {_set(_members(cur, 'q_replicas', R))} (adding "
+                        f"{_set(_members(cur, 'q_adding', R))}, removing {_set(_members(cur, 'q_removing', R))}), "
+                        f"leader {_who(R, cur.get('q_leader'))}, leader epoch {cur.get('q_epoch')}.")
+            return (f"{head}: the ISR already holds the target, so the controller's first record completes it: "
+                    f"replicas {_set(_members(cur, 'q_replicas', R))}, ISR {_set(cur.isr())}, leader "
+                    f"{_who(R, cur.get('q_leader'))}, leader epoch {cur.get('q_epoch')}.")
         if name == "alter_partition_response":
             return self._answer_phrase(prev, cur, p["l"], R)
         if name == "alter_partition_response_lost":
@@ -416,7 +420,8 @@ class KRaftPresentation(KafkaPresentation):
         if name == "alter_partition_elects":
             return f"r{p['l']}", "Controller", f"AlterPartition completes the reassignment: r{p['n']} leads"
         if name == "alter_partition_reassignments":
-            return "Admin", "Controller", f"AlterPartitionReassignments: {_set([i for i in range(self.R) if p['t'] >> i & 1])}"
+            target = _set([i for i in range(self.R) if p["t"] >> i & 1])
+            return "Admin", "Controller", f"AlterPartitionReassignments: {target}"
         if name == "alter_partition_response":
             return "Controller", f"r{p['l']}", "AlterPartition answer read"
         if name == "alter_partition_response_lost":

@@ -14,7 +14,8 @@ Kafka 3.9 (ReplicationControlManager, PartitionChangeBuilder, PartitionReassignm
   leaves the leader epoch alone (the new replica list contains the old one);
 - the completion runs in every PartitionChangeBuilder.build (completeReassignmentIfNeeded, first of all): once the
   target ISR less the removing replicas is not empty and holds every target replica
-  (PartitionReassignmentReplicas.maybeCompleteReassignment), the record narrows the ISR to it, sets replicas = target
+  (PartitionReassignmentReplicas.maybeCompleteReassignment, 3.8+; 3.1-3.7 wait for the adding replicas only,
+  KAFKA-15665), the record narrows the ISR to it, sets replicas = target
   and clears adding and removing; the election that follows (tryElection, electAnyLeader) replaces a leader that left
   the ISR; triggerLeaderEpochBumpForReplicaReassignmentIfNeeded bumps the leader epoch when the new replica list lacks
   a broker of the old one and the leader does not change (setLeader(current)). The builders that can meet a target ISR
@@ -48,6 +49,10 @@ def _not(value):
 
 class KRaftReassignment:
     """The replica set in the metadata log, and its changes (see the module doc)."""
+
+    #: 3.8+ (KAFKA-15665): a reassignment completes only once the ISR less the removing replicas holds every target
+    #: replica; 3.1-3.7 wait for the adding replicas alone (PartitionReassignmentReplicas.maybeCompleteReassignment)
+    completion_waits_for_every_target = True
 
     def kraft_reassignment_fields(self):
         """The KRaft-only fields of reassignment (none unless ``reassignments`` is above 0)."""
@@ -86,7 +91,11 @@ class KRaftReassignment:
         replicas, adding, removing = self.assignment(s, plan)
         kept = [isr[i] & _not(removing[i]) for i in self.REPLICAS]
         running = any_of(adding[i] | removing[i] for i in self.REPLICAS)
-        completes = running & any_of(kept) & all_of(_not(replicas[i]) | removing[i] | kept[i] for i in self.REPLICAS)
+        if self.completion_waits_for_every_target:
+            waited = [replicas[i] & _not(removing[i]) for i in self.REPLICAS]
+        else:
+            waited = adding
+        completes = running & any_of(kept) & all_of(_not(waited[i]) | kept[i] for i in self.REPLICAS)
         return [where(completes, kept[i], isr[i]) for i in self.REPLICAS], completes
 
     def replicas_after(self, s, completes, plan=None):

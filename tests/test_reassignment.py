@@ -97,3 +97,42 @@ def test_symmetric_and_plain_searches_agree_with_reassignments():
     assert {n: len(v.steps) for n, v in reduced.violations.items()} == \
         {n: len(v.steps) for n, v in plain.violations.items()}
     assert plain.violations and reduced.distinct_states < plain.distinct_states
+
+
+#: KRaft: three brokers, replicas 0 and 1; one reassignment adds broker 2 and removes one (any leader epochs it takes)
+KRAFT_MOVE = dict(replicas=3, log_size=1, max_records=1, max_epochs=3, max_crashes=1, reassignments=1)
+
+
+def test_kraft_actions_commute_with_renaming_while_replica_sets_change():
+    """The KRaft family's replica set lives in the registration, in every record of the metadata window and in each
+    broker's image and assignment, all carried by a renaming: renaming commutes with every step, the reassignment's
+    first record, its completion (by AlterPartition, electing another leader or not) and the deletion included."""
+    spec = SPECS["kafka-3.9"](**KRAFT_MOVE)
+    rows = early_states(spec, 8)
+    perm = (2, 0, 1)
+    moved = rename(spec, rows, perm)
+    fired = set()
+    for inst in spec.actions:
+        enabled, after = successors(spec, inst, rows)
+        enabled_moved, after_moved = successors(spec, renamed_instance(spec, inst, perm), moved)
+        assert np.array_equal(enabled, enabled_moved), inst.label
+        assert np.array_equal(rename(spec, after, perm), after_moved), inst.label
+        if enabled.any():
+            fired.add(inst.name)
+    assert {"alter_partition_reassignments", "alter_partition", "alter_partition_elects", "apply_metadata"} <= fired
+
+
+def test_kraft_removed_replica_deletes_its_log_after_the_completion():
+    """Within a few steps a reassignment moves the partition from r0 to r1: the AlterPartition adding r1 completes it
+    (r1 leads in a new leader epoch, the replica set is {r1}), and r0, once its image has the record, holds no log."""
+    spec = SPECS["kafka-3.9"](replicas=2, log_size=1, max_records=1, max_epochs=3, max_crashes=0, reassignments=1)
+    rows = early_states(spec, 9)
+    col = {name: (lambda *idx, n=name: rows[spec.layout.column(n, idx)]) for name in
+           ("reassigns", "q_adding", "q_removing", "q_replicas", "q_leader", "img_lag", "img_replica", "leo",
+            "acked_at")}
+    done = (col["reassigns"]() == 1) & (col["q_removing"](0) == 0) & (col["q_adding"](1) == 0)
+    applied = done & (col["img_lag"](0) == 0) & (col["acked_at"](0) >= 0)
+    assert applied.any()
+    assert set(col["q_replicas"](0)[done]) == {0} and set(col["q_replicas"](1)[done]) == {1}
+    assert set(col["q_leader"]()[applied]) == {1} and set(col["img_replica"](0)[applied]) == {0}
+    assert set(col["leo"](0)[applied]) == {0}
