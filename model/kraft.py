@@ -327,11 +327,17 @@ class KRaftReplication(KRaftReassignment, KRaftController, KafkaReplication):
         """Partition.isUnderMinIsr (3.7+, KAFKA-15583): no HW advance while the ISR is below the effective min ISR."""
         if not self.hw_stops_below_min_isr:
             return True
-        return count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr
+        return count_of(s.isr[l][i] for i in self.REPLICAS) >= self.leader_min_isr(s, l)
 
     def enough_replicas(self, s, l):
         """Partition.checkEnoughReplicasReachOffset (3.9): the maximal ISR has min(min.insync.replicas, RF) members."""
-        return count_of(self.maximal(s, l, i) for i in self.REPLICAS) >= self.min_isr
+        return count_of(self.maximal(s, l, i) for i in self.REPLICAS) >= self.leader_min_isr(s, l)
+
+    def leader_min_isr(self, s, l):
+        """Partition.effectiveMinIsr (3.7+): min.insync.replicas, at most the replicas of leader l's assignment."""
+        if not self.reassign:
+            return self.min_isr
+        return min_of([self.min_isr, count_of(s.assigned[l][i] for i in self.REPLICAS)])
 
     def note_unclean_shutdown(self, s, r):
         """Nothing: the controller learns of a broker's shutdown only when it registers again (``restart``)."""
@@ -851,7 +857,7 @@ class KRaftReplication(KRaftReassignment, KRaftController, KafkaReplication):
         Partition.maybeIncrementLeaderHW (3.7+, KAFKA-15583) keeps the HW where it is by design.
         """
         stuck, advanced = KafkaReplication.hw_advances(self, s)
-        too_few = count_of(self.acceptable(s, i) & s.up[i] for i in self.REPLICAS) < self.min_isr
+        too_few = count_of(self.acceptable(s, i) & s.up[i] for i in self.REPLICAS) < self.controller_min_isr(s)
         return stuck & ~too_few, advanced | too_few
 
     @leads_to("isr-regrows", fairness=FOLLOWER_FAIRNESS)

@@ -218,9 +218,16 @@ class KRaftController:
         """PartitionChangeBuilder.maybePopulateTargetElr (KIP-966): with a target ISR below min.insync.replicas the
         ELR is the current ELR and ISR less the target ISR (less ``unclean``, a broker registering again after
         any shutdown: handleBrokerUncleanShutdown); at or above it, empty."""
-        below = count_of(new_isr[i] for i in self.REPLICAS) < self.min_isr
+        below = count_of(new_isr[i] for i in self.REPLICAS) < self.controller_min_isr(s)
         return [~new_isr[i] & below & (s.q_elr[i] | s.q_isr[i]) & ((i != unclean) if unclean is not None else True)
                 for i in self.REPLICAS]
+
+    def controller_min_isr(self, s):
+        """ReplicationControlManager.getTopicEffectiveMinIsr (3.9): min.insync.replicas, at most the replication
+        factor of the partition registration's replica list (with reassignment on, the list changes)."""
+        if not self.reassign:
+            return self.min_isr
+        return min_of([self.min_isr, count_of(s.q_replicas[i] for i in self.REPLICAS)])
 
     def update_elr(self, s, new_isr, when=True):
         """KIP-966 as PartitionChangeBuilder keeps the ELR when the ISR becomes ``new_isr`` (where ``when``): the

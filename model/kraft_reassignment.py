@@ -33,7 +33,14 @@ Departures (each a sound over-approximation for safety unless said):
   bounds leave out, as in the ZooKeeper era;
 - the added brokers need only be registered (validateManualPartitionAssignment): every broker of the model is;
 - the admin's target list is a set plus its first broker (the preferred replica, ``p``); any order of the others;
-- a stray log is dropped at once (Kafka renames it with the -stray suffix and deletes it later): nothing reads it.
+- a stray log is dropped at once (Kafka renames it with the -stray suffix and deletes it later): nothing reads it;
+- AlterPartition's validateIsr (INVALID_REQUEST for an ISR member outside the replica set) is not modelled: no
+  request reaches it. A leader's ISR and replica set come from the same record (makeLeader) or from an accepted
+  answer with its own leader epoch, and a completion that removes a replica changes the leader epoch, whose answer
+  the leader ignores; so a request carrying the current partition epoch proposes replicas of the current set;
+- an accepted answer commits the ISR the leader proposed (Partition.handleAlterPartitionUpdate takes the answer's):
+  the two differ only when the record completes a reassignment that removes a replica, whose answer carries a new
+  leader epoch and is ignored.
 """
 from __future__ import annotations
 

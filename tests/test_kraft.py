@@ -420,3 +420,18 @@ def test_the_kraft_progress_properties_hold_by_their_fairness_and_fail_without_i
                                                           "unfenced-unfair", "answered-unfair"]).items()}
     assert got == {"fenced-eventually-unfenced": "holds", "alter-partition-completes": "holds",
                    "unfenced-unfair": "violated", "answered-unfair": "violated"}
+
+
+def test_min_insync_replicas_counts_at_most_the_replicas_of_the_assignment():
+    """kafka-4.0 (min.insync.replicas=2) with the partition on r0 alone before a reassignment moves it to r1: the
+    effective min ISR is 1 (Partition.effectiveMinIsr, getTopicEffectiveMinIsr), so r0 alone commits a record; once
+    the reassignment adds r1 the leader's assignment has two replicas and an acks=all write needs both in the ISR."""
+    steps = [step("elect_leader", l=0), step("apply_metadata", r=0, k=0), step("apply_metadata", r=1, k=0),
+             step("produce", l=0)]
+    spec, states = run("kafka-4.0", steps, reassignments=1)
+    assert states[-1]["acked_at"][0] == 0 and states[-1]["hw"][0] == 1
+    moved = steps + [step("alter_partition_reassignments", t=0b10, p=1, l=2), step("apply_metadata", r=0, k=0),
+                     step("apply_metadata", r=1, k=0)]
+    spec, states = run("kafka-4.0", moved, reassignments=1)
+    assert states[-1]["assigned"][0] == [True, True] and states[-1]["isr"][0] == [True, False]
+    assert not enabled(spec, states[-1], "produce", l=0)                 # NOT_ENOUGH_REPLICAS: ISR 1 < 2
