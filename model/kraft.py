@@ -854,22 +854,34 @@ class KRaftReplication(KRaftReassignment, KRaftController, KafkaReplication):
 
         The obligation also ends while fewer than min.insync.replicas brokers are acceptable to the controller
         (unfenced, not in controlled shutdown): then the ISR cannot reach min.insync.replicas, and
-        Partition.maybeIncrementLeaderHW (3.7+, KAFKA-15583) keeps the HW where it is by design.
+        Partition.maybeIncrementLeaderHW (3.7+, KAFKA-15583) keeps the HW where it is by design. With reassignment on,
+        it ends too while a reassignment runs at the last leader epoch of the bounds (``unless_cut_off``).
         """
         stuck, advanced = KafkaReplication.hw_advances(self, s)
         too_few = count_of(self.acceptable(s, i) & s.up[i] for i in self.REPLICAS) < self.controller_min_isr(s)
-        return stuck & ~too_few, advanced | too_few
+        stuck, advanced = stuck & ~too_few, advanced | too_few
+        return self.unless_cut_off(s, stuck, advanced)
 
     @leads_to("isr-regrows", fairness=FOLLOWER_FAIRNESS)
     def isr_regrows(self, s):
         """A live follower that keeps fetching is eventually back in the acting leader's ISR.
 
         Fairness as for hw-advances. Stated for the last replica as the follower (model/kafka.py); a follower in
-        controlled shutdown is leaving and owes nothing (KIP-841 keeps it out of the ISR until it stops).
+        controlled shutdown is leaving and owes nothing (KIP-841 keeps it out of the ISR until it stops). The end at
+        the last leader epoch as for hw-advances.
         """
         out, back = KafkaReplication.isr_regrows(self, s)
         leaving = s.shutting_down[self.R - 1]
-        return out & ~leaving, back | leaving
+        return self.unless_cut_off(s, out & ~leaving, back | leaving)
+
+    def unless_cut_off(self, s, trigger, goal):
+        """(trigger, goal) of a progress property whose obligation also ends while a reassignment runs at the last
+        leader epoch of the bounds: the AlterPartition that completes it needs one more (the replica list shrinks), so
+        --max-epochs, not Kafka, would keep the ISR from changing (an under-approximation, as epochs_exhausted)."""
+        if not self.reassign:
+            return trigger, goal
+        cut = self.reassigning(s) & self.epochs_exhausted(s)
+        return trigger & ~cut, goal | cut
 
     def alter_accepted(self, s, l):
         """The controller would commit an AlterPartition leader l sends now (ReplicationControlManager.alterPartition,
@@ -890,15 +902,15 @@ class KRaftReplication(KRaftReassignment, KRaftController, KafkaReplication):
         Fairness as for hw-advances. The obligation also ends while the leader could drop an ISR member that does not
         fetch from it (its isr-expiration task does after replica.lag.time.max.ms, and the controller, which leads in
         its leader epoch and partition epoch, commits the change): a dead member is one, so the controller's fencing
-        needs no fairness here."""
-        return KafkaReplication.write_resolves(self, s)
+        needs no fairness here; and at the last leader epoch as for hw-advances."""
+        return self.unless_cut_off(s, *KafkaReplication.write_resolves(self, s))
 
     @leads_to("acked-fully-replicated", fairness=FOLLOWER_FAIRNESS)
     def acked_fully_replicated(self, s):
         """While the leader is up, an acknowledged record eventually sits on every live ISR member at its offset.
 
         The ISR as the metadata log records it. Fairness and the end of the obligation as for write-resolves."""
-        return KafkaReplication.acked_fully_replicated(self, s)
+        return self.unless_cut_off(s, *KafkaReplication.acked_fully_replicated(self, s))
 
     @leads_to("metadata-converges", fairness=[weak("apply_metadata")])
     def metadata_converges(self, s):

@@ -419,8 +419,9 @@ class KRaftController:
         stale = ~s.ap_epoch_current[l] | ~s.ap_pe_current[l]
         accepted = ~stale & members_ok
         if self.reassign:
-            isr, completes = self.completion(s, proposed)
-            completes = completes & accepted
+            narrowed, completes = self.completion(s, proposed)
+            completes = completes & accepted        # a rejected request builds nothing
+            isr = [where(completes, narrowed[i], proposed[i]) for i in self.REPLICAS]
             leader, epoch, isr, elr, choice_ok = self.elect(s, n, isr, removed=None, completes=completes)
             epoch = self.reassignment_epoch(s, leader, self.shrink_epoch(s, leader, epoch, isr), completes)
             elected = leader != s.q_leader
