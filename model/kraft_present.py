@@ -133,7 +133,8 @@ class KRaftPresentation(KafkaPresentation):
     narrated = (KafkaPresentation.narrated - {"truncate_by_epoch", "exit_out_of_range", "fetch_response_lost",
                                               "controller_failover", "apply_stale_leader_and_isr", "alter_isr",
                                               "restart_unnoticed", "apply_leader_and_isr", "controller_shrink_isr",
-                                              "controller_offline", "shrink_isr"}
+                                              "controller_offline", "shrink_isr", "start_reassignment",
+                                              "resume_reassignment", "complete_reassignment", "apply_stop_replica"}
                 | {"truncate_on_fetch_response", "lag_expires", "alter_partition", "alter_partition_response",
                    "alter_partition_response_lost", "apply_metadata", "fence_broker", "unfence_broker",
                    "controlled_shutdown", "elect_last_known_leader", "maybe_shrink_isr", "fetch_partial",
