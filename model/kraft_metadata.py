@@ -402,8 +402,9 @@ class KRaftController:
     def alter_partition_elects(self, s, l, n):
         """The controller handles leader l's AlterPartition, whose ISR completes a reassignment that removes l: the
         same record elects n (ReplicationControlManager.alterPartition, 3.9: PartitionChangeBuilder.build completes
-        the reassignment, electAnyLeader replaces the leader, which is answered NEW_LEADER_ELECTED and waits, its
-        state pending, for the metadata that removes it: Partition.handleAlterPartitionError)."""
+        the reassignment, electAnyLeader replaces the leader, which is answered NEW_LEADER_ELECTED (3.3+; before,
+        FENCED_LEADER_EPOCH) and waits, its state pending, for the metadata that removes it:
+        Partition.handleAlterPartitionError)."""
         if not self.reassign:
             s.require(False)
             return

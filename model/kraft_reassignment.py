@@ -21,7 +21,10 @@ Kafka 3.9 (ReplicationControlManager, PartitionChangeBuilder, PartitionReassignm
   a broker of the old one and the leader does not change (setLeader(current)). The builders that can meet a target ISR
   covering the target are the reassignment's own, AlterPartition's (the leader's expansion; an answer with
   NEW_LEADER_ELECTED when the completion elects another leader) and every other builder of the model
-  (fencing, controlled shutdown, unfencing, elections), which run it on their own target ISR;
+  (fencing, controlled shutdown, unfencing, elections), which run it on their own target ISR (the last known
+  leader's election starts from an empty ISR: it never completes one);
+- min.insync.replicas counts at most the replication factor (Partition.effectiveMinIsr, the leader's assignment;
+  ReplicationControlManager.getTopicEffectiveMinIsr, the registration's replicas), which a reassignment changes;
 - a broker applying a record that does not name it, after an image that did (TopicsDelta.localChanges deletes),
   stops the partition and deletes its log (ReplicaManager.applyDelta -> stopPartitions, deleteLocalLog = true);
   a broker named by a record it did not hold a replica for creates the partition (makeFollower or makeLeader).
@@ -34,6 +37,9 @@ Departures (each a sound over-approximation for safety unless said):
 - the added brokers need only be registered (validateManualPartitionAssignment): every broker of the model is;
 - the admin's target list is a set plus its first broker (the preferred replica, ``p``); any order of the others;
 - a stray log is dropped at once (Kafka renames it with the -stray suffix and deletes it later): nothing reads it;
+- the record of handleBrokerUncleanShutdown (ELR on) completes a reassignment keeping the leader: only an election
+  from the ELR, or an unclean one, leaves an ISR holding the target uncompleted (they set the ISR after the
+  completion's check), and it elected that ISR's one member, a target replica;
 - AlterPartition's validateIsr (INVALID_REQUEST for an ISR member outside the replica set) is not modelled: no
   request reaches it. A leader's ISR and replica set come from the same record (makeLeader) or from an accepted
   answer with its own leader epoch, and a completion that removes a replica changes the leader epoch, whose answer
@@ -90,9 +96,10 @@ class KRaftReassignment:
                 [s.q_removing[i] for i in self.REPLICAS])
 
     def completion(self, s, isr, plan=None):
-        """PartitionChangeBuilder.completeReassignmentIfNeeded on target ISR ``isr``: (the ISR after it, whether it
-        completes). It completes when the ISR less the removing replicas is not empty and holds every target
-        replica (PartitionReassignmentReplicas.maybeCompleteReassignment)."""
+        """PartitionChangeBuilder.completeReassignmentIfNeeded (3.9; since 3.1) on target ISR ``isr``: (the ISR
+        after it, whether it completes). It completes when the ISR less the removing replicas is not empty and holds
+        every target replica (PartitionReassignmentReplicas.maybeCompleteReassignment, 3.8+; before, every adding
+        replica: ``completion_waits_for_every_target``)."""
         if not self.reassign:
             return isr, False
         replicas, adding, removing = self.assignment(s, plan)
@@ -156,9 +163,10 @@ class KRaftReassignment:
         target (then l leads if the leader leaves; R: the leader stays or none is valid).
 
         Kafka: QuorumController.alterPartitionReassignments -> ReplicationControlManager.alterPartitionReassignment ->
-        changePartitionReassignment (3.9; since 3.0, KIP-455 in KRaft): PartitionReassignmentReplicas(current,
-        target) gives replicas = target + removing, adding and removing; PartitionChangeBuilder.build runs
-        completeReassignmentIfNeeded, tryElection and the epoch bump for a replica list that shrinks.
+        changePartitionReassignment (3.9; since 3.1, KAFKA-12803: KIP-455 in KRaft):
+        PartitionReassignmentReplicas(current, target) gives replicas = target + removing, adding and removing;
+        PartitionChangeBuilder.build runs completeReassignmentIfNeeded, tryElection and the epoch bump for a replica
+        list that shrinks.
         """
         inside = [i for i in self.REPLICAS if t >> i & 1]
         outside = [i for i in self.REPLICAS if not t >> i & 1]
