@@ -13,7 +13,10 @@ CPU/wall, states per wall and per CPU second, peak resident memory and that divi
 states, the engine's retained bytes per state, and the fingerprint width it used; then states/s at the largest
 size over states/s at the smallest (goal: at least 0.8), and with symmetry over
 without at each size (goal: at least 0.5). On a shared machine the CPU figures are
-the ones that measure the engine; all of them are upper bounds of its cost.
+the ones that measure the engine; all of them are upper bounds of its cost. Run there
+under a real-time priority (``chrt -r 1 python benchmarks/scale.py ...``, as root), the
+searches take both cores whenever they are ready, and wall times and CPU/wall are the
+engine's again (the kernel keeps 5% of each second for everything else).
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
     python benchmarks/spark_vs_local.py overhead                # per-level overhead on local[2]
     python benchmarks/spark_vs_local.py throughput              # the >= 10M-state comparison (minutes)
     python benchmarks/spark_vs_local.py throughput kip-101:unflushed_loss=1,max_crashes=2 --invariants log-matching
+    python benchmarks/spark_vs_local.py throughput kip-320:replicas=3,min_isr=2,max_epochs=2 \
+        --invariants no-committed-loss --pairs 2    # the capacity plan's target, two rounds alternating
     python benchmarks/spark_vs_local.py stages                  # CPU s per stage per million states, both engines
     python benchmarks/spark_vs_local.py capacity                # the capacity plan's figures (the 2-epoch target)
     python benchmarks/spark_vs_local.py growth                  # the target's levels at 1-4 epochs (minutes)
@@ -17,10 +19,12 @@ alongside, since a shared machine inflates every figure.
 
 throughput: each engine runs once in a fresh process (its own peak memory;
 the Spark run on ``local[2]``, two partitions); their answers must agree.
+``--pairs N`` runs them N times, alternating, and prints the medians and the
+ratio round by round (a shared machine's load falls on both).
 states/s is given against wall-clock time and against the CPU time of the
-whole process tree (driver, JVM, Python workers), the figure that measures the
-engines on a shared machine. The Spark row adds the bytes its levels moved
-(``Result.levels``): through the shuffle (Spark's shuffle write metrics) and
+whole process tree (driver, JVM, Python workers; the benchmark's own sampling
+thread left out), the figure that measures the engines on a shared machine. The
+Spark row adds the bytes its levels moved (``Result.levels``): through the shuffle (Spark's shuffle write metrics) and
 between the JVM and the Python workers (the records' numpy payload), in all,
 at the busiest level, and per state, and ``cpu_by_role``: its CPU seconds by
 process (driver Python, JVM and its busiest threads, Python daemon, each
@@ -117,6 +121,7 @@ class _Sampler:
 
     def _start(self, period):
         self.root, self.period = os.getpid(), period
+        self.own_cpu = 0.0          # the sampling thread's CPU seconds: the instrument's, not the engine's
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -124,6 +129,7 @@ class _Sampler:
     def _run(self):
         while not self.done.wait(self.period):
             self._sample()
+            self.own_cpu = time.thread_time()
 
     def _stop(self):
         """A last sample, then no more."""
@@ -135,8 +141,8 @@ class _Sampler:
 class CpuByRole(_Sampler):
     """CPU seconds of this process tree by role, sampled from /proc while a Spark run goes on: the driver's
     Python, the JVM (and its busiest threads by name), the Python daemon and each Python worker it forked.
-    A worker that exits between two samples loses at most one period's CPU; the sampling (a few ms a second)
-    counts as the driver's."""
+    A worker that exits between two samples loses at most one period's CPU; the sampling thread's own CPU
+    (``own_cpu``) counts as the driver's here, and is left out of the run's CPU seconds."""
 
     def __init__(self, period=1.0):
         self.procs, self.cmdline, self.threads = {}, {}, {}
@@ -286,7 +292,8 @@ def run_one(engine, config, invariants, partitions):
         workdir = tempfile.mkdtemp(prefix="isrcheck-capacity-") if engine == "spark-capacity" else None
         footprint = None if workdir is None else Footprint(workdir)
         result = spark_search(spec, invariants, partitions=partitions, progress=progress, workdir=workdir)
-        cpu = tree_cpu_seconds()             # before stopping: the JVM and its Python workers still run
+        # before stopping: the JVM and its Python workers still run; less the samplers' own CPU
+        cpu = tree_cpu_seconds() - sampler.own_cpu - (0.0 if footprint is None else footprint.own_cpu)
         by_role = sampler.finish()
         if footprint is not None:
             end = footprint.disk_now()
@@ -321,22 +328,36 @@ def run_one(engine, config, invariants, partitions):
             "stage_cpu_seconds": None if stages is None else {k: round(v, 2) for k, v in stages.most_common()}}
 
 
-def throughput(config, invariants, partitions=2, engines=("local", "spark")):
-    rows = []
-    for engine in engines:
-        cmd = [sys.executable, __file__, "--one", engine, config, ",".join(invariants), str(partitions)]
-        print(f"running {engine} on {config} ...", flush=True)
-        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
-        print(json.dumps(rows[-1]), flush=True)
+def throughput(config, invariants, partitions=2, engines=("local", "spark"), pairs=1):
+    """Each engine in turn, ``pairs`` times over (alternating, so that a change in the machine's load falls on
+    both); the rows of the first round, and with several rounds each engine's medians and the ratio's."""
+    runs = collections.defaultdict(list)
+    for k in range(pairs):
+        for engine in engines:
+            cmd = [sys.executable, __file__, "--one", engine, config, ",".join(invariants), str(partitions)]
+            print(f"running {engine} on {config} (round {k + 1} of {pairs}, load average "
+                  f"{os.getloadavg()[0]:.1f}) ...", flush=True)
+            out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+            runs[engine].append(json.loads(out.strip().splitlines()[-1]))
+            print(json.dumps(runs[engine][-1]), flush=True)
+    rows = [runs[engine][0] for engine in engines]
     local, spark = rows[:2]
-    same = all(local[k] == spark[k] for k in ("distinct_states", "transitions", "depth", "verdicts"))
+    same = all(r[k] == local[k] for k in ("distinct_states", "transitions", "depth", "verdicts")
+               for engine in engines[:2] for r in runs[engine])
     print(f"\n{config} [{', '.join(invariants)}]: same answers: {same}")
     print(f"{'engine':8} {'states':>12} {'seconds':>9} {'states/s':>10} {'cpu s':>9} "
           f"{'states/cpu s':>12} {'peak MB':>8}")
-    for r in rows:
-        print(f"{r['engine']:8} {r['distinct_states']:>12,} {r['seconds']:>9} {r['states_per_second']:>10,} "
-              f"{r['cpu_seconds']:>9} {r['states_per_cpu_second']:>12,} {r['peak_memory_mb']:>8}")
+    for engine in engines:
+        for r in runs[engine]:
+            print(f"{r['engine']:8} {r['distinct_states']:>12,} {r['seconds']:>9} {r['states_per_second']:>10,} "
+                  f"{r['cpu_seconds']:>9} {r['states_per_cpu_second']:>12,} {r['peak_memory_mb']:>8}")
+    if pairs > 1:
+        cpu = {e: statistics.median(r["cpu_seconds"] for r in runs[e]) for e in engines[:2]}
+        ratios = [l["cpu_seconds"] / s["cpu_seconds"]
+                  for l, s in zip(runs[engines[0]], runs[engines[1]])]
+        print(f"median CPU s: {', '.join(f'{e} {c}' for e, c in cpu.items())}; {engines[1]}'s states per CPU "
+              f"second against {engines[0]}'s, round by round: {', '.join(f'{x:.0%}' for x in ratios)}, "
+              f"median {statistics.median(ratios):.0%}")
     return rows
 
 
@@ -460,10 +481,15 @@ def main(argv):
         i = rest.index("--invariants")
         invariants = rest[i + 1]
         rest = rest[:i] + rest[i + 2:]
+    pairs = 1
+    if "--pairs" in rest:
+        i = rest.index("--pairs")
+        pairs = int(rest[i + 1])
+        rest = rest[:i] + rest[i + 2:]
     if what in (None, "overhead"):
         overhead()
     if what in (None, "throughput"):
-        throughput(rest[0] if rest else THROUGHPUT, invariants.split(","))
+        throughput(rest[0] if rest else THROUGHPUT, invariants.split(","), pairs=pairs)
     if what == "stages":
         stages(rest[0] if rest else THROUGHPUT, invariants.split(","))
     if what == "growth":

@@ -513,6 +513,10 @@ class KafkaReplication(ZkReassignment, Spec):
                     s.acked_at[m - 1] = where(acked, o, s.acked_at[m - 1])
         self.expose(s, l)
 
+    def leader_min_isr(self, s, l):
+        """The min.insync.replicas leader l enforces (Partition: the topic's config)."""
+        return self.min_isr
+
     def write_isr(self, s, l, new_isr, when=True):
         """A leader's ISR change (where ``when``): a conditional ZooKeeper write, fenced by the cached zkVersion."""
         for i in self.REPLICAS:
@@ -925,7 +929,7 @@ class KafkaReplication(ZkReassignment, Spec):
         """
         s.require(self.believes_leads(s, l) & (s.leo[l] < self.L) & (s.next_record <= self.M))
         if self.acks_all:
-            s.require(count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr)
+            s.require(count_of(s.isr[l][i] for i in self.REPLICAS) >= self.leader_min_isr(s, l))
         record, offset = s.next_record, s.leo[l]
         s.log_record[l][offset] = record
         s.log_epoch[l][offset] = s.leader_epoch[l]

@@ -29,7 +29,8 @@ broker's Partition, its fetcher, and its metadata listener. Mechanisms, each wit
   acks=all compares the maximal ISR with min(min.insync.replicas, replication factor);
 - fetch answers may carry fewer records than the leader has (``fetch_partial``), and with ``fetch_responses`` they
   are messages of their own: lost, or read after the follower moved to another leader epoch (KAFKA-18991);
-- ELR (KIP-966) when ``elr`` is on (4.0), with every new incarnation counted an unclean shutdown.
+- ELR (KIP-966) when ``elr`` is on (4.0), with every new incarnation counted an unclean shutdown;
+- partition reassignment (the bound ``reassignments``): model/kraft_reassignment.py, with its own departures.
 
 Where each Kafka method the model encodes is called in 3.9.0, and the action covering each call (trunk of late 2024
 has the same call sites):
@@ -72,6 +73,21 @@ has the same call sites):
 - PartitionChangeBuilder (electAnyLeader, electPreferredLeader, maybePopulateTargetElr, maybeUpdateLastKnownLeader):
   every controller action above, and maybeBalancePartitionLeaders / electLeaders (preferred) and
   maybeElectUncleanLeaders (unclean) -> ``elect_leader``, ``elect_last_known_leader``.
+- ReplicationControlManager.changePartitionReassignment: alterPartitionReassignment (QuorumController
+  .alterPartitionReassignments, AlterPartitionReassignments with target replicas) -> ``alter_partition_reassignments``;
+  cancelPartitionReassignment (no target replicas): not modelled (the admin cancels nothing).
+- PartitionChangeBuilder.completeReassignmentIfNeeded and triggerLeaderEpochBumpForReplicaReassignmentIfNeeded:
+  every build -> ``alter_partition_reassignments``; alterPartition -> ``alter_partition`` and, when the completion
+  elects another leader (NEW_LEADER_ELECTED), ``alter_partition_elects``; generateLeaderAndIsrUpdates for
+  handleBrokerFenced, handleBrokerInControlledShutdown, handleBrokerUnfenced (leaderless partitions) and
+  handleBrokerUncleanShutdown -> ``fence_broker``, ``controlled_shutdown``, ``unfence_broker``, ``restart``;
+  electLeaders / maybeBalancePartitionLeaders / maybeElectUncleanLeaders -> ``elect_leader``; the last known leader's
+  election (ISR empty: nothing to complete) -> ``elect_last_known_leader``; cancelPartitionReassignment: not
+  modelled.
+- ReplicaManager.stopPartitions with deleteLocalLog: applyDelta for TopicsDelta.localChanges deletes ->
+  ``apply_metadata``; stopReplicas (ZooKeeper StopReplica): not in KRaft; updateStrayLogs and LogManager.startup's
+  stray detection (a log kept from before a restart) -> ``apply_metadata`` at the broker's first publish;
+  applyLocalFollowersDelta (controlled shutdown): left out as listed below.
 
 Bounds. ``metadata_lag`` bounds how far a live broker's metadata image may lag the controller (the controller
 waits beyond it); leader epochs are bounded by --max-epochs; ISR changes need no bound of their own: partition
@@ -121,6 +137,7 @@ from isrcheck.model.expr import all_of, any_of, count_of, max_of, min_of, where
 from isrcheck.model.kafka import KafkaReplication
 from isrcheck.model.kraft_metadata import ACCEPTED, INELIGIBLE, NO_RESPONSE, KRaftController
 from isrcheck.model.kraft_present import KRaftPresentation
+from isrcheck.model.kraft_reassignment import KRaftReassignment
 from isrcheck.model.layout import Field
 from isrcheck.model.spec import Bound, action, invariant, leads_to, strong, weak
 
@@ -128,7 +145,7 @@ from isrcheck.model.spec import Bound, action, invariant, leads_to, strong, weak
 #: zkVersion (``pe_lag``), and the model's own knowledge of an unclean shutdown (the controller learns only that a
 #: broker registers again)
 _ZOOKEEPER_FIELDS = frozenset({"req_sent", "req_leader", "req_isr", "req_zk_version_current", "zk_version_current",
-                               "unclean_shutdown"})
+                               "unclean_shutdown", "req_replicas", "stop_epoch", "produce_orphaned"})
 
 
 def _kraft_bounds():
@@ -159,9 +176,11 @@ def _kraft_bounds():
     )
 
 
-class KRaftReplication(KRaftController, KafkaReplication):
+class KRaftReplication(KRaftReassignment, KRaftController, KafkaReplication):
     epoch_cached_on_election = True      # 2.0.1+ (KAFKA-7415): makeLeader caches (leader epoch, LEO)
     restart_noticed = True               # every incarnation registers with a new broker epoch
+    #: ReplicaManager.stopPartitions completes the produce requests waiting for a removed replica (2.4+, KAFKA-9198)
+    stop_replica_completes_produce = True
     truncation_clamps_hw = True          # UnifiedLog.truncateTo lowers the HW to the new LEO (2.4+)
     truncation_cleans_epoch_cache = True  # KAFKA-10706 (2.6.1+): truncateTo at the LEO drops the cache entry there
     #: KAFKA-13141 (fixed 2.7.2/2.8.1/3.0): the leader records a diverging follower's fetch offset
@@ -224,6 +243,7 @@ class KRaftReplication(KRaftController, KafkaReplication):
             out.append(Field("eligible_view", 0, 1, (R, R), boolean=True, axes=pair,
                              doc="as leader: its metadata image has the broker ISR-eligible (unfenced, not in "
                                  "controlled shutdown, the broker epoch of its last fetch)"))
+        out += self.kraft_reassignment_fields()
         if self.elr:
             out.append(Field("q_last_known_leader", 0, R, values="replica",
                              doc="KIP-966's last known ELR (PartitionRegistration.lastKnownElr) as 4.0 fills it: the "
@@ -261,6 +281,7 @@ class KRaftReplication(KRaftController, KafkaReplication):
                     s.resp_div_end[r][i] = -1
         if self.elr:
             s.q_last_known_leader = self.NONE
+        self.initial_kraft_reassignment(s)
 
     def initial_requests(self, s):
         """The metadata log holds the partition's first registration (no leader yet); every broker applied it."""
@@ -309,11 +330,17 @@ class KRaftReplication(KRaftController, KafkaReplication):
         """Partition.isUnderMinIsr (3.7+, KAFKA-15583): no HW advance while the ISR is below the effective min ISR."""
         if not self.hw_stops_below_min_isr:
             return True
-        return count_of(s.isr[l][i] for i in self.REPLICAS) >= self.min_isr
+        return count_of(s.isr[l][i] for i in self.REPLICAS) >= self.leader_min_isr(s, l)
 
     def enough_replicas(self, s, l):
         """Partition.checkEnoughReplicasReachOffset (3.9): the maximal ISR has min(min.insync.replicas, RF) members."""
-        return count_of(self.maximal(s, l, i) for i in self.REPLICAS) >= self.min_isr
+        return count_of(self.maximal(s, l, i) for i in self.REPLICAS) >= self.leader_min_isr(s, l)
+
+    def leader_min_isr(self, s, l):
+        """Partition.effectiveMinIsr (3.7+): min.insync.replicas, at most the replicas of leader l's assignment."""
+        if not self.reassign:
+            return self.min_isr
+        return min_of([self.min_isr, count_of(s.assigned[l][i] for i in self.REPLICAS)])
 
     def note_unclean_shutdown(self, s, r):
         """Nothing: the controller learns of a broker's shutdown only when it registers again (``restart``)."""
@@ -358,6 +385,10 @@ class KRaftReplication(KRaftController, KafkaReplication):
     exit_out_of_range = None         # 0.10.2-2.0 only
     shrink_isr = None                # maybe_shrink_isr drops every out-of-sync follower at once
     alter_isr = None                 # AlterPartition: alter_partition (controller), alter_partition_response
+    start_reassignment = None        # the metadata log's reassignment: model/kraft_reassignment.py
+    resume_reassignment = None
+    complete_reassignment = None
+    apply_stop_replica = None
 
     # ------------------------------------------------------------------------------------
     # brokers: the metadata log
@@ -370,17 +401,26 @@ class KRaftReplication(KRaftController, KafkaReplication):
         TopicsDelta.localChanges lists the partition (its partition epoch changed); applyLocalLeadersDelta calls
         Partition.makeLeader when the record names r leader, applyLocalFollowersDelta Partition.makeFollower
         otherwise. Both skip a partition epoch smaller than the Partition's own (which an AlterPartition response
-        may have moved ahead) and run on an equal one.
+        may have moved ahead) and run on an equal one. With reassignment on, only for a record naming r a replica;
+        a record that does not, after an image that did, stops the partition and deletes its log (deletes:
+        stopPartitions with deleteLocalLog, 3.9), and a log left from before r's restart is stray (LogManager.startup
+        with isStrayKraftReplica, 3.7+).
         """
         s.require(s.up[r] & (k < s.img_lag[r]))
         leader, epoch, isr = self.record_at(s, k)
         runs = k <= s.pe_lag[r]            # the record's partition epoch is not smaller than the Partition's
+        replicas = self.replicas_at(s, k)
+        if self.reassign:
+            runs = runs & replicas[r]
         s.img_lag[r] = k
-        self.make_leader(s, r, epoch, isr, k, when=runs & (leader == r))
+        self.make_leader(s, r, epoch, isr, k, when=runs & (leader == r), replicas=replicas)
         self.make_follower(s, r, leader, epoch, k, when=runs & (leader != r))
+        if self.reassign:
+            self.delete_replica(s, r, when=~replicas[r] & (s.img_replica[r] | (s.leo[r] > 0)))
+            s.img_replica[r] = replicas[r]
         self.trim_window(s)
 
-    def make_leader(self, s, r, epoch, isr, k, when):
+    def make_leader(self, s, r, epoch, isr, k, when, replicas=None):
         """Partition.makeLeader (3.9) for a record (leader epoch, ISR) ``k`` records old, where ``when``.
 
         updateAssignmentAndIsr sets the partition state to CommittedPartitionState(isr), dropping a pending
@@ -416,6 +456,9 @@ class KRaftReplication(KRaftController, KafkaReplication):
                 s.eligible_view[r][i] = where(when & ~was_leader, self.acceptable(s, i), s.eligible_view[r][i])
         s.leader_epoch[r] = where(when, epoch, s.leader_epoch[r])
         s.pe_lag[r] = where(when, k, s.pe_lag[r])
+        if self.reassign:       # updateAssignmentAndIsr: the record's replicas are the leader's remote replicas
+            for i in self.REPLICAS:
+                s.assigned[r][i] = where(when, replicas[i], s.assigned[r][i])
         s.ack_from[r] = where(when & ~was_leader, s.leo[r], s.ack_from[r])
         s.leader[r] = where(when, r, s.leader[r])
         s.truncating[r] = s.truncating[r] & ~when
@@ -431,6 +474,9 @@ class KRaftReplication(KRaftController, KafkaReplication):
         latest epoch: no truncation until a DivergingEpoch answer), with no leader it removes it.
         """
         restarts = when & (epoch > s.leader_epoch[r])
+        if self.reassign:       # a follower counts no remote replicas
+            for i in self.REPLICAS:
+                s.assigned[r][i] = s.assigned[r][i] & ~when
         s.leader[r] = where(when, leader, s.leader[r])
         s.leader_epoch[r] = where(when, epoch, s.leader_epoch[r])
         s.epoch_start[r] = where(when, 0, s.epoch_start[r])
@@ -558,6 +604,8 @@ class KRaftReplication(KRaftController, KafkaReplication):
             ok = ok & (s.leo[f] < end) & (end < s.leo[l])
         if self.fetch_responses:        # the fetcher thread waits for the answer before it fetches again
             ok = ok & ~s.resp_sent[f][l]
+        if self.reassign:       # Partition.followerReplicaOrThrow: UNKNOWN_LEADER_EPOCH for a replica not assigned
+            ok = ok & self.serves(s, l, f)
         s.require(ok)
         response_hw, fetch_offset, leader_leo = s.hw[l], s.leo[f], s.leo[l]
         upto = leader_leo if end is None else end
@@ -694,13 +742,18 @@ class KRaftReplication(KRaftController, KafkaReplication):
         """
         s.require(self.may_stop & ~s.up[r] & s.fenced[r])
         if self.elr:
-            isr = [s.q_isr[i] & (i != r) for i in self.REPLICAS]
+            # a reassignment this record completes keeps the leader: only an election from the ELR (or an unclean
+            # one) leaves an ISR holding the target uncompleted, and it elected the ISR's one member, a target replica
+            isr, completes = self.completion(s, [s.q_isr[i] & (i != r) for i in self.REPLICAS])
             elr = self.elr_after(s, isr, unclean=r)
-            writes = self.partition_changes(s, s.q_leader, s.q_epoch, isr, elr)
-            s.require(~writes | self.window_has_room(s))
-            self.write_partition(s, s.q_leader, s.q_epoch, isr, elr, when=writes)
+            epoch = self.reassignment_epoch(s, s.q_leader, s.q_epoch, completes)
+            writes = self.partition_changes(s, s.q_leader, epoch, isr, elr) | completes
+            s.require(~writes | ((epoch <= self.E) & self.window_has_room(s)))
+            self.write_partition(s, s.q_leader, epoch, isr, elr, when=writes, completes=completes)
         s.up[r] = True
         s.img_lag[r] = 1
+        if self.reassign:       # its image starts empty: the first publish creates the partition, or finds it stray
+            s.img_replica[r] = False
         s.shutting_down[r] = False
         s.ap_sent[r] = False
         self.clear_request(s, r)
@@ -743,6 +796,8 @@ class KRaftReplication(KRaftController, KafkaReplication):
             at = s.acked_at[m - 1]
             for r in self.REPLICAS:
                 candidate = s.up[r] & ((s.q_isr[r] | s.q_elr[r]) if self.elr else s.q_isr[r])
+                if self.reassign:       # electAnyLeader walks the partition's replicas
+                    candidate = candidate & s.q_replicas[r]
                 ok.append((at < 0) | ~candidate | ((s.leo[r] > at) & (s.log_record[r][at] == m)))
         return all_of(ok)
 
@@ -775,8 +830,8 @@ class KRaftReplication(KRaftController, KafkaReplication):
     #: records that reach it, the controller answers AlterPartition and unfences a broker that asks (weakly fair);
     #: answers are not lost forever (strongly fair: their loss disables reading them, and the retry enables it again)
     FOLLOWER_FAIRNESS = (weak("fetch"), weak("apply_metadata"), weak("truncate_on_fetch_response"),
-                         weak("alter_partition"), strong("alter_partition_response"), weak("unfence_broker"),
-                         strong("fetch_response", optional=True))
+                         weak("alter_partition"), weak("alter_partition_elects"), strong("alter_partition_response"),
+                         weak("unfence_broker"), strong("fetch_response", optional=True))
 
     @leads_to("eventually-leader", fairness=[weak("elect_leader"), weak("apply_metadata"), weak("unfence_broker"),
                                              weak("fence_broker"), weak("elect_last_known_leader", optional=True)])
@@ -802,22 +857,34 @@ class KRaftReplication(KRaftController, KafkaReplication):
 
         The obligation also ends while fewer than min.insync.replicas brokers are acceptable to the controller
         (unfenced, not in controlled shutdown): then the ISR cannot reach min.insync.replicas, and
-        Partition.maybeIncrementLeaderHW (3.7+, KAFKA-15583) keeps the HW where it is by design.
+        Partition.maybeIncrementLeaderHW (3.7+, KAFKA-15583) keeps the HW where it is by design. With reassignment on,
+        it ends too while a reassignment runs at the last leader epoch of the bounds (``unless_cut_off``).
         """
         stuck, advanced = KafkaReplication.hw_advances(self, s)
-        too_few = count_of(self.acceptable(s, i) & s.up[i] for i in self.REPLICAS) < self.min_isr
-        return stuck & ~too_few, advanced | too_few
+        too_few = count_of(self.acceptable(s, i) & s.up[i] for i in self.REPLICAS) < self.controller_min_isr(s)
+        stuck, advanced = stuck & ~too_few, advanced | too_few
+        return self.unless_cut_off(s, stuck, advanced)
 
     @leads_to("isr-regrows", fairness=FOLLOWER_FAIRNESS)
     def isr_regrows(self, s):
         """A live follower that keeps fetching is eventually back in the acting leader's ISR.
 
         Fairness as for hw-advances. Stated for the last replica as the follower (model/kafka.py); a follower in
-        controlled shutdown is leaving and owes nothing (KIP-841 keeps it out of the ISR until it stops).
+        controlled shutdown is leaving and owes nothing (KIP-841 keeps it out of the ISR until it stops). The end at
+        the last leader epoch as for hw-advances.
         """
         out, back = KafkaReplication.isr_regrows(self, s)
         leaving = s.shutting_down[self.R - 1]
-        return out & ~leaving, back | leaving
+        return self.unless_cut_off(s, out & ~leaving, back | leaving)
+
+    def unless_cut_off(self, s, trigger, goal):
+        """(trigger, goal) of a progress property whose obligation also ends while a reassignment runs at the last
+        leader epoch of the bounds: the AlterPartition that completes it needs one more (the replica list shrinks), so
+        --max-epochs, not Kafka, would keep the ISR from changing (an under-approximation, as epochs_exhausted)."""
+        if not self.reassign:
+            return trigger, goal
+        cut = self.reassigning(s) & self.epochs_exhausted(s)
+        return trigger & ~cut, goal | cut
 
     def alter_accepted(self, s, l):
         """The controller would commit an AlterPartition leader l sends now (ReplicationControlManager.alterPartition,
@@ -838,15 +905,15 @@ class KRaftReplication(KRaftController, KafkaReplication):
         Fairness as for hw-advances. The obligation also ends while the leader could drop an ISR member that does not
         fetch from it (its isr-expiration task does after replica.lag.time.max.ms, and the controller, which leads in
         its leader epoch and partition epoch, commits the change): a dead member is one, so the controller's fencing
-        needs no fairness here."""
-        return KafkaReplication.write_resolves(self, s)
+        needs no fairness here; and at the last leader epoch as for hw-advances."""
+        return self.unless_cut_off(s, *KafkaReplication.write_resolves(self, s))
 
     @leads_to("acked-fully-replicated", fairness=FOLLOWER_FAIRNESS)
     def acked_fully_replicated(self, s):
         """While the leader is up, an acknowledged record eventually sits on every live ISR member at its offset.
 
         The ISR as the metadata log records it. Fairness and the end of the obligation as for write-resolves."""
-        return KafkaReplication.acked_fully_replicated(self, s)
+        return self.unless_cut_off(s, *KafkaReplication.acked_fully_replicated(self, s))
 
     @leads_to("metadata-converges", fairness=[weak("apply_metadata")])
     def metadata_converges(self, s):
@@ -858,8 +925,53 @@ class KRaftReplication(KRaftController, KafkaReplication):
 
     @leads_to("reassignment-completes", fairness=FOLLOWER_FAIRNESS)
     def reassignment_completes(self, s):
-        """Holds trivially: reassignment is modelled for the ZooKeeper-era controller only (model/reassignment.py)."""
-        return KafkaReplication.reassignment_completes(self, s)
+        """A reassignment whose target replicas stay up and acceptable to the controller, and whose leader stays up,
+        completes.
+
+        Fairness as for hw-advances: an added replica applies the record that names it and fetches, the leader
+        proposes it for the ISR and the controller's AlterPartition handling completes the reassignment
+        (PartitionChangeBuilder.completeReassignmentIfNeeded). The obligation ends when a target replica stops or is
+        fenced or in controlled shutdown (an AlterPartition adding it is INELIGIBLE_REPLICA), when the partition has
+        no live leader (eventually-leader's business), or at the last leader epoch the bounds allow (the completion's
+        bump needs one more). Holds trivially without reassignments.
+        """
+        if not self.reassign:
+            return False, True
+        up = all_of(~self.target(s, i) | (s.up[i] & self.acceptable(s, i)) for i in self.REPLICAS)
+        led = any_of((s.q_leader == l) & s.up[l] for l in self.REPLICAS)
+        running = self.reassigning(s) & up & led & (s.q_epoch < self.E)
+        return running, ~running
+
+    @leads_to("fenced-eventually-unfenced", fairness=[weak("unfence_broker"), weak("apply_metadata")])
+    def fenced_eventually_unfenced(self, s):
+        """A live broker the controller has fenced, and that is not shutting down, is eventually unfenced.
+
+        Fairness: the controller unfences a live fenced broker that asks (weakly fair: BrokerLifecycleManager's
+        heartbeat loop asks every broker.heartbeat.interval.ms, and BrokerHeartbeatManager.calculateNextBrokerState
+        unfences it once its metadata caught up), and a live broker applies the metadata records that reach it (the
+        controller's record waits for them: metadata_lag). The obligation ends when the broker stops or enters
+        controlled shutdown (it is leaving), and at the last leader epoch the bounds allow (the unfencing may elect
+        it). Stated for the last replica, as isr-regrows is.
+        """
+        r = self.R - 1
+        fenced = s.up[r] & s.fenced[r] & ~s.shutting_down[r]
+        return fenced, ~fenced | self.epochs_exhausted(s)
+
+    @leads_to("alter-partition-completes", fairness=[weak("alter_partition"), weak("alter_partition_elects"),
+                                                     strong("alter_partition_response"), weak("apply_metadata")])
+    def alter_partition_completes(self, s):
+        """An AlterPartition a live leader has in flight is eventually answered and the answer read.
+
+        Fairness: the controller handles every AlterPartition that reaches it (weakly fair: QuorumController's event
+        queue), the leader reads an answer that is not lost forever (strongly fair: AlterPartitionManager's
+        NodeToControllerChannelManager resends the request until it is answered, retryTimeoutMs = Long.MaxValue),
+        and a live broker applies the metadata records that reach it (a record the answer needs waits for them).
+        The obligation ends when the leader stops, and at the last leader epoch the bounds allow (a 3.5 shrink and a
+        completed reassignment bump it). Stated for the last replica, as isr-regrows is.
+        """
+        l = self.R - 1
+        waiting = s.up[l] & s.ap_sent[l]
+        return waiting, ~waiting | self.epochs_exhausted(s)
 
     @leads_to("truncation-terminates", fairness=[weak("truncate_on_fetch_response"), weak("apply_metadata"),
                                                  weak("elect_leader"), weak("restart"), weak("fence_broker"),

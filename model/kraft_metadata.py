@@ -108,12 +108,15 @@ class KRaftController:
         """The controller may append a record: every live broker's image is less than ``metadata_lag`` behind."""
         return all_of(~s.up[r] | (s.img_lag[r] < self.W) for r in self.REPLICAS)
 
-    def write_partition(self, s, leader, epoch, isr, elr=None, when=True):
+    def write_partition(self, s, leader, epoch, isr, elr=None, when=True, completes=False, plan=None):
         """The controller commits a PartitionChangeRecord (where ``when``): the partition's registration becomes
         (leader, leader epoch, ISR, ELR) with the next partition epoch; the previous one enters the window of
         records brokers have yet to apply. ELR (KIP-966) as PartitionChangeBuilder.maybePopulateTargetElr and
         maybeUpdateLastKnownLeader keep it (``elr``: the target ELR when the builder sets it, e.g. an election
-        from the ELR)."""
+        from the ELR). With reassignment on, the record carries the replica set, the target where it
+        ``completes`` the reassignment, or the ``plan`` of a reassignment's first record
+        (model/kraft_reassignment.py)."""
+        self.write_replicas(s, completes, when, plan)
         if self.elr:
             self.update_last_known_leader(s, leader, isr, when)
             if elr is None:
@@ -152,6 +155,8 @@ class KRaftController:
             s.mlog_epoch[k] = where(needed, s.mlog_epoch[k], 0)
             for i in self.REPLICAS:
                 s.mlog_isr[k][i] = s.mlog_isr[k][i] & needed
+                if self.reassign:
+                    s.mlog_replicas[k][i] = s.mlog_replicas[k][i] & needed
 
     def acceptable(self, s, i):
         """ReplicationControlManager's LeaderAcceptor (clusterControl.isActive): registered, not fenced, not in
@@ -166,7 +171,7 @@ class KRaftController:
             ok = ok | (none_of(isr) & elr[i])
         return ok & self.acceptable(s, i)
 
-    def elect(self, s, l, isr, removed):
+    def elect(self, s, l, isr, removed, completes=False, plan=None):
         """The record PartitionChangeBuilder.build makes for target ISR ``isr`` with broker ``removed`` out of the
         ISR and leadership (handleBrokerFenced, handleBrokerInControlledShutdown: brokerToRemove).
 
@@ -174,14 +179,16 @@ class KRaftController:
         leader (electAnyLeader); else ``l`` must be a valid one (the first valid replica in assignment order: any,
         every assignment order being possible), or, none being valid, R (no leader). A leader from the ELR makes
         the ISR that replica alone and leaves the ELR. Returns (leader, leader epoch, ISR, ELR or None, whether
-        ``l`` is the choice the rules allow).
+        ``l`` is the choice the rules allow). With reassignment on, a new leader is one of the record's replicas
+        (electAnyLeader walks targetReplicas, the target where the record ``completes`` the reassignment).
         """
         NONE, current = self.NONE, s.q_leader
         elr = self.elr_after(s, isr) if self.elr else None
         valid = [self.valid_leader(s, i, isr, elr) & (i != removed) for i in self.REPLICAS]
         stays = any_of((current == i) & valid[i] for i in self.REPLICAS)
-        choice_ok = where(stays, l == NONE, where(l == NONE, none_of(valid),
-                                                  any_of((l == i) & valid[i] for i in self.REPLICAS)))
+        members = self.replicas_after(s, completes, plan)
+        choice_ok = where(stays, l == NONE, where(l == NONE, none_of(valid[i] & members[i] for i in self.REPLICAS),
+                                                  any_of((l == i) & valid[i] & members[i] for i in self.REPLICAS)))
         leader = where(stays, current, l)
         epoch = where(leader != current, s.q_epoch + 1, s.q_epoch)
         if not self.elr:
@@ -211,9 +218,16 @@ class KRaftController:
         """PartitionChangeBuilder.maybePopulateTargetElr (KIP-966): with a target ISR below min.insync.replicas the
         ELR is the current ELR and ISR less the target ISR (less ``unclean``, a broker registering again after
         any shutdown: handleBrokerUncleanShutdown); at or above it, empty."""
-        below = count_of(new_isr[i] for i in self.REPLICAS) < self.min_isr
+        below = count_of(new_isr[i] for i in self.REPLICAS) < self.controller_min_isr(s)
         return [~new_isr[i] & below & (s.q_elr[i] | s.q_isr[i]) & ((i != unclean) if unclean is not None else True)
                 for i in self.REPLICAS]
+
+    def controller_min_isr(self, s):
+        """ReplicationControlManager.getTopicEffectiveMinIsr (3.9): min.insync.replicas, at most the replication
+        factor of the partition registration's replica list (with reassignment on, the list changes)."""
+        if not self.reassign:
+            return self.min_isr
+        return min_of([self.min_isr, count_of(s.q_replicas[i] for i in self.REPLICAS)])
 
     def update_elr(self, s, new_isr, when=True):
         """KIP-966 as PartitionChangeBuilder keeps the ELR when the ISR becomes ``new_isr`` (where ``when``): the
@@ -257,16 +271,16 @@ class KRaftController:
         unclean.leader.election.enable a leaderless partition with no valid leader may elect any acceptable
         replica, the ISR becoming that replica alone and the ELR empty (electAnyLeader's last resort).
         """
-        isr = [s.q_isr[i] for i in self.REPLICAS]
+        isr, completes = self.completion(s, [s.q_isr[i] for i in self.REPLICAS])
         elr = self.elr_after(s, isr) if self.elr else None
-        valid = self.valid_leader(s, l, isr, elr)
+        valid = self.valid_leader(s, l, isr, elr) & self.replicas_after(s, completes)[l]
         may = s.q_leader == self.NONE
         if self.preferred_elections:
             may = may | ((s.q_preferred == l) & (s.q_leader != l))
         unclean = False
         if self.unclean:
             nobody = none_of(self.valid_leader(s, i, isr, elr) for i in self.REPLICAS)
-            unclean = (s.q_leader == self.NONE) & nobody & self.acceptable(s, l)
+            unclean = (s.q_leader == self.NONE) & nobody & self.acceptable(s, l) & self.replicas_after(s, completes)[l]
         s.require((s.q_epoch < self.E) & may & (valid | unclean) & self.window_has_room(s))
         s.q_preferred = where(s.q_preferred == self.NONE, l, s.q_preferred)
         from_elr = none_of(isr) if self.elr else False
@@ -274,7 +288,8 @@ class KRaftController:
         new_elr = None
         if self.elr:
             new_elr = [where(unclean, False, elr[i] & (i != l)) for i in self.REPLICAS]
-        self.write_partition(s, l, s.q_epoch + 1, [where(alone, i == l, isr[i]) for i in self.REPLICAS], new_elr)
+        self.write_partition(s, l, s.q_epoch + 1, [where(alone, i == l, isr[i]) for i in self.REPLICAS], new_elr,
+                             completes=completes)
 
     @action(r="REPLICAS", l="LEADER_CHOICES")
     def fence_broker(self, s, r, l):
@@ -308,13 +323,13 @@ class KRaftController:
     def _remove_broker(self, s, r, l, guard):
         """generateLeaderAndIsrUpdates(brokerToRemove = r) for the partition, enabled where ``guard`` holds."""
         in_isr = s.q_isr[r]
-        isr = self.drop_from_isr(s, r)
-        leader, epoch, new_isr, elr, choice_ok = self.elect(s, l, isr, removed=r)
-        epoch = self.shrink_epoch(s, leader, epoch, new_isr)
-        writes = in_isr & self.partition_changes(s, leader, epoch, new_isr, elr)
+        isr, completes = self.completion(s, self.drop_from_isr(s, r))
+        leader, epoch, new_isr, elr, choice_ok = self.elect(s, l, isr, removed=r, completes=completes)
+        epoch = self.reassignment_epoch(s, leader, self.shrink_epoch(s, leader, epoch, new_isr), completes)
+        writes = in_isr & (self.partition_changes(s, leader, epoch, new_isr, elr) | completes)
         s.require(self.may_stop & guard & where(in_isr, choice_ok, l == self.NONE)
                   & (~writes | ((epoch <= self.E) & self.window_has_room(s))))
-        self.write_partition(s, leader, epoch, new_isr, elr, when=writes)
+        self.write_partition(s, leader, epoch, new_isr, elr, when=writes, completes=completes)
 
     @action(r="REPLICAS")
     def unfence_broker(self, s, r):
@@ -326,18 +341,25 @@ class KRaftController:
         on, a partition whose ISR and ELR are empty may elect its last known leader
         (``elect_last_known_leader``).
         """
-        isr = [s.q_isr[i] for i in self.REPLICAS]
+        leaderless = s.q_leader == self.NONE
+        isr, completes = self.completion(s, [s.q_isr[i] for i in self.REPLICAS])
         member = isr[r]
         if self.elr:
             member = member | (none_of(isr) & s.q_elr[r])
-        elects = (s.q_leader == self.NONE) & member
+        elects = leaderless & member & self.replicas_after(s, completes)[r]
+        writes = elects | (leaderless & completes)
         s.require(s.up[r] & s.fenced[r] & ~s.shutting_down[r]
-                  & (~elects | ((s.q_epoch < self.E) & self.window_has_room(s))))
+                  & (~writes | ((s.q_epoch < self.E) & self.window_has_room(s))))
         s.fenced[r] = False
         alone = none_of(isr) if self.elr else False
-        elr = [s.q_elr[i] & (i != r) for i in self.REPLICAS] if self.elr else None
-        self.write_partition(s, r, s.q_epoch + 1, [where(alone, i == r, isr[i]) for i in self.REPLICAS], elr,
-                             when=elects)
+        elr = None
+        if self.elr:
+            kept = self.elr_after(s, isr)
+            elr = [where(elects, s.q_elr[i] & (i != r), kept[i]) for i in self.REPLICAS]
+        epoch = where(elects, s.q_epoch + 1, self.reassignment_epoch(s, self.NONE, s.q_epoch, completes))
+        self.write_partition(s, where(elects, r, self.NONE), epoch,
+                             [where(alone & elects, i == r, isr[i]) for i in self.REPLICAS], elr, when=writes,
+                             completes=completes)
 
     @action(l="REPLICAS")
     def elect_last_known_leader(self, s, l):
@@ -369,22 +391,52 @@ class KRaftController:
         with the broker epoch the request carries (INELIGIBLE_REPLICA: KIP-841, 3.3; KIP-903, 3.5). Accepted, the
         controller commits the ISR (a PartitionChangeRecord, none if nothing changes; 3.5 bumps the leader epoch of
         a shrink) and answers with the new state. The request may come from a leader that has crashed since it sent
-        it (its broker epoch stays registered until it registers again): nobody reads that answer.
+        it (its broker epoch stays registered until it registers again): nobody reads that answer. With reassignment
+        on, the record completes a reassignment whose target the new ISR holds (model/kraft_reassignment.py), with the
+        leader epoch bump of a shrinking replica list (answered with the new epoch: the leader's state stays pending
+        until its metadata catches up); one that also elects another leader is ``alter_partition_elects``.
         """
+        self.handle_alter_partition(s, l, self.NONE)
+
+    @action(l="REPLICAS", n="REPLICAS")
+    def alter_partition_elects(self, s, l, n):
+        """The controller handles leader l's AlterPartition, whose ISR completes a reassignment that removes l: the
+        same record elects n (ReplicationControlManager.alterPartition, 3.9: PartitionChangeBuilder.build completes
+        the reassignment, electAnyLeader replaces the leader, which is answered NEW_LEADER_ELECTED (3.3+; before,
+        FENCED_LEADER_EPOCH) and waits, its state pending, for the metadata that removes it:
+        Partition.handleAlterPartitionError)."""
+        if not self.reassign:
+            s.require(False)
+            return
+        self.handle_alter_partition(s, l, n)
+
+    def handle_alter_partition(self, s, l, n):
+        """ReplicationControlManager.alterPartition for leader l's request; n: the leader the record elects when it
+        completes a reassignment that removes the leader (R: none elected)."""
         proposed = [s.pending_isr[l][i] for i in self.REPLICAS]
         members_ok = all_of(~proposed[i] | self.acceptable(s, i) for i in self.REPLICAS)
         if self.checks_broker_epochs:
             members_ok = members_ok & s.pending_epochs_current[l]
         stale = ~s.ap_epoch_current[l] | ~s.ap_pe_current[l]
         accepted = ~stale & members_ok
-        elr = self.elr_after(s, proposed) if self.elr else None
-        epoch = self.shrink_epoch(s, s.q_leader, s.q_epoch, proposed)
-        writes = accepted & self.partition_changes(s, s.q_leader, epoch, proposed, elr)
+        if self.reassign:
+            narrowed, completes = self.completion(s, proposed)
+            completes = completes & accepted        # a rejected request builds nothing
+            isr = [where(completes, narrowed[i], proposed[i]) for i in self.REPLICAS]
+            leader, epoch, isr, elr, choice_ok = self.elect(s, n, isr, removed=None, completes=completes)
+            epoch = self.reassignment_epoch(s, leader, self.shrink_epoch(s, leader, epoch, isr), completes)
+            elected = leader != s.q_leader
+            s.require(where(accepted, choice_ok & (elected if n != self.NONE else ~elected), n == self.NONE))
+        else:
+            leader, isr, completes, elected = s.q_leader, proposed, False, False
+            elr = self.elr_after(s, proposed) if self.elr else None
+            epoch = self.shrink_epoch(s, s.q_leader, s.q_epoch, proposed)
+        writes = accepted & (self.partition_changes(s, leader, epoch, isr, elr) | completes)
         s.require(s.ap_sent[l] & (s.ap_resp[l] == NO_RESPONSE)
                   & (~writes | ((epoch <= self.E) & self.window_has_room(s))))
-        answer = where(stale, STALE, where(~members_ok, INELIGIBLE,
-                                           where(epoch != s.q_epoch, ACCEPTED_NEW_EPOCH, ACCEPTED)))
-        self.write_partition(s, s.q_leader, epoch, proposed, elr, when=writes)
+        answer = where(stale | elected, STALE, where(~members_ok, INELIGIBLE,
+                                                     where(epoch != s.q_epoch, ACCEPTED_NEW_EPOCH, ACCEPTED)))
+        self.write_partition(s, leader, epoch, isr, elr, when=writes, completes=completes)
         s.ap_resp[l] = where(s.up[l], answer, NO_RESPONSE)
         s.ap_resp_pe_lag[l] = 0
         gone = ~s.up[l]

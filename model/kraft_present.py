@@ -80,6 +80,10 @@ def _alter_outcome(prev, cur, l, R, spec):
             who = ", ".join(f"r{i}" for i in stale)
             return True, (f"accepted, although {who} registered again since the fetch the request was built from: "
                           f"no broker-epoch check (KAFKA-14617, fixed by KIP-903 in 3.5).")
+    completed = _completion(prev, cur, R)
+    if completed:
+        answer = " (answered NEW_LEADER_ELECTED)" if cur.get("q_leader") != prev.get("q_leader") else ""
+        return True, f"accepted{completed[:-1]}{answer}."
     if prev.isr() == cur.isr() and prev.get("q_epoch") == cur.get("q_epoch"):
         return True, f"accepted, nothing to change (the ISR already is {_set(cur.isr())})."
     epoch = "" if prev.get("q_epoch") == cur.get("q_epoch") else f", leader epoch {cur.get('q_epoch')} (3.5: a shrink bumps it)"
@@ -107,20 +111,39 @@ def _election(prev, cur, R):
     return f"; r{leader} becomes leader{how} for leader epoch {cur.get('q_epoch')}"
 
 
+def _members(state, field, R):
+    return [i for i in range(R) if _flag(state, field, i)]
+
+
+def _completion(prev, cur, R):
+    """The words for a record that completes a reassignment (model/kraft_reassignment.py), or nothing."""
+    if prev.get("q_replicas", 0) is None or not (_members(prev, "q_adding", R) or _members(prev, "q_removing", R)):
+        return ""
+    if _members(cur, "q_adding", R) or _members(cur, "q_removing", R):
+        return ""
+    leader = _who(R, cur.get("q_leader"))
+    return (f"; the ISR less the removing replicas holds the target: the reassignment completes, ISR "
+            f"{_set(cur.isr())}, replicas "
+            f"{_set(_members(cur, 'q_replicas', R))}, leader {leader}, leader epoch {cur.get('q_epoch')}.")
+
+
 class KRaftPresentation(KafkaPresentation):
     """Traces of the KRaft model (see the module doc)."""
 
     narrated = (KafkaPresentation.narrated - {"truncate_by_epoch", "exit_out_of_range", "fetch_response_lost",
                                               "controller_failover", "apply_stale_leader_and_isr", "alter_isr",
                                               "restart_unnoticed", "apply_leader_and_isr", "controller_shrink_isr",
-                                              "controller_offline", "shrink_isr"}
+                                              "controller_offline", "shrink_isr", "start_reassignment",
+                                              "resume_reassignment", "complete_reassignment", "apply_stop_replica"}
                 | {"truncate_on_fetch_response", "lag_expires", "alter_partition", "alter_partition_response",
                    "alter_partition_response_lost", "apply_metadata", "fence_broker", "unfence_broker",
                    "controlled_shutdown", "elect_last_known_leader", "maybe_shrink_isr", "fetch_partial",
-                   "image_registration", "fetch_response", "fetch_response_lost"})
+                   "image_registration", "fetch_response", "fetch_response_lost", "alter_partition_reassignments",
+                   "alter_partition_elects"})
     #: steps whose sentence says the controller's new ISR itself
     isr_said = KafkaPresentation.isr_said | {"fence_broker", "unfence_broker", "controlled_shutdown",
-                                             "alter_partition", "elect_last_known_leader", "restart"}
+                                             "alter_partition", "elect_last_known_leader", "restart",
+                                             "alter_partition_reassignments", "alter_partition_elects"}
 
     def explain(self, trace, invariant=None):
         """As the Kafka family's, with the controller's state in the metadata log rather than ZooKeeper, and a
@@ -221,8 +244,18 @@ class KRaftPresentation(KafkaPresentation):
             return (f"Leader r{l}'s isr-expiration task finds {', '.join(f'r{i}' for i in out)} out of sync (not "
                     f"caught up within replica.lag.time.max.ms) and sends AlterPartition proposing ISR "
                     f"{_set(_pending(cur, l, R))}.")
-        if name == "alter_partition":
+        if name in ("alter_partition", "alter_partition_elects"):
             return self._alter_phrase(prev, cur, p["l"], R, spec)
+        if name == "alter_partition_reassignments":
+            target = _set([i for i in range(R) if p["t"] >> i & 1])
+            head = f"The admin reassigns the partition to {target} (r{p['p']} first)"
+            if _members(cur, "q_adding", R) or _members(cur, "q_removing", R):
+                return (f"{head}: the controller records replicas {_set(_members(cur, 'q_replicas', R))} (adding "
+                        f"{_set(_members(cur, 'q_adding', R))}, removing {_set(_members(cur, 'q_removing', R))}), "
+                        f"leader {_who(R, cur.get('q_leader'))}, leader epoch {cur.get('q_epoch')}.")
+            return (f"{head}: the ISR already holds the target, so the controller's first record completes it: "
+                    f"replicas {_set(_members(cur, 'q_replicas', R))}, ISR {_set(cur.isr())}, leader "
+                    f"{_who(R, cur.get('q_leader'))}, leader epoch {cur.get('q_epoch')}.")
         if name == "alter_partition_response":
             return self._answer_phrase(prev, cur, p["l"], R)
         if name == "alter_partition_response_lost":
@@ -277,6 +310,12 @@ class KRaftPresentation(KafkaPresentation):
         which = (f"the partition record of leader epoch {epoch}" if lag - k == 1
                  else f"{lag - k} partition records, up to the one of leader epoch {epoch}")
         head = f"r{r}'s metadata listener publishes {which}"
+        if prev.get("img_replica", r) is not None and not _flag(cur, "img_replica", r):
+            if _flag(prev, "img_replica", r):
+                return f"{head}: r{r} is no longer a replica: it stops the partition and deletes its log."
+            if prev.get("leo", r):
+                return f"{head}: r{r} is no replica: its log from before its restart is stray and goes."
+            return f"{head}: r{r} holds no replica."
         if k > prev.get("pe_lag", r):
             return f"{head}: r{r}'s Partition already has a newer partition epoch and skips it."
         if leader == r:
@@ -379,6 +418,11 @@ class KRaftPresentation(KafkaPresentation):
         if name == "alter_partition":
             ok = _alter_outcome(pr, cu, p["l"], self.R, self.spec)[0]
             return f"r{p['l']}", "Controller", f"AlterPartition: {'accepted' if ok else 'rejected'}"
+        if name == "alter_partition_elects":
+            return f"r{p['l']}", "Controller", f"AlterPartition completes the reassignment: r{p['n']} leads"
+        if name == "alter_partition_reassignments":
+            target = _set([i for i in range(self.R) if p["t"] >> i & 1])
+            return "Admin", "Controller", f"AlterPartitionReassignments: {target}"
         if name == "alter_partition_response":
             return "Controller", f"r{p['l']}", "AlterPartition answer read"
         if name == "alter_partition_response_lost":

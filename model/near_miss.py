@@ -65,12 +65,20 @@ def check(cls):
     """Refuse (DeclarationError) a public name ``cls`` defines that no base defines, within :func:`allowed` edits of
     one a base does (a new action, invariant or property is not refused: it declares something of its own)."""
     known = inherited(cls)
+    letters = None
     for attr, value in vars(cls).items():
         if attr.startswith("_") or attr in known or not allowed(attr) or _kind(value) not in ("a hook", "a setting"):
             continue                    # a new action, invariant or property is a declaration of its own
-        best = min(known, key=lambda k: (distance(attr, k, allowed(attr)), k), default=None)
-        if best is None or distance(attr, best, allowed(attr)) > allowed(attr):
+        most = allowed(attr)
+        if letters is None:
+            letters = {name: frozenset(name) for name in known}
+        mine = frozenset(attr)
+        # an edit changes at most two letters of the set of letters a name uses: a cheap test before the distance
+        near = sorted((distance(attr, k, most), k) for k in known
+                      if abs(len(k) - len(attr)) <= most and len(letters[k] ^ mine) <= 2 * most)
+        if not near or near[0][0] > most:
             continue
+        best = near[0][1]
         base, value = known[best]
         raise DeclarationError(
             f"{of_attribute(cls, attr)}: {cls.__name__}.{attr} overrides nothing, and {base.__name__} has "

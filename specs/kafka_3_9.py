@@ -20,7 +20,38 @@ REAPPLY_WHY = ("Partition.makeLeader re-applies the leader's own accepted AlterP
 
 #: the fairness the KRaft family's progress properties assume (model/kraft.py), as their reasons state it
 PROGRESS_FAIRNESS = ("Fairness: weak fetch, apply_metadata, truncate_on_fetch_response, alter_partition, "
-                     "unfence_broker; strong alter_partition_response, fetch_response (each instance)")
+                     "alter_partition_elects, unfence_broker; strong alter_partition_response, fetch_response (each "
+                     "instance)")
+
+#: one reassignment moves the partition from its only replica to the other broker, the leader with it (two brokers)
+MOVE = {"reassignments": 1}
+#: three brokers, replicas r0 and r1: one reassignment moves one of them to r2, the leader staying or not (one record,
+#: no crash, the two leader epochs an election and the completion take, to stay small)
+MOVE_ONE_OF_TWO = {"replicas": 3, "reassignments": 1, "log_size": 1, "max_records": 1, "max_crashes": 0,
+                   "max_epochs": 2}
+
+#: what a KRaft reassignment is expected to keep: every safety invariant, and its progress
+REASSIGNMENT_LIVENESS = ("eventually-leader", "isr-regrows", "truncation-terminates", "acked-fully-replicated",
+                         "metadata-converges", "reassignment-completes", "fenced-eventually-unfenced",
+                         "alter-partition-completes")
+REASSIGNMENT_WHY = {
+    "reassignment-completes": "the added replica applies the record naming it, fetches and is proposed for the ISR; "
+                              "the AlterPartition holding the target completes the reassignment "
+                              "(PartitionChangeBuilder.completeReassignmentIfNeeded), electing a target replica when "
+                              "the leader leaves, with a new leader epoch either way; the removed replica deletes its "
+                              "log when its image drops it. " + PROGRESS_FAIRNESS,
+    "strong-isr": "the completion narrows the ISR to the target and bumps the leader epoch "
+                  "(triggerLeaderEpochBumpForReplicaReassignmentIfNeeded): the leader ignores the answer and learns "
+                  "the smaller replica set from the record, so no request of the current partition epoch proposes a "
+                  "removed replica"}
+
+
+def reassignment(bounds, dropped=()):
+    """The configuration of a version whose reassignment keeps every safety invariant (but those it ``dropped``) and
+    makes progress."""
+    return Configuration(bounds=bounds, expected={name: "holds" for name in SAFETY if name not in dropped},
+                         liveness={name: "holds" for name in REASSIGNMENT_LIVENESS},
+                         why={k: v for k, v in REASSIGNMENT_WHY.items() if k not in dropped})
 
 #: the reviewer's probe: 3 replicas, min.insync.replicas=2, one leader epoch, no crash
 PROBE = {"replicas": 3, "min_isr": 2, "max_epochs": 1, "max_crashes": 0}
@@ -65,8 +96,6 @@ class Kafka39(KRaftReplication):
                        "metadata delta over another leader, or a leaderless gap), and the leader's log must have "
                        "changed below the diverging offset meanwhile (configuration fetch-responses: the same verdicts "
                        "as the defaults)"}
-    #: reassignment is modelled for the ZooKeeper-era controller only (model/reassignment.py)
-    limits = {**KRaftReplication.limits, "reassignments": (0, 0)}
     expected = {**KafkaReplication.expected, **{name: "holds" for name in SAFETY},
                 **{name: "violated" for name in REAPPLY}}
     expected_why = {**KafkaReplication.expected_why,
@@ -107,8 +136,15 @@ class Kafka39(KRaftReplication):
     expected_liveness = {"eventually-leader": "holds", "hw-advances": "violated", "isr-regrows": "holds",
                          "truncation-terminates": "holds", "write-resolves": "violated",
                          "acked-fully-replicated": "violated", "metadata-converges": "holds",
-                         "reassignment-completes": "holds"}
+                         "reassignment-completes": "holds", "fenced-eventually-unfenced": "holds",
+                         "alter-partition-completes": "holds"}
     expected_liveness_why = {
+        "fenced-eventually-unfenced": "BrokerLifecycleManager's heartbeat loop asks to be unfenced and "
+                                      "BrokerHeartbeatManager unfences a live broker that asks. Fairness: weak "
+                                      "unfence_broker, apply_metadata",
+        "alter-partition-completes": "the controller handles every AlterPartition and AlterPartitionManager resends "
+                                     "one whose answer is lost until one arrives. Fairness: weak alter_partition, "
+                                     "alter_partition_elects, apply_metadata; strong alter_partition_response",
         "write-resolves": "the HW that nothing recomputes (hw-advances): the acks=all request of the record above it "
                           "waits for its timeout (an idempotent producer's retry would recompute it). "
                           f"{PROGRESS_FAIRNESS}",
@@ -166,4 +202,6 @@ class Kafka39KeepPending(Kafka39):
                  "strong-live-isr": "KIP-903 keeps a replica that registered again out of the ISR until it catches up "
                                     "(kafka-14617 breaks it at these bounds)"}),
         **lifted(),
+        "reassignment": reassignment(MOVE),
+        "reassignment-keeps-leader": reassignment(MOVE_ONE_OF_TWO),
     }

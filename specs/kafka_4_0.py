@@ -2,13 +2,17 @@
 equal-partition-epoch makeLeader fixed."""
 from isrcheck.model.configuration import Configuration
 from isrcheck.model.kafka import KafkaReplication
-from isrcheck.specs.kafka_3_9 import PROGRESS_FAIRNESS, REAPPLY_WHY, SAFETY, Kafka39, lifted
+from isrcheck.specs.kafka_3_9 import MOVE, PROGRESS_FAIRNESS, REAPPLY_WHY, SAFETY, Kafka39, lifted, reassignment
 
 #: three replicas, min.insync.replicas=2 (the defaults), one leader epoch, no crash
 PROBE = {"replicas": 3, "max_epochs": 1, "max_crashes": 0, "unflushed_loss": 0}
 #: two replicas, min.insync.replicas=1 (Kafka's default), no unflushed loss (with it, a lone ISR member's hard crash
 #: loses what it acknowledged: what min.insync.replicas=1 accepts)
 MIN_ISR_1 = {"min_isr": 1, "unflushed_loss": 0}
+#: one reassignment moves the partition from its only replica to the other broker; no crash: with one replica (the
+#: effective min.insync.replicas 1) a crash of it loses the partition by KIP-966's design (fenced, it joins the ELR;
+#: registering again, an unclean shutdown for the controller, it leaves it), as it would without the reassignment
+MOVE_NO_CRASH = {**MOVE, "max_crashes": 0}
 
 
 class Kafka40(Kafka39):
@@ -104,4 +108,5 @@ class Kafka40KeepPending(Kafka40):
         "min-isr-1": Configuration(
             bounds=MIN_ISR_1, expected={"no-committed-loss": "holds", "maximal-isr-covers-isr": "holds"},
             why={"no-committed-loss": "the fix holds where kafka-4.0 loses the record"}),
+        "reassignment": reassignment(MOVE_NO_CRASH, dropped=Kafka40.dropped_invariants),
     }

@@ -54,9 +54,13 @@ Z3_EVERY = 4            # z3 on every 4th state (see the module docstring)
 
 # every spec at its default bounds (the TLA+ family, whose defaults are TLC's 3 replicas, at 2 to keep CI
 # fast: its actions and invariants are the same code at any replica count), kip-320 at 3 replicas, and
-# kip-320 with the proof ghosts (their updates and the lemmas' history parts) on
+# kip-320 with the proof ghosts (their updates and the lemmas' history parts) on, and the KRaft family with a
+# reassignment that removes one of three replicas (kafka-3.9, and kafka-4.0 with ELR: every broker starts a replica,
+# so the walks reach every election)
 CONFIGS = ([(name, {"replicas": 2} if name.startswith("tla-") else {}) for name in SPECS]
-           + [("kip-320", {"replicas": 3}), ("kip-320", {"proof_ghosts": 1})])
+           + [("kip-320", {"replicas": 3}), ("kip-320", {"proof_ghosts": 1}),
+              ("kafka-3.9", {"replicas": 3, "reassignments": 1, "reassign_add": 0}),
+              ("kafka-4.0", {"replicas": 3, "reassignments": 1, "reassign_add": 0})])
 
 
 

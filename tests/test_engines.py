@@ -37,7 +37,19 @@ def test_what_an_engine_cannot_do_is_refused_naming_the_engines_that_can(tmp_pat
                                            "engines only\n")
     r = isrcheck("check", "--spec", "acks-1", "--invariant", "log-matching", "--workdir", str(tmp_path / "w"),
                  "--no-progress", "--out", str(tmp_path))
-    assert (r.returncode, r.stderr) == (2, "isrcheck: error: --workdir is for --engine spark\n")
+    assert (r.returncode, r.stderr) == (2, "isrcheck: error: --workdir does nothing with --engine local (it is for --engine spark)\n")
+
+
+def test_a_settings_files_workdir_is_left_to_the_engines_that_read_it(tmp_path):
+    """A settings file may hold one engine's options: a local run leaves its Spark workdir alone (no folder made,
+    no refusal of --checkpoint), while the same option typed for the local engine is refused."""
+    (tmp_path / "isrcheck.toml").write_text('[check]\nworkdir = "spark-work"\n')
+    r = subprocess.run([shutil.which("isrcheck"), "check", "--spec", "acks-1", "--invariant", "log-matching",
+                        "--checkpoint", "snap", "--no-progress", "--out", "out"], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "spark-work").exists() and (tmp_path / "snap").is_dir()
+    assert ENGINES["spark"].reads.count("workdir") == 1 and "workdir" not in ENGINES["local"].reads
 
 
 def test_z3_timeout_is_the_bmc_engines_time_limit_and_its_report_counts_no_states(tmp_path):

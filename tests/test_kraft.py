@@ -340,3 +340,98 @@ def test_kafka_4_0_says_why_it_does_not_check_strong_isr(tmp_path):
     assert "strong-isr is not checked" in words(r.stdout) and "KIP-966" in r.stdout
     r = isrcheck("check", "--spec", "kafka-4.0", "--invariant", "strong-isr", cwd=tmp_path)
     assert r.returncode == 2 and "strong-isr" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- reassignment (model/kraft_reassignment.py) ---------------------------------------------------------------------
+#: three brokers, replicas r0 and r1 (r2 holds none); r0 leads epoch 1 with record 1 on both replicas
+MOVE_BOUNDS = dict(replicas=3, reassignments=1, max_records=1, log_size=1)
+LED = [step("elect_leader", l=0), step("apply_metadata", r=0, k=0), step("apply_metadata", r=1, k=0),
+       step("apply_metadata", r=2, k=0), step("produce", l=0), step("fetch", f=1, l=0)]
+
+
+def applied(*brokers):
+    return [step("apply_metadata", r=r, k=0) for r in brokers]
+
+
+def test_a_reassignment_keeping_the_leader_completes_from_its_alter_partition_with_a_new_leader_epoch():
+    """Move r1 to r2: the first record adds r2 in the same leader epoch; r2 creates the partition and fetches; the
+    leader's AlterPartition adding r2 completes it (ISR and replicas {r0,r2}) and the shrinking replica list bumps
+    the leader epoch, which the answer carries; r1 deletes its log once its image drops it."""
+    start = LED + [step("alter_partition_reassignments", t=0b101, p=0, l=3)]
+    spec, states = run("kafka-3.9", start, **MOVE_BOUNDS)
+    s = states[-1]
+    assert s["q_replicas"] == [True, True, True] and s["q_adding"] == [False, False, True]
+    assert s["q_removing"] == [False, True, False] and s["q_epoch"] == 1 and s["q_leader"] == 0
+    steps = start + applied(2, 0, 1) + [step("fetch", f=2, l=0)]
+    spec, states = run("kafka-3.9", steps, **MOVE_BOUNDS)
+    assert states[-4]["leader"][2] == 0 and states[-1]["pending_isr"][0] == [True, True, True]
+    assert not enabled(spec, states[-1], "alter_partition_elects", l=0, n=2)      # the leader stays
+    done = run("kafka-3.9", steps + [step("alter_partition", l=0)], **MOVE_BOUNDS)[1][-1]
+    assert done["q_isr"] == [True, False, True] and done["q_replicas"] == [True, False, True]
+    assert done["q_adding"] == done["q_removing"] == [False, False, False]
+    assert done["q_leader"] == 0 and done["q_epoch"] == 2 and done["ap_resp"][0] == 2   # ACCEPTED_NEW_EPOCH
+    gone = run("kafka-3.9", steps + [step("alter_partition", l=0)] + applied(1), **MOVE_BOUNDS)[1][-1]
+    assert gone["leo"][1] == 0 and not gone["img_replica"][1] and gone["leader"][1] == 3
+    assert not enabled(spec, gone, "fetch", f=1, l=0)
+
+
+def test_kafka_3_5_completes_once_the_adding_replica_is_in_the_isr_and_3_9_waits_for_every_target():
+    """KAFKA-15665 (fixed in 3.8): r1 is out of the ISR; moving r0 to r2 (target {r1,r2}) completes in 3.5 as soon as
+    r2 joins, electing r2 (NEW_LEADER_ELECTED to r0, the ISR {r2} alone), while 3.9 waits for r1 too."""
+    out = LED[:5] + [step("lag_expires", l=0, f=1), step("maybe_shrink_isr", l=0), step("alter_partition", l=0),
+                     step("alter_partition_response", l=0)] + applied(0, 1, 2)
+    steps = out + [step("alter_partition_reassignments", t=0b110, p=1, l=3)] + applied(2, 0, 1) + [
+        step("fetch", f=2, l=0), step("fetch", f=2, l=0)]
+    for name, completes in (("kafka-3.5", True), ("kafka-3.9", False)):
+        spec, states = run(name, steps, **MOVE_BOUNDS, min_isr=1, unflushed_loss=0)
+        s = states[-1]
+        assert s["q_isr"] == [True, False, False] and s["pending_isr"][0] == [True, False, True], name
+        assert enabled(spec, s, "alter_partition_elects", l=0, n=2) == completes, name
+        assert enabled(spec, s, "alter_partition", l=0) != completes, name
+    after = run("kafka-3.5", steps + [step("alter_partition_elects", l=0, n=2)], **MOVE_BOUNDS, min_isr=1,
+                unflushed_loss=0)[1][-1]
+    assert after["q_leader"] == 2 and after["q_isr"] == [False, False, True]
+    assert after["q_replicas"] == [False, True, True] and after["ap_resp"][0] == 3      # NEW_LEADER_ELECTED: pending
+
+
+def test_the_kraft_progress_properties_hold_by_their_fairness_and_fail_without_it():
+    """fenced-eventually-unfenced and alter-partition-completes hold at small bounds; stated without fairness, the
+    controller may leave a live broker fenced, or an AlterPartition unanswered, forever (a lasso each)."""
+    from isrcheck.checker.exhaustive import liveness
+    from isrcheck.model.kraft import KRaftReplication
+    from isrcheck.model.spec import leads_to
+    from isrcheck.specs.kafka_3_9 import Kafka39KeepPending
+
+    class Unfair(Kafka39KeepPending):
+        name = "kraft-unfair"
+
+        @leads_to("unfenced-unfair", fairness=[])
+        def unfenced_unfair(self, s):
+            """fenced-eventually-unfenced without fairness."""
+            return KRaftReplication.fenced_eventually_unfenced(self, s)
+
+        @leads_to("answered-unfair", fairness=[])
+        def answered_unfair(self, s):
+            """alter-partition-completes without fairness."""
+            return KRaftReplication.alter_partition_completes(self, s)
+
+    spec = Unfair(log_size=1, max_records=1, max_epochs=2)
+    got = {n: r.verdict for n, r in liveness.check(spec, ["fenced-eventually-unfenced", "alter-partition-completes",
+                                                          "unfenced-unfair", "answered-unfair"]).items()}
+    assert got == {"fenced-eventually-unfenced": "holds", "alter-partition-completes": "holds",
+                   "unfenced-unfair": "violated", "answered-unfair": "violated"}
+
+
+def test_min_insync_replicas_counts_at_most_the_replicas_of_the_assignment():
+    """kafka-4.0 (min.insync.replicas=2) with the partition on r0 alone before a reassignment moves it to r1: the
+    effective min ISR is 1 (Partition.effectiveMinIsr, getTopicEffectiveMinIsr), so r0 alone commits a record; once
+    the reassignment adds r1 the leader's assignment has two replicas and an acks=all write needs both in the ISR."""
+    steps = [step("elect_leader", l=0), step("apply_metadata", r=0, k=0), step("apply_metadata", r=1, k=0),
+             step("produce", l=0)]
+    spec, states = run("kafka-4.0", steps, reassignments=1)
+    assert states[-1]["acked_at"][0] == 0 and states[-1]["hw"][0] == 1
+    moved = steps + [step("alter_partition_reassignments", t=0b10, p=1, l=2), step("apply_metadata", r=0, k=0),
+                     step("apply_metadata", r=1, k=0)]
+    spec, states = run("kafka-4.0", moved, reassignments=1)
+    assert states[-1]["assigned"][0] == [True, True] and states[-1]["isr"][0] == [True, False]
+    assert not enabled(spec, states[-1], "produce", l=0)                 # NOT_ENOUGH_REPLICAS: ISR 1 < 2

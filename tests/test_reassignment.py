@@ -67,13 +67,9 @@ def successors(spec, inst, rows):
     return enabled, out
 
 
-def test_every_action_commutes_with_renaming_while_replica_sets_change():
-    """Symmetry reduction is sound when renaming replicas commutes with every step: a renamed state has the renamed
-    successors. The replica set, the adding and removing replicas and each request's recipients are state the
-    renaming carries; no action names a replica by its id (the removed replicas leave the ISR in any order)."""
-    spec = SPECS["kafka-2.6.1"](**TWO_REMOVED)
-    rows = early_states(spec, 11)
-    perm = (2, 0, 1)
+def commuting_actions(spec, rows, perm=(2, 0, 1)):
+    """Assert that renaming the states by ``perm`` and stepping gives the renamed successors, for every action
+    instance; return the names of the actions enabled somewhere."""
     moved = rename(spec, rows, perm)
     fired = set()
     for inst in spec.actions:
@@ -83,6 +79,15 @@ def test_every_action_commutes_with_renaming_while_replica_sets_change():
         assert np.array_equal(rename(spec, after, perm), after_moved), inst.label
         if enabled.any():
             fired.add(inst.name)
+    return fired
+
+
+def test_every_action_commutes_with_renaming_while_replica_sets_change():
+    """Symmetry reduction is sound when renaming replicas commutes with every step: a renamed state has the renamed
+    successors. The replica set, the adding and removing replicas and each request's recipients are state the
+    renaming carries; no action names a replica by its id (the removed replicas leave the ISR in any order)."""
+    spec = SPECS["kafka-2.6.1"](**TWO_REMOVED)
+    fired = commuting_actions(spec, early_states(spec, 11))
     assert {"start_reassignment", "complete_reassignment", "apply_stop_replica"} <= fired
 
 
@@ -97,3 +102,32 @@ def test_symmetric_and_plain_searches_agree_with_reassignments():
     assert {n: len(v.steps) for n, v in reduced.violations.items()} == \
         {n: len(v.steps) for n, v in plain.violations.items()}
     assert plain.violations and reduced.distinct_states < plain.distinct_states
+
+
+#: KRaft: three brokers, replicas 0 and 1; one reassignment adds broker 2 and removes one (any leader epochs it takes)
+KRAFT_MOVE = dict(replicas=3, log_size=1, max_records=1, max_epochs=3, max_crashes=1, reassignments=1)
+
+
+def test_kraft_actions_commute_with_renaming_while_replica_sets_change():
+    """The KRaft family's replica set lives in the registration, in every record of the metadata window and in each
+    broker's image and assignment, all carried by a renaming: renaming commutes with every step, the reassignment's
+    first record, its completion (by AlterPartition, electing another leader or not) and the deletion included."""
+    spec = SPECS["kafka-3.9"](**KRAFT_MOVE)
+    fired = commuting_actions(spec, early_states(spec, 8))
+    assert {"alter_partition_reassignments", "alter_partition", "alter_partition_elects", "apply_metadata"} <= fired
+
+
+def test_kraft_removed_replica_deletes_its_log_after_the_completion():
+    """Within a few steps a reassignment moves the partition from r0 to r1: the AlterPartition adding r1 completes it
+    (r1 leads in a new leader epoch, the replica set is {r1}), and r0, once its image has the record, holds no log."""
+    spec = SPECS["kafka-3.9"](replicas=2, log_size=1, max_records=1, max_epochs=3, max_crashes=0, reassignments=1)
+    rows = early_states(spec, 9)
+    col = {name: (lambda *idx, n=name: rows[spec.layout.column(n, idx)]) for name in
+           ("reassigns", "q_adding", "q_removing", "q_replicas", "q_leader", "img_lag", "img_replica", "leo",
+            "acked_at")}
+    done = (col["reassigns"]() == 1) & (col["q_removing"](0) == 0) & (col["q_adding"](1) == 0)
+    applied = done & (col["img_lag"](0) == 0) & (col["acked_at"](0) >= 0)
+    assert applied.any()
+    assert set(col["q_replicas"](0)[done]) == {0} and set(col["q_replicas"](1)[done]) == {1}
+    assert set(col["q_leader"]()[applied]) == {1} and set(col["img_replica"](0)[applied]) == {0}
+    assert set(col["leo"](0)[applied]) == {0}

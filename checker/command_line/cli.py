@@ -346,12 +346,10 @@ def check(spec_name, invariants, every, properties, symmetry, engine, depth, z3_
     if (checkpoint or resume) and not engines.ENGINES[engine].resumable:
         raise UserError(f"--checkpoint and --resume work with the {' and '.join(engines.which('resumable'))} engines "
                         f"only")
+    if "workdir" not in engines.ENGINES[engine].reads:
+        workdir = None                  # a settings file's workdir is for the engines that read it
     if (checkpoint or resume) and workdir is not None:
         raise UserError("--checkpoint/--resume DIR is the Spark run's workdir: leave out --workdir")
-    try:
-        engines.refuse_others(engine, click.get_current_context().params)
-    except engines.EngineError as e:
-        raise UserError(str(e)) from None
     if workdir is not None:
         try:
             os.makedirs(workdir, exist_ok=True)

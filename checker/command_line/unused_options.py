@@ -9,13 +9,8 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-#: check's options that only some engines use: parameter name -> those engines
-ENGINES = {
-    "depth": ("bmc",), "z3_timeout": ("bmc",),
-    "master": ("spark",), "partitions": ("spark",), "decide_from": ("spark",),
-    "workers": ("local",),
-    "symmetry": ("local", "spark"), "max_states": ("local", "spark"), "max_depth": ("local", "spark"),
-}
+from isrcheck.checker.engine import engines
+
 #: options that only mean something alongside another: parameter name -> the options (any of them) it needs
 NEEDS = {"checkpoint_every": ("checkpoint", "resume")}
 
@@ -30,10 +25,10 @@ def _flag(ctx, name):
 
 def refuse(ctx, engine):
     """Raise a UsageError naming the first option typed that ``engine`` (and the other options) would not use."""
-    for name, engines in ENGINES.items():
-        if engine not in engines and _given(ctx, name):
+    for name, readers in engines.readers().items():
+        if engine not in readers and _given(ctx, name):
             raise click.UsageError(f"{_flag(ctx, name)} does nothing with --engine {engine} (it is for --engine "
-                                   f"{' or '.join(engines)})")
+                                   f"{' or '.join(readers)})")
     for name, needs in NEEDS.items():
         if _given(ctx, name) and not any(ctx.params.get(n) for n in needs):
             raise click.UsageError(f"{_flag(ctx, name)} does nothing without "

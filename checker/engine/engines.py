@@ -37,7 +37,8 @@ class Engine:
     help: str                         # what --engine's help says of it
     resumable: bool = False           # --checkpoint and --resume
     liveness: bool = False            # liveness properties are checked alongside (without --symmetry or snapshots)
-    only: tuple = ()                  # check's options this engine alone reads: refused with any other engine
+    reads: tuple = ()                 # check's options that only some engines read, this one among them (the
+                                      # command line refuses one typed for an engine that does not read it)
     symbolic: bool = False            # enumerates no states: its report says which paths it covered instead
 
 
@@ -93,9 +94,11 @@ def _spark(spec, invariants, request):
 
 #: every engine by name, in the order --help lists them (the first is the default)
 ENGINES = {e.name: e for e in (
-    Engine("local", _local, "exhaustive BFS in process", resumable=True, liveness=True),
-    Engine("bmc", _bmc, "bounded model checking (z3 + SAT)", symbolic=True),
-    Engine("spark", _spark, "BFS on Spark", resumable=True, only=("workdir", "decide_from")),
+    Engine("local", _local, "exhaustive BFS in process", resumable=True, liveness=True,
+           reads=("workers", "symmetry", "max_states", "max_depth")),
+    Engine("bmc", _bmc, "bounded model checking (z3 + SAT)", symbolic=True, reads=("depth", "z3_timeout")),
+    Engine("spark", _spark, "BFS on Spark", resumable=True,
+           reads=("master", "partitions", "workdir", "decide_from", "symmetry", "max_states", "max_depth")),
 )}
 
 
@@ -109,12 +112,13 @@ def which(ability):
     return [e.name for e in ENGINES.values() if getattr(e, ability)]
 
 
-def refuse_others(name, options):
-    """An EngineError for the first of ``options`` (check's, by parameter name) that another engine alone reads."""
+def readers():
+    """{option: the engines that read it} of check's options that only some engines read (``Engine.reads``)."""
+    out = {}
     for engine in ENGINES.values():
-        given = [o for o in engine.only if options.get(o) is not None]
-        if engine.name != name and given:
-            raise EngineError(f"--{given[0].replace('_', '-')} is for --engine {engine.name}")
+        for option in engine.reads:
+            out.setdefault(option, []).append(engine.name)
+    return out
 
 
 def symbolic(name):

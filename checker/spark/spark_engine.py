@@ -20,21 +20,33 @@ is a job of three stages:
 - map (level L -> L+1, partition q): expand q's share of level L chunk by chunk
   (``Search.expand``, on the kernels the local engine's policy picks for the
   level's size: ``kernels``); keep the smallest (parent, action) per fingerprint
-  (one sort); write each owner its successors as 16-byte (fingerprint, tag)
-  records, the tag being ``parent number << 16 | action``
+  (one sort and one pass: ``checker.spark.spark_kernels``); write each owner its
+  successors as 16-byte (fingerprint, tag) records, the tag being
+  ``parent number << 16 | action``
   (``frontier-files/part-P/level-L-successors-from-Q.npy``, atomic).
 - decide (level L+1, partition p): from every map task's records keep the
   smallest tag per fingerprint (one sort), add those fingerprints to p's visited
   table in that order: the ones it lacked are the new states, and a winner's tag
   is its key. Write the level's (fingerprint, parent, action) to
-  ``levels/level-LLLLL/part-PPPPP.parquet`` and p's keys, and give each parent
-  partition q the keys of the winners it routed and their places among p's
+  ``levels/level-LLLLL/part-PPPPP.parquet`` and p's keys and fingerprints, and
+  give each parent partition q the keys of the winners it routed and their places among p's
   (``level-L-{winners,winner-places}-from-P.npy`` in q's directory).
 - materialize (partition q): the winners' rows, from q's rows of level L and
-  the winning action (``Search.apply``: one kernel call per run of equal
-  actions), checked against the pending invariants and written once, to their
-  owner, as a piece of its level (``level-L-{rows,fps,places}-from-Q.npy``);
-  the next job's map assembles a partition's pieces in key order.
+  the winning action, checked against the pending invariants and written once,
+  to their owner, as a piece of its level (``level-L-{rows,places}-from-Q.npy``,
+  column-major, by block of their parents and in key order within one; their
+  fingerprints are the owner's ``level-L-fps.npy``, in key order, which its
+  decide task wrote, or under symmetry, where that task has the canonical ones
+  only, ``level-L-fps-from-Q.npy``); the next job's map expands a partition's
+  pieces as they are.
+
+A level decided on records runs on the local engine's compiled kernels
+(``model/c_kernels.py``) where a worker has them, as the local engine does: the
+map's expand gives every successor as flat arrays, and the materialize task
+builds a block's winners from its parents' columns in one call (``build``),
+parents ascending; without them (no C compiler, symmetry, ``kernels="numpy"``)
+the numpy or numba kernels do the same work (``Search.apply``, one call per run
+of equal actions) and the files are the same.
 
 So only a winner's row is materialized, where its parent's row is, and written
 once; a successor that loses costs 16 bytes. The job's last stage counts the
@@ -212,15 +224,18 @@ class _Part:
     """One partition's share of the search after a level: the single record of its RDD partition.
 
     In the cached level RDD the arrays are None: they are in the partition's frontier files (``_frontier``),
-    whole, or in pieces, one from each partition that materialized some of them (``pieces``: those partitions).
+    whole, or in pieces, one from each partition that materialized some of them (``pieces``: those partitions),
+    their fingerprints in the partition's file of them in key order, which its decide task wrote, or under
+    symmetry (where that task knows the canonical ones only) in each piece (``piece_fps``).
     """
 
-    def __init__(self, rows, fps, keys, level_start, pieces=None):
+    def __init__(self, rows, fps, keys, level_start, pieces=None, piece_fps=False):
         self.rows = rows                # int8, n x width (a state per row): owned states of the newest level
         self.fps = fps                  # uint64 (n,): their full fingerprints (expand's delta base)
         self.keys = keys                # uint64 (n,), sorted: parent number << 16 | action
         self.level_start = level_start  # number of the level's first state
         self.pieces = pieces            # the partitions whose piece files hold the rows, or None: whole files
+        self.piece_fps = piece_fps      # whether each piece holds its states' fingerprints
 
 
 class _Job:
@@ -293,6 +308,9 @@ def _worker_search(job):
     # the local engine's kernel policy, on the whole level's size: native kernels load here (compiled once per
     # machine, numba's disk cache: model/native.py) and stay for the rest of the worker's life
     search._choose_kernels(job.level_size)
+    if job.records_only and not job.symmetry:
+        # and its compiled kernels (model/c_kernels.py) for a level decided on records, where they are used
+        search._choose_compiled(job.level_size, 0)
     return found
 
 
@@ -403,6 +421,25 @@ def _save_array(workdir, level, index, name, array):
     return array.nbytes
 
 
+def _save_columns(workdir, level, index, name, batches):
+    """Batches of columns (each width x k, states side by side) put end to end, saved as ``_save_array`` saves
+    their concatenation's transpose (a state-per-row array stored column-major), without making it: row by row of
+    the batches. Its size in bytes."""
+    from numpy.lib import format as npy
+    path = _frontier_path(workdir, level, index, name)
+    spark_visited.make_dirs(workdir, os.path.dirname(path))
+    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    width, n = batches[0].shape[0], sum(b.shape[1] for b in batches)
+    with open(tmp, "wb") as fh:
+        npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(batches[0].dtype), "fortran_order": True,
+                                        "shape": (n, width)})
+        for c in range(width):
+            for b in batches:
+                fh.write(np.ascontiguousarray(b[c]).data)
+    os.replace(tmp, path)
+    return n * width * batches[0].itemsize
+
+
 def _save_frontier(workdir, level, index, part):
     """A partition's share of a level as files beside the tasks; the record that stands for it in the cache has
     no arrays, so the level never travels JVM -> Python -> JVM."""
@@ -411,18 +448,30 @@ def _save_frontier(workdir, level, index, part):
     return _Part(None, None, None, part.level_start)
 
 
-def _frontier_blocks(workdir, level, index, part):
+def _frontier_blocks(workdir, level, index, part, mapped=False):
     """``part``'s share of a level as blocks ``(rows, fps, places)``, and its keys in order: its arrays as they are,
     or its frontier files (one block in key order, ``places`` None), or its pieces, one from each partition that
-    materialized some of its states (``_materialize_task``), each with its states' places in key order. (Arrays
-    read whole: the native kernels take no read-only ones.)"""
+    materialized some of its states (``_materialize_task``), each with its states' places in key order. Arrays
+    read whole (the numpy and numba kernels take no read-only ones), or ``mapped`` read-only from the page cache
+    (for the compiled kernels, which read them in place)."""
+    def load(name):
+        path = _frontier_path(workdir, level, index, name)
+        try:
+            return np.load(path, mmap_mode="r") if mapped else np.load(path)
+        except ValueError:                      # an empty array cannot be mapped
+            return np.load(path)
     if part.rows is not None:
         return [(part.rows, part.fps, None)], part.keys
     keys = np.load(_frontier_path(workdir, level, index, "keys"))
     if part.pieces is None:
-        return [tuple(np.load(_frontier_path(workdir, level, index, name)) for name in ("rows", "fps")) + (None,)], keys
-    blocks = [tuple(np.load(_frontier_path(workdir, level, index, f"{name}-from-{q:05d}"))
-                    for name in ("rows", "fps", "places")) for q in part.pieces]
+        return [(load("rows"), load("fps"), None)], keys
+    places = [np.load(_frontier_path(workdir, level, index, f"places-from-{q:05d}")) for q in part.pieces]
+    if part.piece_fps:
+        fps = [load(f"fps-from-{q:05d}") for q in part.pieces]
+    else:
+        in_key_order = load("fps")
+        fps = [np.take(in_key_order, at) for at in places]
+    blocks = [(load(f"rows-from-{q:05d}"), f, at) for q, f, at in zip(part.pieces, fps, places)]
     if sum(b[2].size for b in blocks) != keys.size:
         raise RuntimeError(f"internal error: partition {index}'s pieces of level {level} do not hold its "
                            f"{keys.size} states")
@@ -565,6 +614,12 @@ def _transpose(rows):
     return out
 
 
+def _columns(rows):
+    """A state-per-row array (n x width) as a batch of columns (width x n, a state's cells a column's length apart,
+    states side by side): its transpose, a view when it is stored column-major (a piece: ``_materialize_task``)."""
+    return rows.T if rows.strides[0] == rows.itemsize else _transpose(rows)
+
+
 def _successor_rows(rows, parts, part_start, picks, parent):
     """Successor states as rows (k x width) from their parents' rows; ``picks`` ascend (into the parts, whose
     parent rows, concatenated, are ``parent``).
@@ -634,7 +689,10 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
             stages.t = time.process_time()
         moved = _nbytes(part.rows, part.fps, part.keys) if from_jvm else 0
         files, filed = _SuccessorFiles(job.workdir, job.level + 1, index), 0
-        blocks, keys = _frontier_blocks(job.workdir, job.level, index, part)
+        # a level decided on records is expanded by the compiled kernels where the worker has them: every successor
+        # in (parent, action) order, as flat arrays (the local engine's fast path), its files read in place
+        compiled = search.compiled if job.records_only else None
+        blocks, keys = _frontier_blocks(job.workdir, job.level, index, part, mapped=compiled is not None)
         stages.lap("map: frontier files")
         n = keys.size
         counts = np.zeros(n, dtype=np.int64)            # transitions per state, in key order
@@ -657,34 +715,56 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         tables = [] if job.records_only else [(q, spark_visited.open_table(job.workdir, q)) for q in range(P)]
         tables = [(q, t) for q, t in tables if t is not None]
         stages.lap("map: visited tables")
+        if job.records_only:
+            from isrcheck.checker.spark.spark_kernels import route_least_tags
+        if compiled is not None:
+            from isrcheck.model.c_kernels import Scratch
+            scratch, enabled, moved_by = Scratch(), np.zeros(n_actions, np.int64), np.zeros(n_actions, np.int64)
         # block by block (a level in pieces is expanded as it is, not put in key order first)
         for block_rows, block_fps, places in blocks:
             block_prefix = prefix if places is None else prefix[places]
             for cs in range(0, block_rows.shape[0], chunk):
                 rows = block_rows[cs:cs + chunk]
-                batch = _transpose(rows)
+                batch = _columns(rows) if compiled is not None else np.ascontiguousarray(_columns(rows))
                 stages.lap("map: transpose")
-                parts = search.expand(batch, block_fps[cs:cs + chunk])
+                if compiled is not None:
+                    fp, _, parent, action = compiled.expand(batch, block_fps[cs:cs + chunk], None,
+                                                            search.fingerprint.multipliers, None, enabled, moved_by,
+                                                            scratch)
+                    parts = None
+                else:
+                    parts = search.expand(batch, block_fps[cs:cs + chunk])
                 stages.lap("map: expand")
-                if not parts:
+                if parts is not None:
+                    if not parts:
+                        continue
+                    sizes = np.array([p[1].size for p in parts])
+                    part_start = np.cumsum(sizes) - sizes
+                    fired[[p[0] for p in parts]] = True
+                    parent = np.concatenate([p[1] for p in parts])
+                    action = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes)
+                    fp = np.concatenate([p[3] for p in parts])
+                    if sym is not None:
+                        fp = search._canonical(batch, parts, sizes, fp)
+                elif not parent.size:
                     continue
-                sizes = np.array([p[1].size for p in parts])
-                part_start = np.cumsum(sizes) - sizes
-                fired[[p[0] for p in parts]] = True
-                parent = np.concatenate([p[1] for p in parts])
                 moves = np.bincount(parent, minlength=rows.shape[0])
                 if places is None:
                     counts[cs:cs + rows.shape[0]] += moves
                 else:
                     counts[places[cs:cs + rows.shape[0]]] += moves
-                action = np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes)
                 m = parent.size
-                fp = np.concatenate([p[3] for p in parts])
-                if sym is not None:
-                    fp = search._canonical(batch, parts, sizes, fp)
                 stages.lap("map: expand bookkeeping")
                 # one sort, then the smallest tag of each fingerprint (a block of pieces is not in key order)
                 tags = (block_prefix[cs + parent] << np.uint64(ACTION_BITS)) | action.astype(np.uint64)
+                if job.records_only:                    # records, in fingerprint order: their owner sorts them
+                    out_fps, out_tags, ends = route_least_tags(fp, tags, P)
+                    stages.lap("map: group")
+                    for q, (lo, hi) in enumerate(zip(np.append(0, ends[:-1]), ends)):
+                        if lo < hi:
+                            filed += files.add(q, out_fps[lo:hi], out_tags[lo:hi])
+                    stages.lap("map: successor files")
+                    continue
                 order, starts, unique = Search.group(fp)
                 win = Search.least_per_group(order, starts, np.diff(np.append(starts, m)), lambda k: np.take(tags, k))
                 stages.lap("map: group")
@@ -703,13 +783,12 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                 for q in range(P):
                     sel = picks if P == 1 else picks[owner == np.uint64(q)]     # each owner's rows gathered once
                     if sel.size:
-                        if job.records_only:
-                            filed += files.add(q, fp[sel], tags[sel])
-                        else:
-                            out = _successor_rows(rows, parts, part_start, sel, parent)
-                            stages.lap("map: successor rows")
-                            filed += files.add(q, fp[sel], tags[sel], out)
+                        out = _successor_rows(rows, parts, part_start, sel, parent)
+                        stages.lap("map: successor rows")
+                        filed += files.add(q, fp[sel], tags[sel], out)
                         stages.lap("map: successor files")
+        if compiled is not None:
+            fired |= moved_by > 0
         for q, path in files.close().items():
             yield q, ("f", path, index)
         _maybe_fail(job, "map", index)
@@ -786,9 +865,10 @@ class _Inputs:
 def _new_states(job, index, fp, tag, stages):
     """The smallest tag of each fingerprint, among those the partition's visited set (through level
     ``job.level``) lacks, added to it: (their indices into ``fp``, in tag order; the table's count)."""
-    # one sort by fingerprint (Search.group); the smallest tag of each group is its candidate (tags are unique)
-    order, starts, unique = Search.group(fp) if fp.size else (np.zeros(0, dtype=np.int64),) * 2 + (fp,)
-    win = Search.least_per_group(order, starts, np.diff(np.append(starts, order.size)), lambda m: np.take(tag, m))
+    from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint
+    # one sort by fingerprint; the smallest tag of each is its candidate (tags are unique)
+    win = least_tag_per_fingerprint(fp, tag)
+    unique = fp[win]
     stages.lap("reduce: sort and dedup")
     # into the visited table, in fingerprint order (its slots in order): the ones it lacked are the new states
     new, n_visited = spark_visited.insert_level(job.workdir, index, job.level + 1, unique, _level_fps(job, index))
@@ -888,10 +968,11 @@ def _decide_task(job, index, records):
     """Level ``job.level + 1`` of this partition, a job of its own: decided on (fingerprint, tag) records.
 
     The smallest tag of each fingerprint the partition has not visited is a new state, and its tag is its key
-    (``parent number << 16 | action``): the level's Parquet file and key file are written here, and each
-    partition that routed winners gets their keys back with their places among this partition's
-    (``level-L-{winners,winner-places}-from-P.npy`` in its directory, in key order) to materialize them; a record per
-    such partition is the barrier before it does.
+    (``parent number << 16 | action``): the level's Parquet file, key file and fingerprint file (not under
+    symmetry: its fingerprints are the canonical ones) are written here, and each partition that routed winners
+    gets their keys back with their places among this partition's (``level-L-{winners,winner-places}-from-P.npy``
+    in its directory, in key order) to materialize them; a record per such partition is the barrier before it
+    does.
     """
     stages = _Stages()
     _worker_search(job)
@@ -904,9 +985,13 @@ def _decide_task(job, index, records):
     _write_level(job.workdir, job.level + 1, index, fp[win], keys)
     stages.lap("reduce: parquet write")
     filed = _save_array(job.workdir, job.level + 1, index, "keys", keys)
-    by = np.argsort(source, kind="stable")
-    parents, first = np.unique(source[by], return_index=True)
-    for q, mine in zip(parents.tolist(), np.split(by, first[1:])):        # mine: their places in key order
+    if not job.symmetry:                        # the new states' own fingerprints, for the next level's map
+        filed += _save_array(job.workdir, job.level + 1, index, "fps", fp[win])
+    # by parent partition, each in key order (a stable radix sort of small integers)
+    by = np.argsort(source.astype(np.int16) if job.partitions < 1 << 15 else source, kind="stable")
+    sent = np.bincount(source, minlength=job.partitions)
+    parents = np.flatnonzero(sent)
+    for q, mine in zip(parents.tolist(), np.split(by, np.cumsum(sent[parents])[:-1])):   # mine: places in key order
         filed += _save_array(job.workdir, job.level + 1, q, f"winners-from-{index:05d}", keys[mine])
         filed += _save_array(job.workdir, job.level + 1, q, f"winner-places-from-{index:05d}", mine)
     stages.lap("reduce: winner files")
@@ -920,9 +1005,16 @@ def _decide_task(job, index, records):
 
 def _materialize_task(job, index, records):
     """The rows of the winners this partition is the parent of, materialized from its rows of level
-    ``job.level`` (``Search.apply``: the winning action on the parent), checked against the pending invariants
-    and written to each owner as a piece of its level ``job.level + 1`` (``level-L-{rows,fps,places}-from-Q.npy``,
-    the places being the states' among the owner's, in key order).
+    ``job.level`` (the winning action on the parent), checked against the pending invariants and written to each
+    owner as a piece of its level ``job.level + 1`` (``level-L-{rows,places}-from-Q.npy``, the places being
+    the states' among the owner's, in key order; under symmetry their own fingerprints too, ``fps-from-Q``).
+
+    A piece holds its states by block of their parents (this partition's share of level ``job.level``: its
+    frontier file, or its pieces), in key order within a block, and its rows column-major (saved as the transpose
+    of a state-per-row array): the compiled kernels (model/c_kernels.py ``build``) make a block's successors from
+    its columns, their parents ascending, and the next level's map expands a piece without transposing it.
+    Without the compiled kernels the winners are made by runs of equal actions (``Search.apply``) and put in the
+    same order: the files are the same either way.
     Records: the partition's record of level ``job.level`` (cached) and the owners that sent winners; out: a
     record per piece."""
     part, owners = None, []
@@ -942,40 +1034,49 @@ def _materialize_task(job, index, records):
         keys = np.concatenate(lists)
         places = np.concatenate([np.load(_frontier_path(job.workdir, job.level + 1, index,
                                                         f"winner-places-from-{p:05d}")) for p in owners])
-        blocks, _ = _frontier_blocks(job.workdir, job.level, index, part)
+        blocks, _ = _frontier_blocks(job.workdir, job.level, index, part, mapped=search.compiled is not None)
         ranks = np.load(_frontier_path(job.workdir, job.level, index, "ranks"))
+        stages.lap("materialize: files")
         parent = (keys >> np.uint64(ACTION_BITS)).astype(np.int64) - part.level_start
         at = np.searchsorted(ranks, parent)
         if at.size and (at[-1] >= ranks.size or not np.array_equal(ranks[np.minimum(at, ranks.size - 1)], parent)):
             raise RuntimeError(f"internal error: partition {index} is not the parent of its winners of level "
                                f"{job.level + 1}")
-        # by owner, then action (one kernel call per run), then parent: each owner's winners ascend by key, i.e.
-        # by parent, and a stable sort by action (a radix sort of 16-bit values) keeps that order
-        actions = (keys & ACTION_MASK).astype(np.uint16)
-        sizes = [w.size for w in lists]
-        ends = np.cumsum(sizes)
-        order = np.concatenate([lo + np.argsort(actions[lo:hi], kind="stable") for lo, hi in zip(ends - sizes, ends)])
-        at, actions, keys, places = at[order], actions[order], keys[order], places[order]
-        if blocks[0][2] is not None:            # the parents' places in key order -> indices into the pieces
-            into, base = np.empty(ranks.size, dtype=np.int64), 0
-            for _, _, their in blocks:
-                into[their] = np.arange(base, base + their.size)
-                base += their.size
+        # the parents' places in key order -> indices into the blocks put end to end
+        block_end = np.cumsum([b[0].shape[0] for b in blocks])
+        if blocks[0][2] is not None:
+            into = np.empty(ranks.size, dtype=np.int64)
+            for (_, _, their), end in zip(blocks, block_end):
+                into[their] = np.arange(end - their.size, end)
             at = into[at]
-        batch = _transpose(_gather_rows([b[0] for b in blocks], at))
-        parent_fps = _gather_rows([b[1] for b in blocks], at)
+        block_of = np.searchsorted(block_end, at, side="right")
+        # by parent block, then owner (a stable radix sort of small integers): each run keeps its key order
+        n_runs = len(blocks) * len(owners)
+        run = block_of * len(owners) + np.repeat(np.arange(len(owners)), [w.size for w in lists])
+        order = np.argsort(run.astype(np.int16 if n_runs < 1 << 15 else np.int64), kind="stable")
+        at, keys, places = at[order], keys[order], places[order]
+        bounds = np.searchsorted(run[order], np.arange(n_runs + 1))
+        actions = (keys & ACTION_MASK).astype(np.uint16)
         stages.lap("materialize: parents")
-        fps = search.apply(batch, parent_fps, actions)
+        columns = (_built if search.compiled is not None else _applied)(search, blocks, block_end, bounds, at,
+                                                                        actions)
         stages.lap("materialize: apply")
-        violations = _first_violations(job, spec, search, batch, keys)
+        runs = [(r // len(owners), r % len(owners)) for r in range(n_runs) if bounds[r] < bounds[r + 1]]
+        for name in job.pending:
+            found = [int(keys[bounds[r] + c]) for r, c in (
+                (b * len(owners) + o, _first_violation(search, spec, name, columns[b][o])) for b, o in runs) if c >= 0]
+            if found:
+                violations[name] = min(found)
         stages.lap("materialize: invariants")
-        rows = _transpose(batch)
-        stages.lap("materialize: transpose")
-        start = 0
-        for p, n in zip(owners, sizes):
-            for name, a in (("rows", rows), ("fps", fps), ("places", places)):
-                filed += _save_array(job.workdir, job.level + 1, p, f"{name}-from-{index:05d}", a[start:start + n])
-            start += n
+        for o, p in enumerate(owners):
+            mine = [(b, bounds[b * len(owners) + o], bounds[b * len(owners) + o + 1]) for b in range(len(blocks))]
+            batches = [columns[b][o] for b, lo, hi in mine if lo < hi]
+            filed += _save_columns(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", batches)
+            if job.symmetry:                    # their own fingerprints (the owner has the canonical ones)
+                fps = np.concatenate([search.fingerprint.full(np.ascontiguousarray(rows)) for rows in batches])
+                filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}", fps)
+            filed += _save_array(job.workdir, job.level + 1, p, f"places-from-{index:05d}",
+                                 np.concatenate([places[lo:hi] for _, lo, hi in mine]))
         stages.lap("materialize: piece files")
     _maybe_fail(job, "materialize", index)
     _report(job, (job.level, "materialize", index), stages, violations=violations, successor_file_bytes=filed)
@@ -983,9 +1084,54 @@ def _materialize_task(job, index, records):
         yield p, index
 
 
+def _built(search, blocks, block_end, bounds, at, actions):
+    """``columns[block][owner]``: the successors of each run (``bounds``: by block, then owner) made by the
+    compiled kernels from their parents' columns (``at``: the parents' indices into the blocks put end to end,
+    ascending in a run), column-major."""
+    n_owners = (len(bounds) - 1) // len(blocks)
+    columns = []
+    for b, (rows, _, _) in enumerate(blocks):
+        lo, hi = bounds[b * n_owners], bounds[(b + 1) * n_owners]
+        if lo == hi:
+            columns.append([None] * n_owners)
+            continue
+        m = hi - lo
+        built, _, _, _ = search.compiled.build(_columns(rows), np.ones(m, dtype=np.uint8), np.zeros(m, np.uint64),
+                                               None, (at[lo:hi] - (block_end[b] - rows.shape[0])).astype(np.uint32),
+                                               actions[lo:hi], m)
+        columns.append([built[:, bounds[r] - lo:bounds[r + 1] - lo] for r in range(b * n_owners, (b + 1) * n_owners)])
+    return columns
+
+
+def _applied(search, blocks, block_end, bounds, at, actions):
+    """``_built`` without the compiled kernels: the parents' rows gathered by runs of equal actions, one kernel call
+    per run (``Search.apply``), then put back in order."""
+    n_owners = (len(bounds) - 1) // len(blocks)
+    by_action = np.argsort(actions, kind="stable")          # a radix sort of 16-bit values
+    picks = at[by_action]
+    batch = _transpose(_gather_rows([b[0] for b in blocks], picks))
+    search.apply(batch, _gather_rows([b[1] for b in blocks], picks), actions[by_action])
+    made = np.empty_like(batch)
+    made[:, by_action] = batch
+    return [[made[:, bounds[r]:bounds[r + 1]] for r in range(b * n_owners, (b + 1) * n_owners)]
+            for b in range(len(blocks))]
+
+
+def _first_violation(search, spec, name, columns):
+    """The first of ``columns`` (a batch, column-major) breaking invariant ``name``, or -1."""
+    if columns is None or not columns.shape[1]:
+        return -1
+    if search.compiled is not None:
+        return search.compiled.first_violation(name, columns)
+    kernels = backends.batch(spec) if search.native is None else search.native
+    bad = np.flatnonzero(~kernels.holds(spec.invariants[name], np.ascontiguousarray(columns)))
+    return int(bad[0]) if bad.size else -1
+
+
 def _collect_task(job, index, records):
     """Partition ``index``'s record of level ``job.level + 1``: the partitions that hold its pieces."""
-    yield index, _Part(None, None, None, job.level_start + job.level_size, tuple(sorted(q for _, q in records)))
+    yield index, _Part(None, None, None, job.level_start + job.level_size, tuple(sorted(q for _, q in records)),
+                       piece_fps=job.symmetry)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,107 @@
+"""The Spark engine's compiled loop (numba): the least tag of each fingerprint among a task's records.
+
+Imported by the tasks that need it, after ``checker.exhaustive.kernels`` (which sets up numba's import), so that
+the driver never imports numba.
+"""
+from __future__ import annotations
+
+from isrcheck.checker.exhaustive import kernels as _kernels  # noqa: F401  (numba's import, set up there)
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def least_tag_per_fingerprint(fps, tags):
+    """Indices of the record with the least tag of each distinct fingerprint of ``fps`` (tags: unique uint64), in
+    fingerprint order: what ``Search.group`` then ``Search.least_per_group`` give, in one sort of the fingerprints
+    with each record's index packed below their high bits (numpy sorts values several times faster than it
+    argsorts them) and one pass over it."""
+    n = fps.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    bits = max(1, (n - 1).bit_length())
+    packed = fps >> np.uint64(bits) << np.uint64(bits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    out = np.empty(n, dtype=np.int64)
+    return out[:_least_tags(packed, bits, fps, tags, out)]
+
+
+@numba.njit(nogil=True, cache=True)
+def _least_tags(packed, bits, fps, tags, out):
+    """Over ``packed`` (sorted: a fingerprint's high bits, then a record's index in the low ``bits``), write to
+    ``out`` the record of least tag of each fingerprint, in fingerprint order; returns how many. Records agreeing
+    on their high bits are side by side; there, each fingerprint's are found by a sort of that run (a few
+    records: the same state reached again, or two fingerprints sharing their high bits)."""
+    low = np.uint64((1 << bits) - 1)
+    n = packed.size
+    members = np.empty(64, dtype=np.int64)         # a run's records, grown as needed
+    keys = np.empty(64, dtype=np.uint64)
+    k = 0
+    i = 0
+    while i < n:
+        high = packed[i] >> np.uint64(bits)
+        j = i + 1
+        while j < n and packed[j] >> np.uint64(bits) == high:
+            j += 1
+        if j == i + 1:
+            out[k] = np.int64(packed[i] & low)
+            k += 1
+        else:
+            if j - i > members.size:
+                members = np.empty(2 * (j - i), dtype=np.int64)
+                keys = np.empty(2 * (j - i), dtype=np.uint64)
+            for m in range(j - i):             # by fingerprint (an insertion sort: a run has a few records)
+                r = np.int64(packed[i + m] & low)
+                f = fps[r]
+                q = m
+                while q > 0 and keys[q - 1] > f:
+                    keys[q] = keys[q - 1]
+                    members[q] = members[q - 1]
+                    q -= 1
+                keys[q] = f
+                members[q] = r
+            best = -1
+            for m in range(j - i):
+                r = members[m]
+                if best >= 0 and fps[r] != fps[best]:
+                    out[k] = best
+                    k += 1
+                    best = -1
+                if best < 0 or tags[r] < tags[best]:
+                    best = r
+            out[k] = best
+            k += 1
+        i = j
+    return k
+
+
+def route_least_tags(fps, tags, partitions):
+    """The record of least tag of each distinct fingerprint (``least_tag_per_fingerprint``), as (fingerprints,
+    tags, ends): by owner (a fingerprint modulo ``partitions``), owner q's ``[ends[q - 1], ends[q])``, each in
+    fingerprint order."""
+    win = least_tag_per_fingerprint(fps, tags)
+    out_fps, out_tags = np.empty(win.size, dtype=np.uint64), np.empty(win.size, dtype=np.uint64)
+    ends = np.zeros(partitions, dtype=np.int64)
+    _route(win, fps, tags, np.uint64(partitions), out_fps, out_tags, ends)
+    return out_fps, out_tags, ends
+
+
+@numba.njit(nogil=True, cache=True)
+def _route(win, fps, tags, partitions, out_fps, out_tags, ends):
+    """Records ``win`` of (fps, tags) to ``out_fps``/``out_tags`` by owner (a counting sort: stable), ``ends`` each
+    owner's end."""
+    for i in range(win.size):
+        ends[np.int64(fps[win[i]] % partitions)] += 1
+    at = np.empty(ends.size, dtype=np.int64)
+    total = 0
+    for q in range(ends.size):
+        at[q] = total
+        total += ends[q]
+        ends[q] = total
+    for i in range(win.size):
+        r = win[i]
+        q = np.int64(fps[r] % partitions)
+        out_fps[at[q]] = fps[r]
+        out_tags[at[q]] = tags[r]
+        at[q] += 1
