@@ -1,10 +1,11 @@
 """Fuzzer reach: time to find and shrunk length of every expected violation in specs/, at 5 replicas.
 
     python benchmarks/fuzz_reach.py [--replicas 5] [--budget 60] [--seeds 5] [--first-seed 1] [--jobs 1]
-                                    [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...] [--json FILE]
+                                    [--workers 1] [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...]
+                                    [--json FILE]
 
 For every spec in ``specs.SPECS`` and every invariant it expects "violated",
-fuzzes that invariant alone (``checker.fuzzing.fuzzer.fuzz``, one worker) with each of
+fuzzes that invariant alone (``checker.fuzzing.fuzzer.fuzz``, ``--workers`` processes) with each of
 ``--seeds`` seeds from ``--first-seed`` on, at ``--replicas`` replicas (0: the
 spec's default), the spec's default bounds otherwise, raised by any ``--bound``
 given (a bound is only ever raised: ``--bound max_epochs=8`` leaves a spec whose
@@ -12,7 +13,9 @@ default is higher alone). Each fuzz runs in its own process, on a CPU-time clock
 (``fuzz(..., clock=time.process_time)``): the budget (``--budget``, CPU seconds,
 shrinking and minimizing after it) and the time to find (from the start of the
 fuzz, compiling the model included) are that process's CPU time, so the figures
-hold whatever else loads the machine. A row gives how many seeds found it, the
+hold whatever else loads the machine. With ``--workers N`` each worker searches for
+``--budget`` CPU seconds of its own and the time to find is the CPU time of the worker
+that found it, from its start: on N idle cores, about the wall time. A row gives how many seeds found it, the
 median and the worst seed's CPU seconds to find (a seed that did not find it
 counts as "> budget"), the median lengths (the first failing run found, after
 Hypothesis's shrinking, after ``checker.traces.minimize``) and the CPU seconds the row
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -54,7 +58,7 @@ def _shortest(spec_name, invariant):
 
 
 def _one(task):
-    spec_name, invariant, bounds, budget, seed = task
+    spec_name, invariant, bounds, budget, seed, workers = task
     from isrcheck.checker.fuzzing.fuzzer import fuzz
     from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
@@ -64,9 +68,12 @@ def _one(task):
         spec = SPECS[spec_name](**bounds)
     except Exception as e:                      # noqa: BLE001 — a spec that does not load is a row, not a crash
         return {**row, "verdict": f"error: {e}"}
-    result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, derandomize=True, clock=time.process_time)
+    result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, derandomize=True, clock=time.process_time,
+                  workers=workers)
+    workers_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)            # the worker processes, if any
     row.update(verdict=result.verdicts[invariant], runs=result.runs, transitions=result.transitions,
-               cpu_seconds=round(time.process_time() - cpu0, 2), wall_seconds=round(time.monotonic() - wall0, 2))
+               cpu_seconds=round(time.process_time() - cpu0 + workers_cpu.ru_utime + workers_cpu.ru_stime, 2),
+               wall_seconds=round(time.monotonic() - wall0, 2))
     found = result.found.get(invariant)
     if found:
         row.update(found)
@@ -77,43 +84,8 @@ def _median_length(found, key):
     return f"{statistics.median(r[key] for r in found):g}"
 
 
-def main(argv=None):
-    from isrcheck.specs import SPECS
-    p = argparse.ArgumentParser(prog="fuzz_reach.py", description=__doc__.split("\n")[0])
-    p.add_argument("--replicas", type=int, default=5, help="0: each spec's default")
-    p.add_argument("--budget", type=float, default=60.0, help="CPU seconds per fuzz")
-    p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--first-seed", type=int, default=1)
-    p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--bound", action="append", default=[], help="NAME=VALUE, raised where the default is lower")
-    p.add_argument("--only", action="append", default=[], help="SPEC or SPEC/INVARIANT")
-    p.add_argument("--json", help="also write every fuzz to this file (JSON lines)")
-    args = p.parse_args(argv)
-    raised = {k: int(v) for k, v in (b.split("=", 1) for b in args.bound)}
-    rows = []
-    for name, cls in SPECS.items():
-        for inv, verdict in cls.expected.items():
-            if verdict != "violated":
-                continue
-            if args.only and not any(o in (name, f"{name}/{inv}") for o in args.only):
-                continue
-            rows.append((name, inv, _bounds(cls, args.replicas, raised)))
-    seeds = range(args.first_seed, args.first_seed + args.seeds)
-    tasks = [(name, inv, bounds, args.budget, seed) for name, inv, bounds in rows for seed in seeds]
-    start = time.monotonic()
-    done = []
-    with ProcessPoolExecutor(max_workers=args.jobs, max_tasks_per_child=1) as pool:
-        for run in pool.map(_one, tasks):
-            done.append(run)
-            print(json.dumps(run), file=sys.stderr, flush=True)
-    if args.json:
-        Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in done))
-    extra = " ".join(f"{k}={v}" for k, v in raised.items())
-    print(f"fuzz reach: replicas={args.replicas or 'default'} {extra + ' ' if extra else ''}(raised only where a "
-          f"spec's default is lower), budget {args.budget:g} CPU s per fuzz, seeds {seeds.start}..{seeds.stop - 1}, "
-          f"{args.jobs} job(s); {time.monotonic() - start:.0f} s in all; load average at the end "
-          f"{os.getloadavg()[0]:.2f}")
-    print()
+def table(done, rows, budget):
+    """Print the markdown table of the fuzzes ``done`` for ``rows`` ((spec, invariant, bounds) each)."""
     print("| spec | invariant | bounds | found | CPU s to find: median / worst | length first → Hypothesis → "
           "minimized (median) | bfs | ÷ bfs | row CPU s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -133,8 +105,8 @@ def main(argv=None):
         ordered = sorted(t for t in times if t is not None) + [float("inf")] * len(missed)
         median = ordered[(len(ordered) - 1) // 2] if len(ordered) % 2 else \
             (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
-        shown = f"> {args.budget:g}" if median == float("inf") else f"{median:.1f}"
-        worst = f"> {args.budget:g}" if missed else f"{max(times):.1f}"
+        shown = f"> {budget:g}" if median == float("inf") else f"{median:.1f}"
+        worst = f"> {budget:g}" if missed else f"{max(times):.1f}"
         lengths = "—" if not hits else (f"{_median_length(hits, 'found_length')} → "
                                         f"{_median_length(hits, 'hypothesis_length')} → "
                                         f"{_median_length(hits, 'minimized_length')}")
@@ -143,6 +115,56 @@ def main(argv=None):
         print(f"| {name} | {inv} | {changed} | {len(hits)}/{len(runs)} | {shown} / {worst} | {lengths} | {bfs} | "
               f"{ratio} | {sum(r['cpu_seconds'] for r in runs):.0f} |")
     print(f"\nfound by every seed: {found_rows} of {len(rows)} violations")
+
+
+def main(argv=None):
+    from isrcheck.specs import SPECS
+    p = argparse.ArgumentParser(prog="fuzz_reach.py", description=__doc__.split("\n")[0])
+    p.add_argument("--replicas", type=int, default=5, help="0: each spec's default")
+    p.add_argument("--budget", type=float, default=60.0, help="CPU seconds per fuzz")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1, help="fuzzes at once")
+    p.add_argument("--workers", type=int, default=1, help="worker processes of each fuzz")
+    p.add_argument("--bound", action="append", default=[], help="NAME=VALUE, raised where the default is lower")
+    p.add_argument("--only", action="append", default=[], help="SPEC or SPEC/INVARIANT")
+    p.add_argument("--json", help="also write every fuzz to this file (JSON lines)")
+    p.add_argument("--table", nargs="+", metavar="FILE",
+                   help="fuzz nothing: print the table of the fuzzes in these files (--json's, or the JSON lines "
+                        "printed on stderr, e.g. of a run cut short)")
+    args = p.parse_args(argv)
+    if args.table:
+        done = [json.loads(line) for f in args.table for line in Path(f).read_text().splitlines()
+                if line.startswith("{")]
+        rows = {(r["spec"], r["invariant"]): r["bounds"] for r in reversed(done)}
+        table(done, [(name, inv, bounds) for (name, inv), bounds in reversed(rows.items())], args.budget)
+        return
+    raised = {k: int(v) for k, v in (b.split("=", 1) for b in args.bound)}
+    rows = []
+    for name, cls in SPECS.items():
+        for inv, verdict in cls.expected.items():
+            if verdict != "violated":
+                continue
+            if args.only and not any(o in (name, f"{name}/{inv}") for o in args.only):
+                continue
+            rows.append((name, inv, _bounds(cls, args.replicas, raised)))
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    tasks = [(name, inv, bounds, args.budget, seed, args.workers) for name, inv, bounds in rows for seed in seeds]
+    start = time.monotonic()
+    done = []
+    with ProcessPoolExecutor(max_workers=args.jobs, max_tasks_per_child=1) as pool:
+        for run in pool.map(_one, tasks):
+            done.append(run)
+            print(json.dumps(run), file=sys.stderr, flush=True)
+    if args.json:
+        Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in done))
+    extra = " ".join(f"{k}={v}" for k, v in raised.items())
+    print(f"fuzz reach: replicas={args.replicas or 'default'} {extra + ' ' if extra else ''}(raised only where a "
+          f"spec's default is lower), budget {args.budget:g} CPU s per fuzz, seeds {seeds.start}..{seeds.stop - 1}, "
+          f"{args.jobs} job(s) of {args.workers} worker(s); {time.monotonic() - start:.0f} s in all; load average at the end "
+          f"{os.getloadavg()[0]:.2f}")
+    print()
+    table(done, rows, args.budget)
 
 
 if __name__ == "__main__":

@@ -202,6 +202,9 @@ class KRaftReplication(KRaftReassignment, KRaftController, KafkaReplication):
     fetch_checks_request_epoch = False
 
     presentation_class = KRaftPresentation
+    #: a broker the fuzzer leaves idle still applies the metadata log: the controller writes nothing while a live
+    #: broker's image is metadata_lag records behind
+    fuzz_keep_up = ("apply_metadata",)
     declared_bounds = _kraft_bounds()
 
     def configure(self, bounds):

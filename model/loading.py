@@ -173,6 +173,10 @@ def check_fuzz_targets(spec):
                                    f"(fields: {', '.join(spec.layout.fields)})")
         if t.counts not in ("moves", "drops"):
             raise DeclarationError(f"fuzz target {t.label!r}: counts is \"moves\" or \"drops\", not {t.counts!r}")
+    names = {name for name, _ in type(spec)._members("__isrcheck_action__")}
+    for name in spec.fuzz_keep_up:
+        if name not in names:
+            raise DeclarationError(f"fuzz_keep_up: no action {name!r} (actions: {', '.join(sorted(names))})")
 
 def _check_cell_range(spec, arithmetic, guard, what, solver=None):
     """Intermediate arithmetic must fit a state cell (int8): numpy batches compute in int8."""

@@ -50,8 +50,8 @@ __all__ = ["Spec", "BoundsError", "DECLARED", "RESERVED", "action", "invariant",
 #: instance gets, are read by the engines (``RESERVED``): a subclass may not redefine them
 DECLARED = frozenset({"name", "summary", "references", "declared_bounds", "defaults", "limits", "expected",
                       "expected_why", "expected_liveness", "expected_liveness_why", "configurations", "not_modelled",
-                      "dropped_invariants", "proofs", "fuzz_targets", "replica_domain", "presentation_class",
-                      "configure", "fields", "initial"})
+                      "dropped_invariants", "proofs", "fuzz_targets", "fuzz_keep_up", "replica_domain",
+                      "presentation_class", "configure", "fields", "initial"})
 
 #: spec class and bounds -> (invariants, action instances, properties), each checked once per process (and once
 #: per source and bounds across processes: model/load_cache.py)
@@ -101,6 +101,10 @@ class Spec:
 
     #: what the fuzzer steers towards (:class:`FuzzTarget`): the events that make runs interesting
     fuzz_targets: tuple = ()
+    #: names of actions that a replica the fuzzer leaves passive still takes, as soon as one is enabled: what a
+    #: replica that is otherwise idle must do so as not to hold the others back (e.g. applying the metadata log
+    #: the controller waits on)
+    fuzz_keep_up: tuple = ()
     #: the domain (a spec attribute's name) of the action parameters that are replica ids, e.g.
     #: ``@action(r="REPLICAS")``: the fuzzer slows and stops replicas by them (the first one is the replica acting)
     replica_domain: str = "REPLICAS"

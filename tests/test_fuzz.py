@@ -6,7 +6,11 @@ shrinking and minimization); replicas=3 against BFS ~10 s; kip-320 8 s.
 """
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -104,7 +108,7 @@ def test_swarm_configurations_allow_what_their_kinds_need_and_only_active_replic
             assert need[k] <= on
         assert any(weight[i] for i in model.enabled(model.initial)), "something can happen initially"
         actives.append(active)
-        for i, reps in enumerate(fz.replica_params):
+        for i, (reps, chosen) in enumerate(fz.replica_params):
             if reps and reps[0] >= active:
                 assert weight[i] == 0, spec.actions[i].label        # passive replicas do not act
             assert eager[i] == (weight[i] > 0 and any(x >= active for x in reps[1:]))
@@ -138,7 +142,7 @@ def test_runs_start_from_archived_cells_that_their_paths_reach():
                 assert i in model.enabled(r)
                 r = model.step(r, i)
             assert r == tuple(state) and hash(cell(r)) == key       # the path reaches the cell's state
-            acting = [i for i in model.enabled(r) if not fz.replica_params[i] or fz.replica_params[i][0] < active]
+            acting = [i for i in model.enabled(r) if not fz.replica_params[i][0] or fz.replica_params[i][0][0] < active]
             assert enabled(r) == acting                                 # the guards of the replicas acting
     assert fz.longest > 40, "runs from the archive go deeper than max_steps"
 
@@ -180,10 +184,11 @@ def test_cells_are_symmetric_in_the_replicas_and_leave_passive_ones_out():
     assert every(swapped(state, 0, 2)) == every(row) == every(swapped(state, 1, 2))
     two = cells.cell((True, True, False))
     assert two(swapped(state, 0, 1)) == two(row)
-    # a passive replica's own fields are not in the cell
+    # a passive replica's own fields are not in the replicas' pictures, only in the global counts over passive ones
     other = list(row)
     other[lay.column("up", (2,))] = 1 - other[lay.column("up", (2,))]
-    assert two(tuple(other)) == two(row) and every(tuple(other)) != every(row)
+    assert two(tuple(other))[1] == two(row)[1] and two(tuple(other))[0] != two(row)[0]
+    assert every(tuple(other)) != every(row)
 
 
 # ------------------------------------------------------------------------------------------
@@ -268,10 +273,10 @@ def test_shrunk_trace_at_three_replicas_is_close_to_the_shortest():
 def test_kip_320_survives_fuzzing():
     spec = SPECS["kip-320"](replicas=3, max_epochs=6, max_crashes=2)
     holds = [n for n, verdict in spec.expected.items() if verdict == "holds"]
-    result = fuzz(spec, holds, Budget(seconds=8), derandomize=True)
+    result = fuzz(spec, holds, Budget(seconds=8), derandomize=True, clock=time.process_time)   # the load cuts nothing
     assert result.violations == {}
     assert set(result.verdicts.values()) == {"unknown"}          # fuzzing proves nothing
-    assert result.budget_hit == "time limit 8s"
+    assert result.budget_hit == "CPU time limit 8s"
     assert result.transitions > 1000 and result.distinct_states > 1000
     assert {"elect_leader", "produce", "fetch", "truncate_by_epoch", "crash"} <= set(result.fired)
 
@@ -315,3 +320,71 @@ def test_fuzz_rejects_unknown_invariants():
     spec = SPECS["kip-101"]()
     with pytest.raises(KeyError):
         fuzz(spec, ["no-such-invariant"], Budget(seconds=1))
+
+
+# ------------------------------------------------------------------------------------------
+# what the runs steer by: replicas chosen, passive replicas keeping up, groups of cells
+# ------------------------------------------------------------------------------------------
+def test_passive_replicas_only_keep_up_and_are_never_chosen():
+    spec = SPECS["kafka-14617"](replicas=3)
+    assert spec.fuzz_keep_up == ("apply_metadata",)
+    fz = _Fuzzer(spec, ["strong-isr"], 1, 0, 10, True, None, None, None, "compiled")
+    by_label = {a.label: i for i, a in enumerate(spec.actions)}
+    # fence_broker(r, l): l, a replica or none, is chosen (the leader the controller elects)
+    assert fz.replica_params[by_label["fence_broker(r=0, l=2)"]] == ([0], [2])
+    assert fz.replica_params[by_label["fence_broker(r=0, l=3)"]] == ([0], [])
+    rng = random.Random(SEED)
+    width = 8 * fz._swarm_bytes
+    seen = set()
+    for bits in [rng.getrandbits(width) for _ in range(200)]:
+        weight, eager, active = fz._swarm(bits)
+        seen.add(active)
+        for i, (reps, chosen) in enumerate(fz.replica_params):
+            name = spec.actions[i].name
+            if any(x >= active for x in chosen):
+                assert weight[i] == 0, spec.actions[i].label
+            elif reps and reps[0] >= active:       # a passive replica applies the metadata log at once, nothing else
+                assert (weight[i], eager[i]) == ((1, True) if name == "apply_metadata" else (0, False)), name
+    assert seen == {2, 3}
+
+
+def test_a_keep_up_action_the_spec_lacks_is_a_declaration_error():
+    from isrcheck.model.expr import DeclarationError
+
+    class Typo(SPECS["kip-101"]):
+        fuzz_keep_up = ("apply_metdata",)
+    with pytest.raises(DeclarationError, match="fuzz_keep_up: no action 'apply_metdata'"):
+        Typo()
+
+
+def test_runs_start_from_the_group_picked_least():
+    from isrcheck.checker.fuzzing.fuzz import _Archive
+    archive = _Archive(cap=4)
+    state, path = (0, 1), [1, 2, 3]
+    for key, group in [(10, 1), (11, 1), (12, 1), (13, 2)]:
+        assert archive.visit(key, group, state, path, 2)
+    assert not archive.visit(10, 1, state, path, 1) and archive.paths[0].tolist() == [1]     # a shorter path kept
+    picks = {1: 0, 2: 0}
+    for x in range(400):
+        s = archive.choose(x * 7919)
+        archive.pick(s)
+        picks[archive.group_of[s]] += 1
+    assert picks[2] > 150, picks          # the lone cell of group 2: far more often than one cell in four
+    assert archive.visit(17, 3, state, path, 2)          # full: takes slot 17 % 4 == 1, group 1 keeps two cells
+    assert sorted(g for g, _ in archive.groups) == [1, 2, 3] and len(archive.groups[archive.group_index[1]][1]) == 2
+    assert archive.visit(21, 3, state, path, 2) and archive.visit(25, 3, state, path, 2)   # slot 1 again, twice
+    assert archive.visit(18, 3, state, path, 2) and archive.visit(19, 3, state, path, 2)   # slots 2 and 3
+    assert sorted(g for g, _ in archive.groups) == [1, 3]            # group 2 lost its only cell and went
+    assert all(archive.group_of[s] == g for g, slots in archive.groups for s in slots)
+
+
+def test_the_fuzz_command_budgets_cpu_time(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "isrcheck")
+    r = subprocess.run([script, "fuzz", "--spec", "kip-320", "--invariant", "no-committed-loss", "--budget", "2s",
+                        "--seed", "1", "--workers", "2", "--no-progress", "--format", "json", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3, r.stderr
+    report = json.loads(r.stdout)
+    assert report["budget_hit"] == "CPU time limit 2s"
+    # two workers, each searching for 2 CPU seconds: the report counts the CPU time of every fuzzing process
+    assert 4 <= report["seconds"] < 8, report["seconds"]

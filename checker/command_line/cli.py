@@ -742,7 +742,8 @@ def parse_budget(text):
 @click.option("--invariant", "invariants", multiple=True)
 @click.option("--all", "every", is_flag=True)
 @bound_options
-@click.option("--budget", default="60s", show_default=True, help="time budget (e.g. 60s, 5m)")
+@click.option("--budget", default="60s", show_default=True,
+              help="CPU time each fuzzing process searches for (e.g. 60s, 5m); shrinking comes after it")
 @click.option("--seed", type=int, default=None, help="fixed seed: the same runs every time")
 @click.option("--max-steps", type=click.IntRange(min=1, max=1_000_000), default=None, help="longest execution")
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
@@ -772,7 +773,7 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, workers, out_dir
 
     try:
         result = run_fuzz(spec, names, limits, seed=seed, derandomize=True, progress=progress.fuzz,
-                          on_violation=sink, workers=workers)
+                          on_violation=sink, workers=workers, clock=time.process_time)
     finally:
         progress.done()
     finish(spec, "fuzz", result, out_dir, fmt, observed=observations(spec, names, every), sink=sink)

@@ -43,7 +43,12 @@ active replicas act (an instance is allowed when its first replica parameter,
 the acting one, is active) and an instance in which an active replica acts on
 a passive one (a leader shrinking it out of its ISR) is taken as soon as it is
 enabled: a bug that needs a precise interleaving of two or three replicas is
-then not diluted by five. Replica speeds make laggards (a replica that applies
+then not diluted by five. An instance that *chooses* a replica (a parameter
+whose domain is every replica and more, e.g. the leader an election hands
+over to, or none) is allowed only when that replica is active; a passive
+replica takes only the actions the spec lists in ``fuzz_keep_up`` (applying
+the metadata log, which the controller waits on), each as soon as it is
+enabled. Replica speeds make laggards (a replica that applies
 LeaderAndIsr late stays a zombie leader). Kind weights pace the scarce
 resources (epochs, records, crashes) that a uniform walk spends in its first
 steps. An instance's weight is its kind's times its replica's; each step draws
@@ -55,9 +60,14 @@ which offsets and epochs stand above which, who is up, what was acknowledged;
 derived from the spec's field declarations). Per number of active replicas the
 fuzzer keeps an archive: for each cell reached, the state reached by the shortest
 path and that path (at most ``CELLS`` cells; then a new one replaces an old one).
-A run starts from the initial state or, with probability 3/4, from an archived
-cell, the one of ``TOURNAMENT`` candidates least picked and least often reached
-before (a new cell is the most promising), and runs at most ``CONTINUE`` steps
+Cells fall in groups by their global part (epochs, failures, records acknowledged,
+the passive replicas' flags counted). A run starts from the initial state or, with
+probability 3/4, from an archived cell: of ``TOURNAMENT`` candidate cells the one
+least picked and least often reached before (a new cell is the most promising),
+the candidates drawn in half the runs from any group and in the other half from
+the group runs started from least (of ``TOURNAMENT`` groups), so a rare global
+situation (a record acknowledged before any failure) is built on about as often
+as a common one; it runs at most ``CONTINUE`` steps
 (``max_steps`` from the initial state). So runs go on from where earlier runs
 got to something new, and deep interleavings are built a piece at a time
 instead of in one lucky walk. ``hypothesis.target`` steers towards runs that
@@ -77,8 +87,9 @@ invariant) and ends the session's generation: Hypothesis shrinks it (at most
 for the invariants still unbroken.
 
 Budgets and sessions. ``budget.seconds`` (``budget_s`` below) bounds the search, in seconds of
-``clock`` (wall time by default; ``time.process_time`` makes every budget
-and ``seconds_to_find`` CPU time, independent of the machine's load); ``budget.max_runs`` (``max_examples``), when
+``clock`` (wall time by default; ``time.process_time``, which the ``fuzz`` command uses, makes every
+budget and ``seconds_to_find`` CPU time, independent of the machine's load: with several workers, each
+worker's own CPU time, and the result's ``seconds`` the CPU time of every process); ``budget.max_runs`` (``max_examples``), when
 given, also bounds the number of search runs (split between the workers), which makes a fuzz independent
 of the machine's speed. Shrinking a failure may take ``shrink_budget_s`` seconds of
 CPU time more (default ``min(10, max(2, budget_s / 10))``) and minimizing it as
@@ -241,14 +252,33 @@ def action_kinds(spec):
     return list(dict.fromkeys(a.name for a in spec.actions))
 
 
+def cpu_clock(clock):
+    """Whether ``clock`` counts the CPU time of the process (or thread) reading it."""
+    return clock in (time.process_time, time.thread_time)
+
+
+def time_limit(clock, budget_s):
+    """How a search that ran out of its time budget says so."""
+    return f"{'CPU ' if cpu_clock(clock) else ''}time limit {budget_s:g}s"
+
+
 def shrink_seconds(budget_s, given):
     """How long shrinking one failure may take: ``given``, or by default a tenth of the budget within 2..10 s."""
     return min(10.0, max(2.0, budget_s / 10)) if given is None else given
 
 
 def _replica_params(spec):
-    """Per action instance, its replica parameters in order (the first is the replica acting)."""
-    return [[a.params[p] for p, d in a.fn.__isrcheck_action__.items() if d == spec.replica_domain]
+    """Per action instance, (its replica parameters in order (the first is the replica acting), the replicas it
+    chooses).
+
+    A replica parameter has the spec's replica domain. A parameter whose domain holds every replica and more
+    (a replica or none) *chooses* one: the replica an election hands leadership to, say.
+    """
+    replicas = set(getattr(spec, spec.replica_domain))
+    wider = {d for a in spec.actions for d in a.fn.__isrcheck_action__.values()
+             if d != spec.replica_domain and replicas < set(getattr(spec, d))}
+    return [([a.params[p] for p, d in a.fn.__isrcheck_action__.items() if d == spec.replica_domain],
+             [a.params[p] for p, d in a.fn.__isrcheck_action__.items() if d in wider and a.params[p] in replicas])
             for a in spec.actions]
 
 
@@ -258,24 +288,32 @@ def _replica_params(spec):
 class _Archive:
     """The cells the runs of one number of active replicas reached: per cell a state and the shortest path to it.
 
-    Compact: the state as signed bytes, the path as 16-bit instance ids (a few hundred
-    bytes a cell). Once ``cap`` cells are kept, a new cell takes the slot its hash names.
+    Cells fall in *groups* by their global part (the cell's scalars and counts, e.g. epochs, failures, records
+    acknowledged so far): half the runs start from a cell of the group picked least, so a rare global situation
+    (few cells reached so far, e.g. a record acknowledged before any failure) is built on about as often as a
+    common one. Compact: the state as signed bytes, the path as 16-bit instance ids (a few hundred bytes a cell).
+    Once ``cap`` cells are kept, a new cell takes the slot its hash names.
     """
 
     def __init__(self, cap):
         self.cap = cap
         self.slot = {}                   # hash of a cell -> its slot
         self.keys = array("q")           # slot -> hash of its cell
+        self.group_of = array("q")       # slot -> hash of its group
         self.states = []                 # slot -> array("b")
         self.paths = []                  # slot -> array("H"): the actions from the initial state
         self.seen = array("l")           # slot -> states of runs that fell in the cell
         self.picked = array("l")         # slot -> runs started from it
+        self.group_index = {}            # hash of a group -> its index below
+        self.groups = []                 # index -> (hash of the group, its slots)
+        self.group_picked = array("l")   # index -> runs started from one of its cells
 
     def __len__(self):
         return len(self.keys)
 
-    def visit(self, key, state, path, n):
-        """Record a state a run reached by the first ``n`` actions of ``path``; returns True when its cell is new."""
+    def visit(self, key, group, state, path, n):
+        """Record a state of cell ``key`` in group ``group`` a run reached by the first ``n`` actions of ``path``;
+        returns True when its cell is new."""
         s = self.slot.get(key)
         if s is not None:
             self.seen[s] += 1
@@ -285,6 +323,7 @@ class _Archive:
         if len(self.keys) < self.cap:
             s = len(self.keys)
             self.keys.append(key)
+            self.group_of.append(group)
             self.states.append(array("b", state))
             self.paths.append(array("H", path[:n]))
             self.seen.append(1)
@@ -292,21 +331,59 @@ class _Archive:
         else:
             s = key % self.cap
             del self.slot[self.keys[s]]
+            self._leave(s)
             self.keys[s], self.states[s], self.paths[s] = key, array("b", state), array("H", path[:n])
+            self.group_of[s] = group
             self.seen[s], self.picked[s] = 1, 0
         self.slot[key] = s
+        g = self.group_index.get(group)
+        if g is None:
+            g = self.group_index[group] = len(self.groups)
+            self.groups.append((group, []))
+            self.group_picked.append(0)
+        self.groups[g][1].append(s)
         return True
+
+    def _leave(self, s):
+        """Take slot ``s`` out of its group (a group left empty goes, the last group taking its index)."""
+        g = self.group_index[self.group_of[s]]
+        slots = self.groups[g][1]
+        slots.remove(s)
+        if not slots:
+            last = len(self.groups) - 1
+            del self.group_index[self.groups[g][0]]
+            if g != last:
+                self.groups[g] = self.groups[last]
+                self.group_picked[g] = self.group_picked[last]
+                self.group_index[self.groups[g][0]] = g
+            self.groups.pop()
+            self.group_picked.pop()
+
+    def pick(self, s):
+        """Count a run started from slot ``s``."""
+        self.picked[s] += 1
+        self.group_picked[self.group_index[self.group_of[s]]] += 1
 
     TOURNAMENT = 8
 
     def choose(self, x):
-        """The slot a run starts from, chosen by the 32-bit ``x``: of ``TOURNAMENT`` candidates, the one picked
-        least and reached least (Go-Explore's count-based score)."""
-        n = len(self.keys)
+        """The slot a run starts from, chosen by the 32-bit ``x``: in half the runs of ``TOURNAMENT`` groups the
+        one picked least, then of ``TOURNAMENT`` of its cells (of all cells in the other half) the one picked least
+        and reached least (Go-Explore's count-based score)."""
+        among, n = None, len(self.keys)
+        if x & 1:
+            best, least = 0, None
+            for _ in range(self.TOURNAMENT):
+                x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+                g = (x >> 8) % len(self.groups)
+                if least is None or self.group_picked[g] < least:
+                    best, least = g, self.group_picked[g]
+            among = self.groups[best][1]
+            n = len(among)
         best, score = 0, -1.0
         for _ in range(self.TOURNAMENT):
             x = (x * 1103515245 + 12345) & 0xFFFFFFFF
-            s = (x >> 8) % n
+            s = (x >> 8) % n if among is None else among[(x >> 8) % n]
             sc = 1 / math.sqrt(1 + self.picked[s]) + 1 / math.sqrt(1 + self.seen[s])
             if sc > score:
                 best, score = s, sc
@@ -385,6 +462,7 @@ class _Fuzzer:
         self.kinds = action_kinds(spec)
         self.kind_of = [self.kinds.index(a.name) for a in spec.actions]
         self.enablers = _enablers(self.model, spec, self.kinds)
+        self.keep_up = [k in spec.fuzz_keep_up for k in self.kinds]
         self.replica_params = _replica_params(spec)
         self.replicas = spec.layout.replicas
         self.cells = Cells(spec.layout)
@@ -426,7 +504,7 @@ class _Fuzzer:
         """Hand the counts on: to the parent process, or to this search's own count and progress callback."""
         if self.report is not None:
             self.report("stats", runs=self.runs, transitions=self.transitions, longest=self.longest,
-                        hashes=self._take_hashes(), fired=self.fired)
+                        seconds=now - self.start, hashes=self._take_hashes(), fired=self.fired)
             return
         self.distinct.add(self._take_hashes())
         if self.progress is not None:
@@ -480,8 +558,13 @@ class _Fuzzer:
             bits >>= 1
         speed = [self.SPEEDS[(bits >> (2 * r)) & 3] if r < active else 0 for r in range(self.replicas)]
         out, eager = [], []
-        for k, reps in zip(self.kind_of, self.replica_params):
-            w = weight[k] * (speed[reps[0]] if reps else 1)
+        for k, (reps, chosen) in zip(self.kind_of, self.replica_params):
+            if reps and not speed[reps[0]]:           # a passive replica acts: only to keep up, at once
+                w = int(self.keep_up[k] and all(speed[x] for x in chosen))
+                out.append(w)
+                eager.append(bool(w))
+                continue
+            w = weight[k] * (speed[reps[0]] if reps else 1) * all(speed[x] for x in chosen)
             out.append(w)
             eager.append(bool(w) and any(not speed[x] for x in reps[1:]))
         return out, eager, active
@@ -490,7 +573,9 @@ class _Fuzzer:
         """(archive, cell function, enabled function) of the runs in which the first ``active`` replicas act."""
         made = self.archives.get(active)
         if made is None:
-            acting = [i for i, reps in enumerate(self.replica_params) if not reps or reps[0] < active]
+            acting = [i for i, (reps, chosen) in enumerate(self.replica_params)
+                      if (not reps or reps[0] < active or self.keep_up[self.kind_of[i]])
+                      and all(x < active for x in chosen)]
             made = self.archives[active] = (
                 _Archive(self.CELLS), self.cells.cell(tuple(r < active for r in range(self.replicas))),
                 self.model.enabled if active == self.replicas else self.model.enabled_among(acting))
@@ -523,9 +608,9 @@ class _Fuzzer:
         if searching:
             for archive, s, path, visits in passed:
                 if s is not None:
-                    archive.picked[s] += 1
-                for key, state, n in visits:
-                    fresh += archive.visit(key, state, path, n)
+                    archive.pick(s)
+                for key, group, state, n in visits:
+                    fresh += archive.visit(key, group, state, path, n)
         target(float(fresh), label="new cells")
         for (label, _, _), n in zip(self.targets, counts):
             target(float(n), label=label)
@@ -535,7 +620,7 @@ class _Fuzzer:
 
     def _run(self, choices, most, counts):
         """One execution of at most ``most`` steps, its choices read from ``choices``; returns (archive, slot it
-        started from or None, path, [(cell, state, steps to it)] of the states it reached, broken invariants)."""
+        started from or None, path, [(cell, group, state, steps to it)] of the states it reached, broken invariants)."""
         weight, eager, active = self._swarm(choices.take(self._swarm_bytes))
         archive, cell, enabled = self._archive(active)
         start = choices.take(5)
@@ -575,7 +660,8 @@ class _Fuzzer:
                     broken.append(n)
             if broken:
                 break
-            visits.append((hash(cell(r)), r, len(path)))
+            c = cell(r)
+            visits.append((hash(c), hash(c[0]), r, len(path)))
         choices.pos = pos
         self._account(path, began)
         return archive, s, path, visits, broken
@@ -660,7 +746,7 @@ class _Fuzzer:
             return stop.reason()
         if self.max_examples is not None and self.search_runs >= self.max_examples:
             return f"max examples {self.max_examples}"
-        return f"time limit {self.budget_s:g}s"
+        return time_limit(self.clock, self.budget_s)
 
     def result(self, minimize_steps):
         self.distinct.add(self._take_hashes())

@@ -12,9 +12,9 @@ from field names:
   of the same range at the same replica and against every scalar field of that
   range (an offset against another offset, an epoch against the epoch of record),
   not by its value; and whether each scalar replica-id field names it;
-- globally: every other scalar field's value (ghosts included), and for every ghost
+- globally: every other scalar field's value (ghosts included), for every ghost
   array (the history the invariants read: what was acknowledged, exposed) the number
-  of its cells off their lower bound.
+  of its cells off their lower bound, and the passive replicas' counts (below).
 
 Arrays with other axes (logs, requests) are left out: the orders above already
 say where replicas' offsets and epochs stand.
@@ -22,7 +22,9 @@ say where replicas' offsets and epochs stand.
 A cell lists the replicas' pictures sorted, so replicas that swap roles share
 a cell, and only the replicas a run lets act (``active``): the others are
 background, and leaving them out keeps the number of cells at five replicas
-close to what it is at two or three.
+close to what it is at two or three. Of the passive replicas the global part
+counts, per boolean field, how many have it set (how many are still in the ISR,
+say). The global part is also the cell's *group* (checker/fuzzing/fuzz.py).
 """
 from __future__ import annotations
 
@@ -76,6 +78,10 @@ class Cells:
                 off = " + ".join(f"(r[{col[f.name, idx]}] != {f.lo})" for idx in f.cells())
                 overall.append(f"({off})")
         acting = [r for r in range(n) if active[r]]
+        passive = [r for r in range(n) if not active[r]]
+        if passive:
+            overall += ["(" + " + ".join(f"r[{col[f.name, (r,)]}]" for r in passive) + ")"
+                        for f in per_replica if f.boolean]
         lines = ["def cell(r):"]
         lines += [f"    p{r} = {picture(r)}" for r in acting]
         replicas = ", ".join(f"p{r}" for r in acting)

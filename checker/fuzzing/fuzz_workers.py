@@ -33,7 +33,8 @@ import traceback
 
 from isrcheck.checker.engine import stop
 from isrcheck.checker.exhaustive.bfs import peak_memory
-from isrcheck.checker.fuzzing.fuzz import _Distinct, _Fuzzer, _violation, action_kinds, assemble, shrink_seconds
+from isrcheck.checker.fuzzing.fuzz import (_Distinct, _Fuzzer, _violation, action_kinds, assemble, cpu_clock,
+                                           shrink_seconds, time_limit)
 
 POLL = 0.2          # seconds between the parent's looks at signals and dead workers
 
@@ -85,7 +86,8 @@ def _work(args, worker, max_runs, start, board, out):
         fz.search()
         out.put(("done", worker, {"found": fz.found, "runs": fz.runs, "search_runs": fz.search_runs,
                                   "transitions": fz.transitions, "longest": fz.longest, "fired": fz.fired,
-                                  "hashes": fz._take_hashes(), "peak": peak_memory()}))
+                                  "seconds": fz.clock() - fz.start, "hashes": fz._take_hashes(),
+                                  "peak": peak_memory()}))
     except BaseException:                     # noqa: BLE001 — the parent raises it, with the worker's traceback
         out.put(("error", worker, traceback.format_exc()))
     finally:
@@ -114,7 +116,7 @@ def fuzz_in_workers(args, workers, minimize_steps):
     board = _Board(ctx, names, workers)
     out = ctx.Queue()
     start = clock()
-    shared_clock = clock not in (time.process_time, time.thread_time)    # one clock for every process
+    shared_clock = not cpu_clock(clock)          # one clock for every process; else each its own CPU time
     limit = stop.memory_limit()
     if limit is not None:
         stop.set_max_memory(limit // workers)          # each worker's share, inherited by the fork
@@ -127,7 +129,7 @@ def fuzz_in_workers(args, workers, minimize_steps):
     finally:
         if limit is not None:
             stop.set_max_memory(limit)
-    parent = _Parent(spec, names, workers, progress, on_violation, clock, start)
+    parent = _Parent(spec, names, workers, progress, on_violation, clock, start, shared_clock)
     try:
         parent.collect(procs, out, board)
     finally:
@@ -143,15 +145,17 @@ def fuzz_in_workers(args, workers, minimize_steps):
 class _Parent:
     """The parent's side: what the workers report, merged."""
 
-    def __init__(self, spec, names, workers, progress, on_violation, clock, start):
+    def __init__(self, spec, names, workers, progress, on_violation, clock, start, shared_clock):
         self.spec, self.names, self.workers = spec, names, workers
         self.progress, self.on_violation, self.clock, self.start = progress, on_violation, clock, start
+        self.shared_clock = shared_clock
         self.distinct = _Distinct()
-        self.stats = [{"runs": 0, "transitions": 0, "longest": 0, "fired": None} for _ in range(workers)]
+        self.stats = [{"runs": 0, "transitions": 0, "longest": 0, "seconds": 0.0, "fired": None}
+                      for _ in range(workers)]
         self.done = {}
         self.first = {}            # name -> the first find reported (a worker's record, its pool left out)
         self.peaks = []
-        self.last = clock()
+        self.last = time.monotonic()
 
     def collect(self, procs, out, board):
         while len(self.done) < len(procs):
@@ -175,7 +179,7 @@ class _Parent:
                         self.on_violation(_violation(self.spec, data["name"], data["rec"]["first"]))
                 continue
             self.distinct.add(data["hashes"])
-            self.stats[w] = {k: data[k] for k in ("runs", "transitions", "longest", "fired")}
+            self.stats[w] = {k: data[k] for k in ("runs", "transitions", "longest", "seconds", "fired")}
             if kind == "done":
                 self.done[w] = data
                 self.peaks.append(data["peak"])
@@ -184,12 +188,18 @@ class _Parent:
             self._show()
 
     def _show(self):
-        now = self.clock()
+        now = time.monotonic()            # about once a second, whatever the campaign's clock
         if self.progress is not None and now - self.last >= 1.0:
             self.last = now
             self.progress(runs=sum(s["runs"] for s in self.stats),
                           transitions=sum(s["transitions"] for s in self.stats),
-                          distinct=len(self.distinct), seconds=now - self.start, found=sorted(self.first))
+                          distinct=len(self.distinct), seconds=self.seconds(), found=sorted(self.first))
+
+    def seconds(self):
+        """The campaign's time so far: on a shared clock, since it began; on a CPU clock, the CPU time of the
+        parent and of every worker."""
+        spent = self.clock() - self.start
+        return spent if self.shared_clock else spent + sum(s["seconds"] for s in self.stats)
 
     def _found(self):
         """Per invariant, the find reported: the one with the fewest search runs, then the lowest worker number."""
@@ -214,7 +224,7 @@ class _Parent:
                                               for w, d in self.done.items()):
                 budget_hit = f"max examples {max_runs}"
             else:
-                budget_hit = f"time limit {budget_s:g}s"
+                budget_hit = time_limit(clock, budget_s)
         from isrcheck.model import backends
         model = backends.compiled(spec) if backend == "compiled" else backends.ScalarTuples(spec)
         kinds = action_kinds(spec)
@@ -223,7 +233,7 @@ class _Parent:
                         shrink_seconds(budget_s, shrink_budget_s), clock,
                         distinct=len(self.distinct), retained=self.distinct.nbytes,
                         transitions=sum(s["transitions"] for s in self.stats),
-                        depth=max(s["longest"] for s in self.stats) + 1, seconds=clock() - self.start,
+                        depth=max(s["longest"] for s in self.stats) + 1, seconds=self.seconds(),
                         budget_hit=budget_hit, runs=sum(s["runs"] for s in self.stats), seed=seed,
                         fired=[k for k, f in zip(kinds, fired) if f], peak=peak_memory() + sum(self.peaks),
                         workers=self.workers)
