@@ -29,7 +29,7 @@ from isrcheck.checker.traces.trace import (TraceError, default_path, from_steps,
 from isrcheck.model.expr import DeclarationError
 from isrcheck.model.spec import BoundsError
 from isrcheck.checker.command_line.registry import SpecRefError, known as known_specs, plugins, resolve, show_command
-from isrcheck.specs import SPECS
+from isrcheck.specs import BOUND_FLAGS, SWITCH_EXAMPLE
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 EXIT_NOT_INDUCTIVE = 4            # prove: no counterexample, and no proof either (a lemma is missing)
@@ -185,27 +185,17 @@ class Progress:
             self.console.print(" " * 100, end="\r")
 
 
-def _declared(kind):
-    """The bounds (or options) the built-in protocol families declare, by name (the first family's doc wins)."""
-    out = {}
-    for cls in SPECS.values():
-        for b in cls.bound_declarations().values():
-            if b.kind == kind:
-                out.setdefault(b.name, b)
-    return out
-
-
 #: the bounds with a flag of their own (``--max-epochs``); every other bound or option is given with --set
-FLAGGED = _declared("bound")
+FLAGGED = BOUND_FLAGS
 
 
 def bound_options(fn):
-    for b in reversed(FLAGGED.values()):
-        fn = click.option(b.flag, b.name, type=int, default=None, help=f"bound: {b.doc} (default: the spec's)")(fn)
-    example = next((b for b in _declared("option").values() if b.lo == b.default == 0 < b.hi), None)   # a switch
-    hint = f", e.g. --set {example.name}={example.hi}" if example else ""
+    for name, doc in reversed(FLAGGED.items()):
+        fn = click.option(f"--{name.replace('_', '-')}", name, type=int, default=None,
+                          help=f"bound: {doc} (default: the spec's)")(fn)
     return click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
-                        help=f"other model option{hint} (see `isrcheck list`)")(fn)
+                        help=f"other model option, e.g. --set {'='.join(map(str, SWITCH_EXAMPLE))} "
+                             f"(see `isrcheck list`)")(fn)
 
 
 ITF_FORM = click.option("--itf", "itf", type=click.Choice(["compact", "typed"]), default="compact", show_default=True,

@@ -167,7 +167,7 @@ def resolve_all(ref):
 def reference(cls):
     """What to type to name ``cls`` again on the command line: its name when registered, else FILE.py:CLASS
     (relative to the working directory when under it) or MODULE:CLASS."""
-    if known().get(cls.name) is cls:
+    if (SPECS[cls.name] if cls.name in SPECS else plugins()[0].get(cls.name)) is cls:    # known(), one name loaded
         return cls.name
     module = sys.modules.get(cls.__module__)
     path = getattr(module, "__file__", None)
