@@ -15,12 +15,19 @@
 - Standard output: a reader that closes it early (``isrcheck list | head -1``) only loses the rest of the
   output; the command runs on and exits with its own code (a BrokenPipeError escaping was exit 1, the code
   of a violation).
+- The end: once the command has its exit code, standard output and error are flushed, the ``atexit``
+  functions run, and the process ends there (``os._exit``), without Python tearing down every module and
+  object one by one first (the system frees a process's memory at once): 17 ms of a 0.3 s check. Where
+  anything is left that only that teardown would finish (a thread that is no daemon still running, a flush
+  that fails, an exit status that is not a number), Python exits as usual.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
+import threading
 
 EXIT_STOPPED = 3
 _caught = []            # the signals caught before checker.engine.stop took over
@@ -95,6 +102,9 @@ def main():
             from isrcheck.checker.command_line import cli
             _ran.append(True)
             cli.main()
+    except SystemExit as e:             # the command's end, its exit code decided
+        _end(e.code)
+        raise
     except KeyboardInterrupt:           # while starting (the command line turns its own into exit 3)
         caught = (stop and stop.reason()) or (_caught[0] if _caught else "SIGINT")
         _exit(f"stopped by {caught} while starting; nothing was checked or written")
@@ -104,6 +114,22 @@ def main():
         if stop is None or stop.address_space_room() is None or not _native(e):
             raise
         _exit(f"out of memory: a library cannot load under the address-space limit (ulimit -v): {_cause(e)}")
+
+
+def _end(code):
+    """End the process now with exit status ``code`` (see the module doc), or return where Python's own exit must
+    do it."""
+    if not (code is None or type(code) is int) or any(t.is_alive() and not t.daemon for t in threading.enumerate()
+                                                       if t is not threading.main_thread()):
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except Exception:                   # what Python's exit would say about it
+        return
+    atexit._run_exitfuncs()
+    os._exit((code or 0) & 0xFF)
 
 
 def _native(e):
