@@ -68,29 +68,6 @@ def test_ordered_inserts_mark_the_first_of_each_new_key_and_grow_midway():
     assert len(again) == len(visited) and not again.insert_ordered(h1, high.astype(np.uint64) << np.uint64(32)).any()
 
 
-def test_shards_grown_ahead_keep_every_key_and_take_the_level_without_growing(monkeypatch):
-    """``grow_ahead`` grows, through the given runner, the shards a level's keys would fill: the set keeps
-    every key it held, and that many new keys then go in without a growth in the middle of an insert (where it
-    holds the other workers up); with no room under the memory limit it grows nothing."""
-    rng = np.random.default_rng(7)
-    visited = VisitedSet(compiled=True)
-    old = rng.integers(1, 2 ** 64, 300_000, dtype=np.uint64, endpoint=False)
-    visited.insert_ordered(old, None)
-    sizes = visited.sizes.copy()
-    visited.room = lambda nbytes: False
-    visited.grow_ahead(900_000)
-    assert (visited.sizes == sizes).all()
-    visited.room = lambda nbytes: True
-    ran = []
-    visited.grow_ahead(900_000, lambda fn, jobs: [ran.append(job) or fn(job) for job in jobs])
-    assert len(ran) == int((visited.sizes > sizes).sum()) > 200
-    assert not visited.insert_ordered(old, None).any() and len(visited) == old.size
-    grown = []
-    monkeypatch.setattr(VisitedSet, "_grow", lambda self, s, size: grown.append(s))
-    new = rng.integers(1, 2 ** 64, 900_000, dtype=np.uint64, endpoint=False)
-    assert visited.insert_ordered(new, None).all() and not grown and len(visited) == 1_200_000
-
-
 def test_a_shard_has_room_for_its_whole_batch_before_it_goes_in(monkeypatch):
     """A sorted batch inserted into a shard too small for it would pile into the lowest slots and take quadratic
     time (66 s for the 8M fingerprints a search holds when the sorted array becomes the table): every shard

@@ -450,8 +450,6 @@ class Search:
                 else:
                     visited.use_loops()
                     self._widen(visited, frontier, step, next_id, coming, depth)
-                    visited.grow_ahead(self._expected(frontier.size, level_start, next_id, max_states),
-                                       self._on_workers)
                 pieces = self._pieces(frontier.size, step)
                 chunks = self._chunks(frontier, pieces, visited, list(pending))
                 spill_failed = None
@@ -668,7 +666,10 @@ class Search:
             for fn, *args in tasks:
                 yield fn(*args)
             return
-        ahead = [self._threads().submit(*task) for task in tasks[:self.workers + 1]]
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor       # (and logging): only a search on several workers
+            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-search")
+        ahead = [self.pool.submit(*task) for task in tasks[:self.workers + 1]]
         try:
             for task in tasks[self.workers + 1:]:
                 done = ahead.pop(0).result()
@@ -683,23 +684,6 @@ class Search:
             for future in ahead:
                 if not future.cancelled():
                     future.exception()      # wait: no piece inserts into the visited set after the search moves on
-
-    def _threads(self):
-        """The search's worker threads (a pool, made on first use: only a search on several workers)."""
-        if self.pool is None:
-            from concurrent.futures import ThreadPoolExecutor       # (and logging): only then
-            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="isrcheck-search")
-        return self.pool
-
-    def _on_workers(self, fn, jobs):
-        """``fn(job)`` for every job, the jobs dealt out to the worker threads, which run them at once."""
-        if self.workers == 1:
-            for job in jobs:
-                fn(job)
-            return
-        for _ in self._threads().map(lambda part: [fn(job) for job in part],
-                                     [jobs[k::self.workers] for k in range(self.workers)]):
-            pass
 
     def _successors(self, batch, parts, visited, turns, k):
         """The new states reached from chunk ``k`` of the frontier (``parts``: its ``expand``), added to the
@@ -745,14 +729,6 @@ class Search:
         if not new:
             return None, h1.size
         return kernels.build(batch, fresh, h1, h2, parent, action, new), h1.size
-
-    @staticmethod
-    def _expected(size, level_start, found, max_states):
-        """How many states the level to come may add: the frontier's ``size`` times the growth from the level
-        before it to it, up to ``max_states`` in all (``found`` so far)."""
-        before = level_start[-1] - level_start[-2] if len(level_start) > 1 else 1
-        coming = int(size * size / max(1, before))
-        return coming if max_states is None else min(coming, max(0, max_states - found))
 
     def _widen(self, visited, frontier, step, found, coming, depth):
         """At the start of a level (``depth``: the one being built; ``found`` states so far, ``coming``: what the

@@ -68,11 +68,6 @@ GROUPS = 8                      # groups of shards: the unit of the insert order
 GROUP_SHARDS = SHARDS // GROUPS
 
 
-def _each(fn, jobs):
-    for job in jobs:
-        fn(job)
-
-
 def _any_time(group):
     return contextlib.nullcontext()
 
@@ -307,26 +302,6 @@ class VisitedSet:
                 return
             if not self._make_room(s, int(self.counts[s]) + 1):
                 self.limits[s] = int(self.sizes[s] * DENSE_LOAD)
-
-    def grow_ahead(self, coming, each=None):
-        """Before a level that may add ``coming`` keys: grow now the shards that many more, spread evenly (with
-        four standard deviations to spare), would take past MAX_LOAD, as ``_make_room`` would grow them. A growth
-        during the inserts holds its shards' turn while the other workers wait for it; here ``each(fn, jobs)``
-        calls ``fn(job)`` for every job, on the search's workers at once (default: one after the other). Not under a
-        memory limit (``--max-memory``), nor without room for them all: there the inserts grow shards as they
-        fill, as ever (a growth ahead would take the memory of a level that may never come)."""
-        if self.sorted is not None or self.loops is None or coming <= 0 or stop.memory_limit() is not None:
-            return
-        per = coming / SHARDS
-        need = self.counts + int(per + 4 * per ** 0.5) + 1
-        grow = np.flatnonzero(need > self.sizes * MAX_LOAD)
-        if not grow.size:
-            return
-        sizes = np.maximum((self.sizes[grow] * GROWTH).astype(np.int64) + 1, (need[grow] / MAX_LOAD).astype(np.int64) + 1)
-        if not self.room(int((sizes - self.sizes[grow]).sum()) * self.slot_bytes):
-            return
-        jobs = list(zip(grow.tolist(), sizes.tolist()))
-        (each or _each)(lambda job: self._grow(*job), jobs)
 
     def _make_room(self, s, need):
         """Make shard ``s`` room for ``need`` fingerprints before a batch goes in: a sorted batch inserted into a
