@@ -4,15 +4,15 @@ import pytest
 
 from isrcheck.checker.exhaustive.bfs import Search
 from isrcheck.checker.spark import spark_engine
-from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint, route_least_tags
+from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint, route
 
 
 def _records(seed, n=20_000, distinct=8_000):
-    """Fingerprints with repeats (a state reached several times), a few sharing their high bits but not their low
-    ones, one of them 0, and unique tags in random order."""
+    """Fingerprints with repeats (a state reached several times), 40 sharing all but their low 12 bits (so that
+    the least-tag pass meets runs of several fingerprints), one of them 0, and unique tags in random order."""
     rng = np.random.default_rng(seed)
     fps = rng.integers(1, 1 << 63, distinct, dtype=np.uint64)
-    fps[:40] = (fps[:40] >> np.uint64(30) << np.uint64(30)) | rng.integers(0, 1 << 30, 40, dtype=np.uint64)
+    fps[:40] = (fps[0] >> np.uint64(12) << np.uint64(12)) | rng.integers(0, 1 << 12, 40, dtype=np.uint64)
     fps[40] = 0
     fps = fps[rng.integers(0, distinct, n)]
     return fps, rng.permutation(n).astype(np.uint64) * np.uint64(3)
@@ -29,13 +29,17 @@ def test_least_tag_per_fingerprint_is_group_then_least_per_group(seed):
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
-def test_route_least_tags_by_owner_in_fingerprint_order(partitions):
-    fps, tags = _records(3)
-    win = least_tag_per_fingerprint(fps, tags)
-    out_fps, out_tags, ends = route_least_tags(fps, tags, partitions)
-    assert ends[-1] == win.size
+def test_route_is_by_owner_in_the_records_order(partitions):
+    fps, _ = _records(3)
+    rng = np.random.default_rng(5)
+    parents = np.sort(rng.integers(0, 5_000, fps.size)).astype(np.uint32)
+    actions = rng.integers(0, 60, fps.size).astype(np.uint16)
+    prefix = rng.integers(0, 1 << 40, 5_000).astype(np.uint64)
+    tags = (prefix[parents] << np.uint64(16)) | actions.astype(np.uint64)
+    out_fps, out_tags, ends = route(fps, parents, actions, prefix, partitions)
+    assert ends[-1] == fps.size
     for q, (lo, hi) in enumerate(zip(np.append(0, ends[:-1]), ends)):
-        mine = win[fps[win] % np.uint64(partitions) == np.uint64(q)]
+        mine = fps % np.uint64(partitions) == np.uint64(q)
         assert np.array_equal(out_fps[lo:hi], fps[mine]) and np.array_equal(out_tags[lo:hi], tags[mine])
 
 

@@ -19,13 +19,13 @@ is a job of three stages:
 
 - map (level L -> L+1, partition q): expand q's share of level L chunk by chunk
   (``Search.expand``, on the kernels the local engine's policy picks for the
-  level's size: ``kernels``); keep the smallest (parent, action) per fingerprint
-  (one sort and one pass: ``checker.spark.spark_kernels``); write each owner its
-  successors as 16-byte (fingerprint, tag) records, the tag being
-  ``parent number << 16 | action``
-  (``frontier-files/part-P/level-L-successors-from-Q.npy``, atomic).
+  level's size: ``kernels``); write each successor to its owner as a 16-byte
+  (fingerprint, tag) record, the tag being ``parent number << 16 | action``
+  (routed in one pass: ``checker.spark.spark_kernels``;
+  ``frontier-files/part-P/level-L-successors-from-Q.npy``, atomic).
 - decide (level L+1, partition p): from every map task's records keep the
-  smallest tag per fingerprint (one sort), add those fingerprints to p's visited
+  smallest tag per fingerprint (one sort and one pass:
+  ``checker.spark.spark_kernels``), add those fingerprints to p's visited
   table in that order: the ones it lacked are the new states, and a winner's tag
   is its key. Write the level's (fingerprint, parent, action) to
   ``levels/level-LLLLL/part-PPPPP.parquet`` and p's keys and fingerprints, and
@@ -665,15 +665,16 @@ def _nbytes(*arrays):
 
 
 def _map_task(job, index, records, carry=False, from_jvm=True):
-    """Expand this partition's share of level ``job.level``; route de-duplicated successors to their owners.
+    """Expand this partition's share of level ``job.level``; route its successors to their owners.
 
-    Per chunk the smallest (parent, action) per fingerprint is kept and written to its owner's successor file,
-    tagged ``parent number << 16 | action`` (the successor's key if it wins) in a job's first level
-    (``job.numbered``: the level's Parquet files are complete), else ``K(parent) << 16 | action``: a chained
-    level knows its states' keys, not their numbers, in the same order. A level that is a job of its own
-    (``job.records_only``) routes (fingerprint, tag) records only: the owner decides the winners and this
-    partition materializes them (``_decide_task``, ``_materialize_task``). Chained levels drop the successors
-    their owners have visited (any owner: the tables are beside the tasks) and route the rest with their rows.
+    Per chunk the successors are written to their owners' successor files (a chained level's: the smallest
+    (parent, action) per fingerprint only), tagged ``parent number << 16 | action`` (the successor's key if it
+    wins) in a job's first level (``job.numbered``: the level's Parquet files are complete), else
+    ``K(parent) << 16 | action``: a chained level knows its states' keys, not their numbers, in the same order.
+    A level that is a job of its own (``job.records_only``) routes (fingerprint, tag) records only: the owner
+    decides the winners and this partition materializes them (``_decide_task``, ``_materialize_task``). Chained
+    levels drop the successors their owners have visited (any owner: the tables are beside the tasks) and route
+    the rest with their rows.
     With ``carry`` the partition's keys go through the shuffle to its own next task too.
     The payload bytes that cross the JVM boundary (the input record ``from_jvm``, every record out) go to the
     reduce task with the statistics.
@@ -716,7 +717,7 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
         tables = [(q, t) for q, t in tables if t is not None]
         stages.lap("map: visited tables")
         if job.records_only:
-            from isrcheck.checker.spark.spark_kernels import route_least_tags
+            from isrcheck.checker.spark.spark_kernels import route
         if compiled is not None:
             from isrcheck.model.c_kernels import Scratch
             scratch, enabled, moved_by = Scratch(), np.zeros(n_actions, np.int64), np.zeros(n_actions, np.int64)
@@ -755,16 +756,18 @@ def _map_task(job, index, records, carry=False, from_jvm=True):
                     counts[places[cs:cs + rows.shape[0]]] += moves
                 m = parent.size
                 stages.lap("map: expand bookkeeping")
-                # one sort, then the smallest tag of each fingerprint (a block of pieces is not in key order)
-                tags = (block_prefix[cs + parent] << np.uint64(ACTION_BITS)) | action.astype(np.uint64)
-                if job.records_only:                    # records, in fingerprint order: their owner sorts them
-                    out_fps, out_tags, ends = route_least_tags(fp, tags, P)
+                if job.records_only:
+                    # every successor's record to its owner, which keeps the least tag of each fingerprint: a
+                    # least tag kept here too would cost a sort and a cache miss a record to drop about a quarter
+                    out_fps, out_tags, ends = route(fp, parent, action, block_prefix[cs:cs + rows.shape[0]], P)
                     stages.lap("map: group")
                     for q, (lo, hi) in enumerate(zip(np.append(0, ends[:-1]), ends)):
                         if lo < hi:
                             filed += files.add(q, out_fps[lo:hi], out_tags[lo:hi])
                     stages.lap("map: successor files")
                     continue
+                # one sort, then the smallest tag of each fingerprint (a block of pieces is not in key order)
+                tags = (block_prefix[cs + parent] << np.uint64(ACTION_BITS)) | action.astype(np.uint64)
                 order, starts, unique = Search.group(fp)
                 win = Search.least_per_group(order, starts, np.diff(np.append(starts, m)), lambda k: np.take(tags, k))
                 stages.lap("map: group")
@@ -979,6 +982,7 @@ def _decide_task(job, index, records):
     stages.lap("worker setup")
     inputs = _Inputs(records, 2, stages)
     fp, tag, source = inputs.joined(0), inputs.joined(1), inputs.joined("sources")
+    inputs.batches = inputs.sources = None      # their copies are joined: a level's records are held once
     stages.lap("reduce: concatenate")
     win, n_visited = _new_states(job, index, fp, tag, stages)
     keys, source = tag[win], source[win]

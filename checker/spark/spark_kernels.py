@@ -1,4 +1,5 @@
-"""The Spark engine's compiled loop (numba): the least tag of each fingerprint among a task's records.
+"""The Spark engine's compiled loops (numba): the least tag of each fingerprint among a task's records, and
+records routed to their owners.
 
 Imported by the tasks that need it, after ``checker.exhaustive.kernels`` (which sets up numba's import), so that
 the driver never imports numba.
@@ -20,11 +21,19 @@ def least_tag_per_fingerprint(fps, tags):
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     bits = max(1, (n - 1).bit_length())
-    packed = fps >> np.uint64(bits) << np.uint64(bits)
-    packed |= np.arange(n, dtype=np.uint64)
+    packed = np.empty(n, dtype=np.uint64)
+    _pack(fps, bits, packed)
     packed.sort()
     out = np.empty(n, dtype=np.int64)
     return out[:_least_tags(packed, bits, fps, tags, out)]
+
+
+@numba.njit(nogil=True, cache=True)
+def _pack(fps, bits, packed):
+    """``packed``: each fingerprint's high bits, its index in the low ``bits``."""
+    high = ~np.uint64((1 << bits) - 1)
+    for i in range(fps.size):
+        packed[i] = (fps[i] & high) | np.uint64(i)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -32,7 +41,7 @@ def _least_tags(packed, bits, fps, tags, out):
     """Over ``packed`` (sorted: a fingerprint's high bits, then a record's index in the low ``bits``), write to
     ``out`` the record of least tag of each fingerprint, in fingerprint order; returns how many. Records agreeing
     on their high bits are side by side; there, each fingerprint's are found by a sort of that run (a few
-    records: the same state reached again, or two fingerprints sharing their high bits)."""
+    records: the same state reached again, most often, read once; or two fingerprints sharing their high bits)."""
     low = np.uint64((1 << bits) - 1)
     n = packed.size
     members = np.empty(64, dtype=np.int64)         # a run's records, grown as needed
@@ -46,6 +55,20 @@ def _least_tags(packed, bits, fps, tags, out):
             j += 1
         if j == i + 1:
             out[k] = np.int64(packed[i] & low)
+            k += 1
+            i = j
+            continue
+        best = np.int64(packed[i] & low)           # most often: one fingerprint, reached again
+        same = True
+        for m in range(i + 1, j):
+            r = np.int64(packed[m] & low)
+            if fps[r] != fps[best]:
+                same = False
+                break
+            if tags[r] < tags[best]:
+                best = r
+        if same:
+            out[k] = best
             k += 1
         else:
             if j - i > members.size:
@@ -76,32 +99,28 @@ def _least_tags(packed, bits, fps, tags, out):
     return k
 
 
-def route_least_tags(fps, tags, partitions):
-    """The record of least tag of each distinct fingerprint (``least_tag_per_fingerprint``), as (fingerprints,
-    tags, ends): by owner (a fingerprint modulo ``partitions``), owner q's ``[ends[q - 1], ends[q])``, each in
-    fingerprint order."""
-    win = least_tag_per_fingerprint(fps, tags)
-    out_fps, out_tags = np.empty(win.size, dtype=np.uint64), np.empty(win.size, dtype=np.uint64)
+def route(fps, parents, actions, prefix, partitions):
+    """Successors' records by owner (a fingerprint modulo ``partitions``), each owner's in their order (a counting
+    sort: stable), as (fingerprints, tags, ends): owner q's are ``[ends[q - 1], ends[q])``. A successor's tag is
+    ``prefix[parent] << 16 | action`` (``prefix``: its parents' numbers or keys, uint64)."""
+    out_fps, out_tags = np.empty(fps.size, dtype=np.uint64), np.empty(fps.size, dtype=np.uint64)
     ends = np.zeros(partitions, dtype=np.int64)
-    _route(win, fps, tags, np.uint64(partitions), out_fps, out_tags, ends)
+    _route(fps, parents, actions, prefix, np.uint64(partitions), out_fps, out_tags, ends)
     return out_fps, out_tags, ends
 
 
 @numba.njit(nogil=True, cache=True)
-def _route(win, fps, tags, partitions, out_fps, out_tags, ends):
-    """Records ``win`` of (fps, tags) to ``out_fps``/``out_tags`` by owner (a counting sort: stable), ``ends`` each
-    owner's end."""
-    for i in range(win.size):
-        ends[np.int64(fps[win[i]] % partitions)] += 1
+def _route(fps, parents, actions, prefix, partitions, out_fps, out_tags, ends):
+    for i in range(fps.size):
+        ends[np.int64(fps[i] % partitions)] += 1
     at = np.empty(ends.size, dtype=np.int64)
     total = 0
     for q in range(ends.size):
         at[q] = total
         total += ends[q]
         ends[q] = total
-    for i in range(win.size):
-        r = win[i]
-        q = np.int64(fps[r] % partitions)
-        out_fps[at[q]] = fps[r]
-        out_tags[at[q]] = tags[r]
+    for i in range(fps.size):
+        q = np.int64(fps[i] % partitions)
+        out_fps[at[q]] = fps[i]
+        out_tags[at[q]] = (prefix[np.int64(parents[i])] << np.uint64(16)) | np.uint64(actions[i])
         at[q] += 1
