@@ -13,7 +13,10 @@ N partitions), whose answers must be the local engine's. An executor's share is 
 - the page cache its partition's files hold (the visited table, the frontier and successor files, the Parquet
   files: partition K is executor K's, as the search's partitions are its executors), counted page by page
   with ``mincore`` every few seconds;
-- their sum at each sample (the two overlap where a task has a file mapped: the sum is an upper bound).
+- their sum at each sample. A process's pages of its partition's files that it has mapped are counted once, with
+  the page cache (its resident memory less those mappings, read from ``/proc/PID/smaps``); its other mappings
+  (another partition's files it reads, libraries) count with the process. The executor's JVM and its Python
+  workers are also reported apart.
 
 The driver (its JVM, which also runs local-cluster's master and workers, and its Python) is reported apart.
 Every figure comes with the load average and free memory at the start and end of its run.
@@ -85,6 +88,24 @@ def _rss(pid):
         return 0
 
 
+def _rss_outside(pid, counted):
+    """``pid``'s resident bytes less those of its mappings of the files in ``counted`` (/proc/PID/smaps): the
+    memory that is the process's own, apart from its partition's files, which the page cache count holds."""
+    own = 0
+    inside = False
+    try:
+        with open(f"/proc/{pid}/smaps") as fh:
+            for line in fh:
+                if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
+                    fields = line.split(None, 5)
+                    inside = len(fields) == 6 and fields[5].rstrip("\n") in counted
+                elif line.startswith("Rss:") and not inside:
+                    own += int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+    return own
+
+
 def _cmdline(pid):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -99,8 +120,9 @@ class ExecutorFootprint:
 
     def __init__(self, workdir, executors, period=1.0, files_every=3):
         self.workdir, self.n, self.period, self.files_every = workdir, executors, period, files_every
-        self.peak = {k: dict(processes=0, files=0, total=0) for k in range(executors)}
+        self.peak = {k: dict(processes=0, jvm=0, python=0, files=0, total=0) for k in range(executors)}
         self.driver_peak, self.files_now, self.samples = 0, [0] * executors, 0
+        self.counted = [frozenset()] * executors
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -113,8 +135,8 @@ class ExecutorFootprint:
             if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in cmd and b"--executor-id" in cmd:
                 roots[int(cmd[cmd.index(b"--executor-id") + 1])] = pid
         below = {}
-        for k, root in roots.items():
-            below[k] = [pid for pid in tree if self._under(pid, root, tree)]
+        for k, root in roots.items():           # the executor's JVM first, then the processes below it
+            below[k] = [root] + [pid for pid in tree if pid != root and self._under(pid, root, tree)]
         return below
 
     @staticmethod
@@ -127,16 +149,21 @@ class ExecutorFootprint:
         tree = _tree(os.getpid())
         executors = self._executors(tree)
         if self.samples % self.files_every == 0:
-            self.files_now = [sum(resident_bytes(f) for f in partition_files(self.workdir, k)) for k in range(self.n)]
+            self.counted = [frozenset(partition_files(self.workdir, k)) for k in range(self.n)]
+            self.files_now = [sum(resident_bytes(f) for f in self.counted[k]) for k in range(self.n)]
         self.samples += 1
         inside = set()
         for k, pids in executors.items():
             if k >= self.n:                 # a replacement executor (none are lost here): counted as its slot
                 k %= self.n
             inside |= set(pids)
-            processes = sum(_rss(p) for p in pids)
+            jvm = _rss_outside(pids[0], self.counted[k]) if pids else 0
+            python = sum(_rss_outside(p, self.counted[k]) for p in pids[1:])
+            processes = jvm + python
             peak = self.peak[k]
             peak["processes"] = max(peak["processes"], processes)
+            peak["jvm"] = max(peak["jvm"], jvm)
+            peak["python"] = max(peak["python"], python)
             peak["files"] = max(peak["files"], self.files_now[k])
             peak["total"] = max(peak["total"], processes + self.files_now[k])
         self.driver_peak = max(self.driver_peak, sum(_rss(p) for p in tree if p not in inside))
@@ -221,7 +248,8 @@ def main(argv):
               f"{r['driver'] / gb:.2f} GB, workdir {r['workdir_bytes_at_end'] / gb:.2f} GB at the end; "
               f"load {r['machine_before']['load']}-{r['machine_after']['load']}")
         for k, e in sorted(r["per_executor"].items(), key=lambda kv: int(kv[0])):
-            print(f"  executor {k}: processes {e['processes'] / gb:.2f} GB, files in the page cache "
+            print(f"  executor {k}: processes {e['processes'] / gb:.2f} GB (JVM {e['jvm'] / gb:.2f}, Python workers "
+                  f"{e['python'] / gb:.2f}), files in the page cache "
                   f"{e['files'] / gb:.2f} GB, together {e['total'] / gb:.2f} GB = "
                   f"{e['total'] / local['peak_bytes']:.0%} of the local engine's peak")
     return rows
