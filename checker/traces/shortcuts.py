@@ -69,9 +69,9 @@ def explore(backend, inv, along=(), depth=None, cap=100_000, out_of_time=lambda:
     while layer:
         following = []
         for row, k, off in layer:
-            expanded += 1
             if expanded % _CHECK_EVERY == 0 and out_of_time():
                 return None
+            expanded += 1
             for i, new in successors(row):
                 nk = _key(new)
                 if nk in parent:
