@@ -220,3 +220,20 @@ def test_explore_and_minimize_honour_the_deadline(shortest, kraft):
     result = minimize(spec, LONG_WAY, "single-acting-leader", time_limit=0, clock=lambda: next(ticks))
     _check(spec, result, "single-acting-leader")
     assert result.reduction == (15, 15)             # out of time at once: the input, replayed
+
+
+def test_isrcheck_minimize_finds_the_short_way(kraft, tmp_path):
+    """The installed script: a trace dropping steps cannot shorten comes out as the shortest, and replays."""
+    import json
+    import subprocess
+    spec, shortest = kraft
+    actions = [backends.action_named(spec, name, params) for name, params in LONG_WAY]
+    save(from_steps(spec, "single-acting-leader", "fuzz", _engine_steps(spec, actions)), str(tmp_path / "t.itf.json"))
+    r = subprocess.run(["isrcheck", "minimize", "t.itf.json"], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"16 → {shortest + 1} states: t.min.itf.json" in r.stdout
+    assert len(json.loads((tmp_path / "t.min.itf.json").read_text())["states"]) == shortest + 1
+    r = subprocess.run(["isrcheck", "replay", "t.min.itf.json"], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=120)
+    assert r.returncode == 0 and f"violated at step {shortest}" in r.stdout, r.stdout + r.stderr
