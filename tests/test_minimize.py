@@ -171,10 +171,11 @@ def test_the_neighbourhood_search_shortens_what_dropping_steps_cannot(kraft, mon
     from isrcheck.checker.traces import minimize as m
     spec, shortest = kraft
     assert shortest == 5
-    monkeypatch.setattr(m, "EXPLORE_STATES", 1)          # no search from the initial state: the trace's neighbourhood
-    monkeypatch.setattr(m, "SHORTCUT_STATES", 1)         # and no neighbourhood either: ddmin, parameters, pairs
+    cap = m.SHORTCUT_STEPS
+    monkeypatch.setattr(m, "EXPLORE_STEPS", 1)           # no search from the initial state: the trace's neighbourhood
+    monkeypatch.setattr(m, "SHORTCUT_STEPS", 1)          # and no neighbourhood either: ddmin, parameters, pairs
     assert minimize(spec, LONG_WAY, "single-acting-leader").reduction == (15, 15)
-    monkeypatch.setattr(m, "SHORTCUT_STATES", 20_000)
+    monkeypatch.setattr(m, "SHORTCUT_STEPS", cap)
     results = [minimize(spec, LONG_WAY, "single-acting-leader") for _ in range(2)]
     for r in results:
         _check(spec, r, "single-acting-leader")
@@ -190,7 +191,7 @@ def test_explore_finds_a_shortest_within_its_cap_and_stops_at_it(shortest):
     path = explore(backend, inv)
     assert len(path) == len(steps) - 1 == 11
     assert _violates_exactly_at_end(backends.compiled(spec), path)
-    assert explore(backend, inv, cap=1000) is None                 # a violation 11 steps deep needs more states
+    assert explore(backend, inv, cap=1000) is None                 # a violation 11 steps deep needs more transitions
     along = [tuple(int(v) for v in row) for _, row in minimize(spec, [spec.actions[i] for i in path],
                                                                 "no-committed-loss", backend=backend)]
     near = explore(backend, inv, along=along, depth=1, cap=1000)      # one step off the trace: far fewer states

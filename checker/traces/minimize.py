@@ -16,16 +16,23 @@ A candidate is *valid* when, replayed from the initial state, every step is
 enabled and ``invariant`` holds before the last step and fails after it (a
 candidate that breaks it earlier is cut there: that prefix is valid and
 shorter). Starting from the input (cut at its first violation), the search
-first runs a breadth-first search from the initial state
-(:func:`checker.traces.shortcuts.explore`) over at most ``EXPLORE_STATES``
-states: when it reaches a violation, that is a shortest counterexample, and
-the result (its outcome is kept per spec instance and invariant, so the next
-trace of the same invariant costs nothing). Otherwise it
+runs three phases, each only while time is left:
 
-1. searches the trace's neighbourhood: breadth-first again, expanding only
+- a local search (steps 2-4 below, without step 1) until nothing changes;
+- a breadth-first search from the initial state
+  (:func:`checker.traces.shortcuts.explore`) within ``EXPLORE_STEPS``
+  transitions: when it reaches a violation, that is a shortest
+  counterexample, and the result (its outcome is kept per spec instance and
+  invariant, so the next trace of the same invariant costs nothing);
+- otherwise the local search again, with step 1 in each round.
+
+The steps of a round:
+
+1. search the trace's neighbourhood: breadth-first again, expanding only
    the states within d steps of a state of the trace, for d = 1, 2, ... up to
-   ``SHORTCUT_DEPTH`` while a search stays within ``SHORTCUT_STATES`` states. A state reached that equals a later state of the trace, or that
-   already violates the invariant, cuts out everything in between: this
+   ``SHORTCUT_DEPTH`` while a search stays within ``SHORTCUT_STEPS``
+   transitions. A state reached that equals a later state of the trace, or
+   that already violates the invariant, cuts out everything in between: this
    reorders steps and replaces a stretch of the trace by a different, shorter
    one, which dropping steps cannot do;
 2. ddmin (Zeller's delta debugging) over the steps: drop chunks of steps,
@@ -36,13 +43,12 @@ trace of the same invariant costs nothing). Otherwise it
 4. when none of these helps, tries dropping every pair of steps (an election and the
    LeaderAndIsr it sent, say);
 
-and repeats until nothing changes. On the scalar backend, or the compiled
-backend's interface over it (a hundred times slower), the first search is
-skipped and the neighbourhood search only looks one step off the trace, at a
-hundredth of the cap. When a candidate's step is no longer
-enabled (dropping an election renumbers the epochs after it) it is repaired:
+On the scalar backend, or the compiled backend's interface over it (a
+hundred times slower), the search from the initial state is skipped and the
+neighbourhood search only looks one step off the trace, within a hundredth of
+its cap. When a candidate's step is no longer enabled (dropping an election renumbers the epochs after it) it is repaired:
 the enabled instance of the same action whose effect is closest to what the
-step did before takes its place. The whole search runs twice, with that
+step did before takes its place. The first local search runs twice, with that
 repair and with a plain nearest-parameters repair, and keeps the shorter end.
 A candidate is only accepted when it is shorter than the current trace, or as
 long with smaller parameters, so the result is never longer than the input.
@@ -82,8 +88,8 @@ from isrcheck.checker.engine import stop
 from isrcheck.checker.traces.shortcuts import explore
 from isrcheck.model import backends
 
-EXPLORE_STATES = 200_000    # the breadth-first search from the initial state (about a second on the compiled backend)
-SHORTCUT_STATES = 20_000    # each search of a trace's neighbourhood
+EXPLORE_STEPS = 600_000     # the breadth-first search from the initial state (about a second on the compiled backend)
+SHORTCUT_STEPS = 50_000     # each search of a trace's neighbourhood
 SHORTCUT_DEPTH = 8          # at most this many steps off the trace
 SCALAR_SLOWER = 100         # the scalar backend's cap is this many times smaller
 
@@ -298,7 +304,7 @@ def _search(spec, backend, inv, ids, deadline, clock=time.monotonic, scale=1):
         if key not in near:
             rows, best = rp.rows(c), c
             for depth in range(1, (SHORTCUT_DEPTH if scale == 1 else 1) + 1):
-                found = explore(backend, inv, rows, depth, SHORTCUT_STATES // scale, out_of_time)
+                found = explore(backend, inv, rows, depth, SHORTCUT_STEPS // scale, out_of_time)
                 if found is None:
                     if out_of_time():
                         return best
@@ -324,25 +330,31 @@ def _search(spec, backend, inv, ids, deadline, clock=time.monotonic, scale=1):
     start = rp.run(ids, repair=False)
     if start is None:
         return None, rp.replays
-    best = start
-    if start and scale == 1:
-        found = _shortest_from_initial(spec, backend, inv, EXPLORE_STATES // scale, out_of_time)
-        got = None if found is None else rp.run(found, repair=False)
-        if got is not None:                 # a shortest counterexample: nothing shorter to look for
-            return (got if better(got, best) else best), rp.replays
-    for guided in (True, False):        # two repair strategies, each a local search: keep the better end
-        rp.guided = guided
-        ids = start
+    def local(ids, shortcuts):
+        """Each reduction in turn until none helps (the neighbourhood search first, with ``shortcuts``)."""
         while not out_of_time():
             before = ids
-            ids = replace_params(ddmin(shortcut(ids)))
+            ids = replace_params(ddmin(shortcut(ids) if shortcuts else ids))
             if not better(ids, before):
                 ids = remove_pairs(ids)
                 if not better(ids, before):
                     break
+        return ids
+
+    best = start
+    for guided in (True, False):        # two repair strategies, each a local search: keep the better end
+        rp.guided = guided
+        ids = local(start, False)
         if better(ids, best):
             best = ids
-    return best, rp.replays
+    if best and scale == 1 and not out_of_time():
+        found = _shortest_from_initial(spec, backend, inv, EXPLORE_STEPS, out_of_time)
+        got = None if found is None else rp.run(found, repair=False)
+        if got is not None:                 # a shortest counterexample: nothing shorter to look for
+            return (got if better(got, best) else best), rp.replays
+    rp.guided = True
+    ids = local(best, True)
+    return (ids if better(ids, best) else best), rp.replays
 
 
 def _slowness(backend):

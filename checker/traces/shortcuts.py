@@ -2,7 +2,7 @@
 
 API (:mod:`checker.traces.minimize` calls this)::
 
-    explore(backend, inv, along=(), depth=None, cap=100_000, out_of_time=...) -> list of action ids or None
+    explore(backend, inv, along=(), depth=None, cap=600_000, out_of_time=...) -> list of action ids or None
 
 A breadth-first search from the backend's initial state for the shortest path
 to a state where ``inv`` fails. ``depth=None`` searches every state; otherwise
@@ -14,7 +14,8 @@ already violates ``inv``, cuts out everything in between, whatever the order of
 the steps that got there. Since the trace itself lies in that neighbourhood, a
 search near a trace always finds a violation no longer than the trace.
 
-The search stops, returning None, after ``cap`` distinct states or when
+The search stops, returning None, after ``cap`` transitions (successors
+computed, whether new or not) or when
 ``out_of_time()`` says so (checked every few hundred expansions). It is
 deterministic: states are expanded in breadth-first order, each state's
 enabled instances in the backend's order.
@@ -55,7 +56,7 @@ def _path(parent, k):
     return ids[::-1]
 
 
-def explore(backend, inv, along=(), depth=None, cap=100_000, out_of_time=lambda: False):
+def explore(backend, inv, along=(), depth=None, cap=600_000, out_of_time=lambda: False):
     """Action ids of the shortest path to a violation of ``inv`` found; None when none is within the cap or time."""
     successors = _successors(backend)
     start = backend.initial_row()
@@ -65,7 +66,7 @@ def explore(backend, inv, along=(), depth=None, cap=100_000, out_of_time=lambda:
     k0 = _key(start)
     parent = {k0: None}                 # state -> (the state it was first reached from, action id)
     layer = [(start, k0, 0)]            # (row, key, steps since the last state of the trace)
-    expanded = 0
+    expanded = transitions = 0
     while layer:
         following = []
         for row, k, off in layer:
@@ -73,14 +74,15 @@ def explore(backend, inv, along=(), depth=None, cap=100_000, out_of_time=lambda:
                 return None
             expanded += 1
             for i, new in successors(row):
+                transitions += 1
+                if transitions > cap:
+                    return None
                 nk = _key(new)
                 if nk in parent:
                     continue
                 parent[nk] = (k, i)
                 if not backend.holds(new, inv):
                     return _path(parent, nk)
-                if len(parent) >= cap:
-                    return None
                 o = 0 if nk in trace else off + 1
                 if depth is None or o < depth:
                     following.append((new, nk, o))
