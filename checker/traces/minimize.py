@@ -46,7 +46,9 @@ The steps of a round:
 On the scalar backend, or the compiled backend's interface over it (a
 hundred times slower), the search from the initial state is skipped and the
 neighbourhood search only looks one step off the trace, within a hundredth of
-its cap. When a candidate's step is no longer enabled (dropping an election renumbers the epochs after it) it is repaired:
+its cap. The caps are set for states of up to ``CAP_CELLS`` cells (every
+spec at its default bounds); for wider states (more replicas) they shrink in
+proportion, a transition costing about that much more. When a candidate's step is no longer enabled (dropping an election renumbers the epochs after it) it is repaired:
 the enabled instance of the same action whose effect is closest to what the
 step did before takes its place. The first local search runs twice, with that
 repair and with a plain nearest-parameters repair, and keeps the shorter end.
@@ -92,6 +94,7 @@ EXPLORE_STEPS = 600_000     # the breadth-first search from the initial state (a
 SHORTCUT_STEPS = 50_000     # each search of a trace's neighbourhood
 SHORTCUT_DEPTH = 8          # at most this many steps off the trace
 SCALAR_SLOWER = 100         # the scalar backend's cap is this many times smaller
+CAP_CELLS = 100             # the caps are for states of up to this many cells; wider ones shrink them in proportion
 
 _shortest = weakref.WeakKeyDictionary()     # spec -> {(invariant, backend type): shortest ids, or None}
 
@@ -246,6 +249,8 @@ def _shortest_from_initial(spec, backend, inv, cap, out_of_time):
 def _search(spec, backend, inv, ids, deadline, clock=time.monotonic, scale=1):
     """The search of the module doc on ``backend``; ``scale`` (the scalar backend's slowness) divides its caps."""
     rp = _Replayer(spec, backend, inv)
+    slow = scale > 1
+    scale *= max(1.0, len(spec.layout.names) / CAP_CELLS)         # a transition costs in proportion to the state
 
     def better(got, c):
         return got is not None and (len(got) < len(c) or (len(got) == len(c) and got < c))
@@ -303,8 +308,8 @@ def _search(spec, backend, inv, ids, deadline, clock=time.monotonic, scale=1):
         key = tuple(c)
         if key not in near:
             rows, best = rp.rows(c), c
-            for depth in range(1, (SHORTCUT_DEPTH if scale == 1 else 1) + 1):
-                found = explore(backend, inv, rows, depth, SHORTCUT_STEPS // scale, out_of_time)
+            for depth in range(1, (1 if slow else SHORTCUT_DEPTH) + 1):
+                found = explore(backend, inv, rows, depth, int(SHORTCUT_STEPS / scale), out_of_time)
                 if found is None:
                     if out_of_time():
                         return best
@@ -347,8 +352,8 @@ def _search(spec, backend, inv, ids, deadline, clock=time.monotonic, scale=1):
         ids = local(start, False)
         if better(ids, best):
             best = ids
-    if best and scale == 1 and not out_of_time():
-        found = _shortest_from_initial(spec, backend, inv, EXPLORE_STEPS, out_of_time)
+    if best and not slow and not out_of_time():
+        found = _shortest_from_initial(spec, backend, inv, int(EXPLORE_STEPS / scale), out_of_time)
         got = None if found is None else rp.run(found, repair=False)
         if got is not None:                 # a shortest counterexample: nothing shorter to look for
             return (got if better(got, best) else best), rp.replays

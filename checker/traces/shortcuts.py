@@ -18,7 +18,8 @@ The search stops, returning None, after ``cap`` transitions (successors
 computed, whether new or not) or when
 ``out_of_time()`` says so (checked every few hundred expansions). It is
 deterministic: states are expanded in breadth-first order, each state's
-enabled instances in the backend's order.
+enabled instances in the backend's order. States are told apart by their
+hash (a tuple's is the same in every process).
 
 ``backend`` is any object with the interface of :class:`model.backends.Scalar`
 (``initial_row()``, ``step(row, inst)``, ``holds(row, inv)``, ``enabled(row)``);
@@ -28,14 +29,16 @@ or tuples). The search knows nothing of the spec beyond that interface.
 """
 from __future__ import annotations
 
-from array import array
-
 _CHECK_EVERY = 256          # expansions between two looks at the clock
 
 
 def _key(row):
-    """A compact, hashable copy of a row (int8 cells)."""
-    return row.tobytes() if hasattr(row, "tobytes") else array("b", row).tobytes()
+    """A state's key: its bytes (numpy rows), or the hash of a tuple (8 bytes a state, not a copy of the tuple).
+
+    Two tuples with one hash would be taken for one state: a path found is
+    still a real path (the caller replays it), at worst not the shortest.
+    """
+    return row.tobytes() if hasattr(row, "tobytes") else hash(row)
 
 
 def _successors(backend):
