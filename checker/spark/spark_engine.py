@@ -23,8 +23,9 @@ is a job of three stages:
   (fingerprint, tag) record, the tag being ``parent number << 16 | action``
   (routed in one pass: ``checker.spark.spark_kernels``;
   ``frontier-files/part-P/level-L-successors-from-Q.npy``, atomic).
-- decide (level L+1, partition p): from every map task's records keep the
-  smallest tag per fingerprint (one sort and one pass:
+- decide (level L+1, partition p): from every map task's records (read
+  straight into one array each) keep the smallest tag per fingerprint (one
+  sort and one pass:
   ``checker.spark.spark_kernels``), add those fingerprints to p's visited
   table in that order: the ones it lacked are the new states, and a winner's tag
   is its key. Write the level's (fingerprint, parent, action) to
@@ -295,7 +296,8 @@ _WORKER_CACHE = {}
 
 
 def _worker_search(job):
-    """The spec and a Search over it, built once per Python worker process (after the task's workdir check)."""
+    """The spec and a Search over it, built once per Python worker process (after the task's workdir check); what
+    the worker holds then is frozen out of the cyclic garbage collector's view (``gc.freeze``)."""
     _check_workdir(job.workdir, job.run)
     # by name: a spec class pickled by value (a user's file) is a new object in every task
     key = (job.spec_class.__module__, job.spec_class.__qualname__, job.bounds, job.symmetry, job.chunk, job.kernels)

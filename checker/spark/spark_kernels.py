@@ -1,5 +1,5 @@
-"""The Spark engine's compiled loops (numba): the least tag of each fingerprint among a task's records, and
-records routed to their owners.
+"""The Spark engine's compiled loops (numba): the least tag of each fingerprint among a task's records, records
+routed to their owners, and the winners' parents found in their blocks and ordered for ``build``.
 
 Imported by the tasks that need it, after ``checker.exhaustive.kernels`` (which sets up numba's import), so that
 the driver never imports numba.
