@@ -304,6 +304,10 @@ class _OnTuples:
     def holds(self, row, inv):
         return self.model.holds(row, inv.name)
 
+    def successors(self, row):
+        """``[(instance id, successor)]`` of every enabled instance, from one evaluation of the guards."""
+        return [(i, self.model.step(row, i)) for i in self.model.enabled(row)]
+
 
 def scalar(spec) -> Scalar:
     """The scalar backend of a spec instance."""

@@ -149,3 +149,92 @@ def test_minimize_rejects_a_trace_that_does_not_violate(shortest):
         minimize(spec, actions, "no-such-invariant")
     with pytest.raises(ValueError, match="no action"):
         minimize(spec, [("no_such_action", {})], "no-committed-loss")
+
+
+# A fuzzed kafka-4.0 single-acting-leader trace that dropping steps cannot shorten: the leader crashes, is fenced,
+# restarts and is elected again. The shortest (5 steps) fences the leader while it is up, which no subset of these
+# steps does.
+LONG_WAY = [("elect_leader", {"l": 0}), ("crash", {"r": 0}), ("apply_metadata", {"r": 1, "k": 0}),
+            ("fence_broker", {"r": 0, "l": 1}), ("apply_metadata", {"r": 1, "k": 0}), ("restart", {"r": 0}),
+            ("unfence_broker", {"r": 0}), ("apply_metadata", {"r": 0, "k": 0}), ("apply_metadata", {"r": 1, "k": 0}),
+            ("fetch", {"f": 0, "l": 1}), ("alter_partition", {"l": 1}), ("apply_metadata", {"r": 0, "k": 0}),
+            ("apply_metadata", {"r": 1, "k": 0}), ("elect_leader", {"l": 0}), ("apply_metadata", {"r": 0, "k": 0})]
+
+
+@pytest.fixture(scope="module")
+def kraft():
+    spec = SPECS["kafka-4.0"]()
+    return spec, len(search(spec, ["single-acting-leader"]).violations["single-acting-leader"].steps) - 1
+
+
+def test_the_neighbourhood_search_shortens_what_dropping_steps_cannot(kraft, monkeypatch):
+    from isrcheck.checker.traces import minimize as m
+    spec, shortest = kraft
+    assert shortest == 5
+    cap = m.SHORTCUT_STEPS
+    monkeypatch.setattr(m, "EXPLORE_STEPS", 1)           # no search from the initial state: the trace's neighbourhood
+    monkeypatch.setattr(m, "SHORTCUT_STEPS", 1)          # and no neighbourhood either: ddmin, parameters, pairs
+    assert minimize(spec, LONG_WAY, "single-acting-leader").reduction == (15, 15)
+    monkeypatch.setattr(m, "SHORTCUT_STEPS", cap)
+    results = [minimize(spec, LONG_WAY, "single-acting-leader") for _ in range(2)]
+    for r in results:
+        _check(spec, r, "single-acting-leader")
+        assert r.reduction == (15, shortest)
+    assert [a.label for a, _ in results[0][1:]] == [a.label for a, _ in results[1][1:]]
+
+
+def test_explore_finds_a_shortest_within_its_cap_and_stops_at_it(shortest):
+    from isrcheck.checker.traces.shortcuts import explore
+    spec, steps = shortest["hw-truncation"]
+    inv = spec.invariants["no-committed-loss"]
+    backend = backends.compiled(spec).backend()
+    path = explore(backend, inv)
+    assert len(path) == len(steps) - 1 == 11
+    assert _violates_exactly_at_end(backends.compiled(spec), path)
+    assert explore(backend, inv, cap=1000) is None                 # a violation 11 steps deep needs more transitions
+    along = [tuple(int(v) for v in row) for _, row in minimize(spec, [spec.actions[i] for i in path],
+                                                                "no-committed-loss", backend=backend)]
+    near = explore(backend, inv, along=along, depth=1, cap=1000)      # one step off the trace: far fewer states
+    assert len(near) == 11 and _violates_exactly_at_end(backends.compiled(spec), near)
+
+
+def test_explore_and_minimize_honour_the_deadline(shortest, kraft):
+    from isrcheck.checker.traces.shortcuts import explore
+    spec, _ = shortest["hw-truncation"]
+    inv = spec.invariants["no-committed-loss"]
+    calls = []
+
+    class Counting:
+        def __init__(self, backend):
+            self.backend = backend
+
+        def __getattr__(self, name):
+            return getattr(self.backend, name)
+
+        def successors(self, row):
+            calls.append(row)
+            return self.backend.successors(row)
+    assert explore(Counting(backends.compiled(spec).backend()), inv, out_of_time=lambda: len(calls) > 0) is None
+    assert len(calls) == 256                         # it looks at the clock every 256 states
+    spec, _ = kraft
+    ticks = iter(range(10**6))
+    result = minimize(spec, LONG_WAY, "single-acting-leader", time_limit=0, clock=lambda: next(ticks))
+    _check(spec, result, "single-acting-leader")
+    assert result.reduction == (15, 15)             # out of time at once: the input, replayed
+
+
+def test_isrcheck_minimize_finds_the_short_way(kraft, tmp_path):
+    """The installed script: a trace dropping steps cannot shorten comes out as the shortest, and replays."""
+    import json
+    import subprocess
+    spec, shortest = kraft
+    actions = [backends.action_named(spec, name, params) for name, params in LONG_WAY]
+    save(from_steps(spec, "single-acting-leader", "fuzz", _engine_steps(spec, actions)), str(tmp_path / "t.itf.json"))
+    r = subprocess.run(["isrcheck", "minimize", "t.itf.json"], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"16 → {shortest + 1} states: t.min.itf.json" in r.stdout
+    assert len(json.loads((tmp_path / "t.min.itf.json").read_text())["states"]) == shortest + 1
+    r = subprocess.run(["isrcheck", "replay", "t.min.itf.json"], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=120)
+    assert r.returncode == 0 and f"violated at step {shortest}" in r.stdout, r.stdout + r.stderr

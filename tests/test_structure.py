@@ -28,7 +28,7 @@ from isrcheck.specs.tla.present import TlaPresentation
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "isrcheck.checker.command_line.cli"]
 ENGINES = ["exhaustive/bfs", "spark/spark_engine", "symbolic/bmc", "symbolic/cnf", "symbolic/induction",
-           "symbolic/unrolling", "symbolic/strengthen", "fuzzing/fuzz", "traces/minimize", "traces/trace",
+           "symbolic/unrolling", "symbolic/strengthen", "fuzzing/fuzz", "traces/minimize", "traces/shortcuts", "traces/trace",
            "gating/gate", "gating/gate_changes", "gating/gate_run", "gating/gate_results", "gating/gate_formats",
            "engine/result", "command_line/cli", "traces/show", "traces/export", "command_line/report",
            "exhaustive/fingerprint", "exhaustive/visited", "exhaustive/coverage", "traces/itf_types",

@@ -775,7 +775,7 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, workers, out_dir
 @TRACE_SPEC
 @FORMAT_JSON
 def minimize(trace_path, output, spec_ref, fmt, **kw):
-    """Delta-debug a trace: drop every step the violation does not need (never makes it longer)."""
+    """Shorten a trace: a shorter way to the same violation (never makes it longer)."""
     stop.polled()
     from isrcheck.checker.traces.minimize import minimize as ddmin
     trace, spec = _load_trace(trace_path, spec_ref, kw)
@@ -789,7 +789,7 @@ def minimize(trace_path, output, spec_ref, fmt, **kw):
     result = replay_trace(spec, trace)
     if not result.ok:
         raise UserError(f"{trace_path}: does not reproduce on the current model ({result.message})")
-    _err().print(f"minimize: {len(trace.steps)} states, dropping every step {trace.invariant} does not need",
+    _err().print(f"minimize: {len(trace.steps)} states, looking for a shorter way to violate {trace.invariant}",
                  markup=False)
     steps = ddmin(spec, trace)
     try:

@@ -1,4 +1,4 @@
-"""Counterexample minimization: delta debugging over the steps, then simpler parameters.
+"""Counterexample minimization: shortcuts through the state space, delta debugging over the steps, simpler parameters.
 
 API (the CLI's ``isrcheck minimize`` calls this)::
 
@@ -16,22 +16,46 @@ A candidate is *valid* when, replayed from the initial state, every step is
 enabled and ``invariant`` holds before the last step and fails after it (a
 candidate that breaks it earlier is cut there: that prefix is valid and
 shorter). Starting from the input (cut at its first violation), the search
+runs three phases, each only while time is left:
 
-1. ddmin (Zeller's delta debugging) over the steps: drop chunks of steps,
+- a local search (steps 2-4 below, without step 1) until nothing changes;
+- a breadth-first search from the initial state
+  (:func:`checker.traces.shortcuts.explore`) within ``EXPLORE_STEPS``
+  transitions: when it reaches a violation, that is a shortest
+  counterexample, and the result (its outcome is kept per spec instance and
+  invariant, so the next trace of the same invariant costs nothing);
+- otherwise the local search again, with step 1 in each round.
+
+The steps of a round:
+
+1. search the trace's neighbourhood: breadth-first again, expanding only
+   the states within d steps of a state of the trace, for d = 1, 2, ... up to
+   ``SHORTCUT_DEPTH`` while a search stays within ``SHORTCUT_STEPS``
+   transitions. A state reached that equals a later state of the trace, or
+   that already violates the invariant, cuts out everything in between: this
+   reorders steps and replaces a stretch of the trace by a different, shorter
+   one, which dropping steps cannot do;
+2. ddmin (Zeller's delta debugging) over the steps: drop chunks of steps,
    halving the chunk size down to single steps, while the result stays valid;
-2. for every step, tries the same action with smaller parameters: a
+3. for every step, tries the same action with smaller parameters: a
    replacement is kept when the result stays valid and is shorter, or as long
    with smaller parameters;
-3. when neither helps, tries dropping every pair of steps (an election and the
+4. when none of these helps, tries dropping every pair of steps (an election and the
    LeaderAndIsr it sent, say);
 
-and repeats until nothing changes. When a candidate's step is no longer
-enabled (dropping an election renumbers the epochs after it) it is repaired:
+On the scalar backend, or the compiled backend's interface over it (a
+hundred times slower), the search from the initial state is skipped and the
+neighbourhood search only looks one step off the trace, within a hundredth of
+its cap. The caps are set for states of up to ``CAP_CELLS`` cells (every
+spec at its default bounds); for wider states (more replicas) they shrink in
+proportion, a transition costing about that much more. When a candidate's step is no longer enabled (dropping an election renumbers the epochs after it) it is repaired:
 the enabled instance of the same action whose effect is closest to what the
-step did before takes its place. The whole search runs twice, with that
+step did before takes its place. The first local search runs twice, with that
 repair and with a plain nearest-parameters repair, and keeps the shorter end.
 A candidate is only accepted when it is shorter than the current trace, or as
 long with smaller parameters, so the result is never longer than the input.
+For the same input, spec and caps the result is the same (unless the time
+limit or a stop request cuts the search short).
 
 The result is a :class:`Minimized`: a list of engine steps
 ``[(ActionInstance or None, row)]`` (rows replayed on the scalar backend, so the
@@ -48,7 +72,8 @@ backend; if that replay disagrees, the search is redone there.
 ``reduce=False`` only validates and cuts the input (no search).
 ``time_limit`` (seconds of ``clock``; ``time.process_time`` makes it CPU
 time, which the machine's load does not cut short), or a stop request
-(:mod:`checker.engine.stop`: a signal), stops the search early with the best trace so far.
+(:mod:`checker.engine.stop`: a signal), stops the search early with the best trace so far
+(the breadth-first searches look at the clock every few hundred states).
 
 Raises ``ValueError`` when the input does not violate ``invariant`` (a step
 not enabled, or the invariant never fails), names an action the spec does not
@@ -57,11 +82,21 @@ have, or ``invariant`` is unknown.
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
 from isrcheck.checker.engine import stop
+from isrcheck.checker.traces.shortcuts import explore
 from isrcheck.model import backends
+
+EXPLORE_STEPS = 600_000     # the breadth-first search from the initial state (about a second on the compiled backend)
+SHORTCUT_STEPS = 50_000     # each search of a trace's neighbourhood
+SHORTCUT_DEPTH = 8          # at most this many steps off the trace
+SCALAR_SLOWER = 100         # the scalar backend's cap is this many times smaller
+CAP_CELLS = 100             # the caps are for states of up to this many cells; wider ones shrink them in proportion
+
+_shortest = weakref.WeakKeyDictionary()     # spec -> {(invariant, backend type): shortest ids, or None}
 
 
 class Minimized(list):
@@ -199,8 +234,23 @@ class _Replayer:
         return None
 
 
-def _search(spec, backend, inv, ids, deadline, clock=time.monotonic):
+def _shortest_from_initial(spec, backend, inv, cap, out_of_time):
+    """The exhaustive search's answer within ``cap`` states (None: not within it), once per spec and invariant."""
+    known = _shortest.setdefault(spec, {})
+    key = (inv.name, type(backend), type(getattr(backend, "model", None)), cap)
+    if key not in known:
+        found = explore(backend, inv, cap=cap, out_of_time=out_of_time)
+        if found is None and out_of_time():
+            return None                             # cut short: not an answer to keep
+        known[key] = found
+    return known[key]
+
+
+def _search(spec, backend, inv, ids, deadline, clock=time.monotonic, scale=1):
+    """The search of the module doc on ``backend``; ``scale`` (the scalar backend's slowness) divides its caps."""
     rp = _Replayer(spec, backend, inv)
+    slow = scale > 1
+    scale *= max(1.0, len(spec.layout.names) / CAP_CELLS)         # a transition costs in proportion to the state
 
     def better(got, c):
         return got is not None and (len(got) < len(c) or (len(got) == len(c) and got < c))
@@ -251,6 +301,25 @@ def _search(spec, backend, inv, ids, deadline, clock=time.monotonic):
             k += 1
         return c
 
+    near = {}
+
+    def shortcut(c):
+        """The shortest violation near the trace's states: one step off it, then more while within the cap."""
+        key = tuple(c)
+        if key not in near:
+            rows, best = rp.rows(c), c
+            for depth in range(1, (1 if slow else SHORTCUT_DEPTH) + 1):
+                found = explore(backend, inv, rows, depth, int(SHORTCUT_STEPS / scale), out_of_time)
+                if found is None:
+                    if out_of_time():
+                        return best
+                    break                           # the cap: a deeper search would only hit it sooner
+                got = rp.run(found, repair=False)
+                if better(got, best):
+                    best = got
+            near[key] = best
+        return near[key]
+
     def remove_pairs(c):
         """Drop two steps at once (an election and the LeaderAndIsr it sent, say)."""
         eff = rp.effects(c)
@@ -266,20 +335,37 @@ def _search(spec, backend, inv, ids, deadline, clock=time.monotonic):
     start = rp.run(ids, repair=False)
     if start is None:
         return None, rp.replays
-    best = start
-    for guided in (True, False):        # two repair strategies, each a local search: keep the better end
-        rp.guided = guided
-        ids = start
+    def local(ids, shortcuts):
+        """Each reduction in turn until none helps (the neighbourhood search first, with ``shortcuts``)."""
         while not out_of_time():
             before = ids
-            ids = replace_params(ddmin(ids))
+            ids = replace_params(ddmin(shortcut(ids) if shortcuts else ids))
             if not better(ids, before):
                 ids = remove_pairs(ids)
                 if not better(ids, before):
                     break
+        return ids
+
+    best = start
+    for guided in (True, False):        # two repair strategies, each a local search: keep the better end
+        rp.guided = guided
+        ids = local(start, False)
         if better(ids, best):
             best = ids
-    return best, rp.replays
+    if best and not slow and not out_of_time():
+        found = _shortest_from_initial(spec, backend, inv, int(EXPLORE_STEPS / scale), out_of_time)
+        got = None if found is None else rp.run(found, repair=False)
+        if got is not None:                 # a shortest counterexample: nothing shorter to look for
+            return (got if better(got, best) else best), rp.replays
+    rp.guided = True
+    ids = local(best, True)
+    return (ids if better(ids, best) else best), rp.replays
+
+
+def _slowness(backend):
+    """SCALAR_SLOWER for the scalar backend (or the compiled backend's interface over it), else 1."""
+    model = getattr(backend, "model", backend)
+    return SCALAR_SLOWER if isinstance(model, (backends.Scalar, backends.ScalarTuples)) else 1
 
 
 def _replay_on_spec(spec, inv, ids):
@@ -299,7 +385,7 @@ def _replay_on_spec(spec, inv, ids):
 
 def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True, time_limit=None,
              clock=time.monotonic):
-    """The shortest counterexample delta debugging finds; see the module doc."""
+    """The shortest counterexample the search finds; see the module doc."""
     from isrcheck.checker.traces.trace import Trace
     if invariant is None:
         if not isinstance(steps_or_trace, Trace):
@@ -325,11 +411,11 @@ def minimize(spec, steps_or_trace, invariant=None, *, backend=None, reduce=True,
         elif backend == "scalar":
             backend = scalar
         if backend is not scalar:
-            result, replays = _search(spec, backend, inv, ids, deadline, clock)
+            result, replays = _search(spec, backend, inv, ids, deadline, clock, _slowness(backend))
             if result is not None and _replay_on_spec(spec, inv, result) is None:
                 result = None                       # the fast backend disagrees: trust only the spec
         if result is None:
-            result, more = _search(spec, scalar, inv, ids, deadline, clock)
+            result, more = _search(spec, scalar, inv, ids, deadline, clock, _slowness(scalar))
             replays += more
         if result is None:
             raise ValueError(f"the trace does not violate {invariant} on replay")
