@@ -9,7 +9,8 @@ with every parameter folded in, become:
   ``R[c] * (new - old)`` modulo 2**64). Successors come out in (row, instance) order: the order in which
   the search keeps each state's first discovery;
 - ``isr_build``: the rows of the successors the visited set did not hold (parent's cells, then the
-  instance's writes, computed again: cheaper than keeping every successor's cells);
+  instance's writes, computed again: cheaper than keeping every successor's cells), by tiles of 4096
+  states, into a new array or the caller's (e.g. a file mapped in memory);
 - ``isr_first_violation``: per invariant, the first row that breaks it;
 - ``isr_fingerprint``: fingerprints of whole rows (a lane the search did not carry).
 
@@ -162,12 +163,12 @@ def _action_block(layout, k, label, guard, writes, lines):
 
 
 def _apply(layout, k, writes, lines):
-    """``apply_k``: the cells instance k writes, into column j of ``out`` (m columns a row)."""
+    """``apply_k``: the cells instance k writes, into column j of ``out`` (``ldo`` entries a row)."""
     e = _Emitter(layout)
-    lines.append(f"static void apply_{k}(const int8_t *B, i64 ld, i64 r, int8_t *out, i64 m, i64 j) {{")
+    lines.append(f"static void apply_{k}(const int8_t *B, i64 ld, i64 r, int8_t *out, i64 ldo, i64 j) {{")
     for c, v in writes:
         text = e.emit(v, lines, "    ")
-        lines.append(f"    out[{c} * m + j] = (int8_t)({text});")
+        lines.append(f"    out[{c} * ldo + j] = (int8_t)({text});")
     lines.append("}")
 
 
@@ -198,29 +199,34 @@ def source(layout, actions, invariants):
     for k, (label, guard, _) in enumerate(actions):
         _action_block(layout, k, label.replace("*/", "* /"), guard, writes[k], lines)
     lines += ["    }", "    *count = pos;", "    return n;", "}", "",
-              "/* the rows of the successors marked fresh, in order, with their lanes, parents and instances */",
+              "/* the rows of the successors marked fresh (m of them), in order, into out (ldo entries a cell), with",
+              "   their lanes (when h1 is given), parents and instances */",
               "void isr_build(const int8_t *B, i64 ld, const uint8_t *fresh, const u64 *h1, const u64 *h2,",
-              "               const uint32_t *parent, const uint16_t *action, i64 n, int8_t *out, i64 m,",
+              "               const uint32_t *parent, const uint16_t *action, i64 n, int8_t *out, i64 m, i64 ldo,",
               "               u64 *out_h1, u64 *out_h2, uint32_t *out_parent, uint16_t *out_action) {",
               "    i64 j = 0;",
               "    for (i64 i = 0; i < n; i++) {",
               "        if (!fresh[i]) continue;",
-              "        out_h1[j] = h1[i];",
+              "        if (h1) out_h1[j] = h1[i];",
               "        if (h2) out_h2[j] = h2[i];",
               "        out_parent[j] = parent[i];",
               "        out_action[j] = action[i];",
               "        j++;",
               "    }",
-              "    /* column by column: a state's cells are a column's length apart, each in its own page */",
-              f"    for (i64 c = 0; c < {width}; c++) {{",
-              "        const int8_t *from = B + c * ld;",
-              "        int8_t *to = out + c * m;",
-              "        for (j = 0; j < m; j++) to[j] = from[out_parent[j]];",
-              "    }",
-              "    for (j = 0; j < m; j++) {",
-              "        switch (out_action[j]) {"]
-    lines += [f"        case {k}: apply_{k}(B, ld, out_parent[j], out, m, j); break;" for k, w in enumerate(writes) if w]
-    lines += ["        default: break;", "        }", "    }", "}", "",
+              "    /* by tiles of states, column by column in a tile: a state's cells are a column's length apart, each",
+              "       in its own page, and a tile's parents stay in the cache while every column is gathered */",
+              "    for (i64 t = 0; t < m; t += 4096) {",
+              "        const i64 e = t + 4096 < m ? t + 4096 : m;",
+              f"        for (i64 c = 0; c < {width}; c++) {{",
+              "            const int8_t *from = B + c * ld;",
+              "            int8_t *to = out + c * ldo;",
+              "            for (j = t; j < e; j++) to[j] = from[out_parent[j]];",
+              "        }",
+              "        for (j = t; j < e; j++) {",
+              "            switch (out_action[j]) {"]
+    lines += [f"            case {k}: apply_{k}(B, ld, out_parent[j], out, ldo, j); break;"
+              for k, w in enumerate(writes) if w]
+    lines += ["            default: break;", "            }", "        }", "    }", "}", "",
               "/* the first row of B breaking invariant i, or -1 */",
               "i64 isr_first_violation(i64 i, const int8_t *B, i64 ld, i64 n) {",
               "    switch (i) {"]
@@ -289,7 +295,7 @@ class CKernels:
             lib.isr_expand.restype = _I
             lib.isr_expand.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P]
             lib.isr_build.restype = None
-            lib.isr_build.argtypes = [_P, _I, _P, _P, _P, _P, _P, _I, _P, _I, _P, _P, _P, _P]
+            lib.isr_build.argtypes = [_P, _I, _P, _P, _P, _P, _P, _I, _P, _I, _I, _P, _P, _P, _P]
             lib.isr_first_violation.restype = _I
             lib.isr_first_violation.argtypes = [_I, _P, _I, _I]
             lib.isr_fingerprint.restype = None
@@ -315,17 +321,22 @@ class CKernels:
             cap *= 2                        # full: the same buffers, larger (what they hold is copied along)
             scratch.grow([name for name, _ in _EXPANDED], cap, int(pos[0]))
 
-    def build(self, batch, fresh, h1, h2, parent, action, m):
+    def build(self, batch, fresh, h1, h2, parent, action, m, out=None):
         """(rows width x m, fingerprints, parent rows, instances) of the ``m`` successors ``fresh`` marks (uint8),
-        in order; the fingerprints are lane 1 (m), or with ``h2`` both lanes (2 x m)."""
-        rows = np.empty((batch.shape[0], m), dtype=np.int8)
-        out_h = np.empty((1 if h2 is None else 2, m), dtype=np.uint64)
+        in order; the fingerprints are lane 1 (m), or with ``h2`` both lanes (2 x m), or None without ``h1``.
+        ``out``: where the rows go (int8, width x m, a row's states contiguous, e.g. a slice of a file mapped
+        in memory: built in place, never copied), or None for a new array."""
+        rows = np.empty((batch.shape[0], m), dtype=np.int8) if out is None else out
+        if rows.shape != (batch.shape[0], m) or rows.dtype != np.int8 or (m > 1 and rows.strides[1] != 1):
+            raise ValueError(f"build: out must be int8, {batch.shape[0]} x {m}, a row's states contiguous")
+        out_h = np.empty((0 if h1 is None else 1 if h2 is None else 2, m), dtype=np.uint64)
         out_parent = np.empty(m, dtype=np.uint32)
         out_action = np.empty(m, dtype=np.uint16)
         self.lib.isr_build(_addr(batch), batch.strides[0], _addr(fresh), _addr(h1), _addr(h2), _addr(parent),
-                           _addr(action), parent.size, _addr(rows), m, _addr(out_h[0]),
-                           None if h2 is None else _addr(out_h[1]), _addr(out_parent), _addr(out_action))
-        return rows, out_h[0] if h2 is None else out_h, out_parent, out_action
+                           _addr(action), parent.size, _addr(rows), m, rows.strides[0],
+                           None if h1 is None else _addr(out_h[0]), None if h2 is None else _addr(out_h[1]),
+                           _addr(out_parent), _addr(out_action))
+        return rows, None if h1 is None else out_h[0] if h2 is None else out_h, out_parent, out_action
 
     def first_violation(self, name, rows):
         """The first column of ``rows`` (width x m, contiguous) breaking invariant ``name``, or -1."""

@@ -1,5 +1,7 @@
 """The Spark engine's compiled loops (least tags, routing, winners' parents), its column-major piece files and its
 records read into one array, against the plain numpy they replace."""
+import os
+
 import numpy as np
 import pytest
 
@@ -44,18 +46,27 @@ def test_route_is_by_owner_in_the_records_order(partitions):
         assert np.array_equal(out_fps[lo:hi], fps[mine]) and np.array_equal(out_tags[lo:hi], tags[mine])
 
 
-def test_a_piece_is_saved_as_its_batches_put_end_to_end(tmp_path):
-    """Column batches written row by row make the very file np.save makes of their concatenation's transpose."""
+def test_a_piece_built_in_place_is_the_file_np_save_makes(tmp_path):
+    """Column batches put into a piece file's mapped columns make the very file np.save makes of their
+    concatenation's transpose; an empty piece is an empty array."""
     rng = np.random.default_rng(4)
     whole = rng.integers(-5, 5, (66, 900), dtype=np.int8)
     batches = [whole[:, 100:400], rng.integers(-5, 5, (66, 37), dtype=np.int8)]
-    size = spark_engine._save_columns(str(tmp_path), 3, 1, "rows-from-00000", batches)
-    spark_engine._save_array(str(tmp_path), 3, 1, "whole", np.concatenate(batches, axis=1).T)
+    piece = spark_engine._PieceFile(str(tmp_path), 3, 1, "rows-from-00000", 337, 66)
     path = spark_engine._frontier_path(str(tmp_path), 3, 1, "rows-from-00000")
+    piece.columns[:, 300:] = batches[1]
+    piece.columns[:, :300] = batches[0]
+    assert not os.path.exists(path)
+    size = piece.close()
+    spark_engine._save_array(str(tmp_path), 3, 1, "whole", np.concatenate(batches, axis=1).T)
     with open(path, "rb") as a, open(spark_engine._frontier_path(str(tmp_path), 3, 1, "whole"), "rb") as b:
         assert a.read() == b.read()
     rows = np.load(path)
     assert size == rows.nbytes and rows.shape == (337, 66) and np.shares_memory(spark_engine._columns(rows), rows)
+    empty = spark_engine._PieceFile(str(tmp_path), 3, 2, "rows-from-00000", 0, 66)
+    assert empty.close() == 0
+    assert np.load(spark_engine._frontier_path(str(tmp_path), 3, 2, "rows-from-00000")).shape == (0, 66)
+    assert sorted(os.listdir(os.path.dirname(path))) == ["level-00003-rows-from-00000.npy", "level-00003-whole.npy"]
 
 
 @pytest.mark.parametrize("pieces", [False, True])

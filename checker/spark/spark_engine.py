@@ -44,8 +44,9 @@ is a job of three stages:
 A level decided on records runs on the local engine's compiled kernels
 (``model/c_kernels.py``) where a worker has them, as the local engine does: the
 map's expand gives every successor as flat arrays, and the materialize task
-builds a block's winners from its parents' columns in one call (``build``),
-parents ascending; without them (no C compiler, symmetry, ``kernels="numpy"``)
+builds a block's winners for an owner from their parents' columns in one call
+(``build``), parents ascending, straight into the owner's piece file mapped in
+memory (no array of the rows, no copy to write); without them (no C compiler, symmetry, ``kernels="numpy"``)
 the numpy or numba kernels do the same work (``Search.apply``, one call per run
 of equal actions) and the files are the same.
 
@@ -171,6 +172,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import inspect
+import mmap
 import os
 import re
 import shutil
@@ -428,23 +430,32 @@ def _save_array(workdir, level, index, name, array):
     return array.nbytes
 
 
-def _save_columns(workdir, level, index, name, batches):
-    """Batches of columns (each width x k, states side by side) put end to end, saved as ``_save_array`` saves
-    their concatenation's transpose (a state-per-row array stored column-major), without making it: row by row of
-    the batches. Its size in bytes."""
-    from numpy.lib import format as npy
-    path = _frontier_path(workdir, level, index, name)
-    spark_visited.make_dirs(workdir, os.path.dirname(path))
-    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    width, n = batches[0].shape[0], sum(b.shape[1] for b in batches)
-    with open(tmp, "wb") as fh:
-        npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(batches[0].dtype), "fortran_order": True,
-                                        "shape": (n, width)})
-        for c in range(width):
-            for b in batches:
-                fh.write(np.ascontiguousarray(b[c]).data)
-    os.replace(tmp, path)
-    return n * width * batches[0].itemsize
+class _PieceFile:
+    """A state-per-row int8 array (n x width) saved as ``_save_array`` saves one stored column-major, made in place:
+    ``columns`` (width x n, a cell's states contiguous) is the file's data mapped from the page cache, where the
+    rows are built (no array of them, no write() copying them; each page faults in as it is first written, where
+    the rows go next: faulting them all in at once first cost more at 87M states); ``close`` unmaps it and puts
+    the file at its path (atomic), returning its size in bytes. Views of ``columns`` must be gone by then."""
+
+    def __init__(self, workdir, level, index, name, n, width):
+        from numpy.lib import format as npy
+        self.path = _frontier_path(workdir, level, index, name)
+        spark_visited.make_dirs(workdir, os.path.dirname(self.path))
+        self.tmp = f"{self.path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+        self.nbytes = n * width
+        with open(self.tmp, "wb+") as fh:
+            npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(np.dtype(np.int8)), "fortran_order": True,
+                                            "shape": (n, width)})
+            start = fh.tell()
+            fh.truncate(start + self.nbytes)
+            self.map = mmap.mmap(fh.fileno(), start + self.nbytes)
+        self.columns = np.frombuffer(self.map, dtype=np.int8, count=self.nbytes, offset=start).reshape(width, n)
+
+    def close(self):
+        self.columns = None
+        self.map.close()
+        os.replace(self.tmp, self.path)
+        return self.nbytes
 
 
 def _save_frontier(workdir, level, index, part):
@@ -1074,8 +1085,9 @@ def _materialize_task(job, index, records):
 
     A piece holds its states by block of their parents (this partition's share of level ``job.level``: its
     frontier file, or its pieces), in key order within a block, and its rows column-major (saved as the transpose
-    of a state-per-row array): the compiled kernels (model/c_kernels.py ``build``) make a block's successors from
-    its columns, their parents ascending, and the next level's map expands a piece without transposing it.
+    of a state-per-row array, ``_PieceFile``): the compiled kernels (model/c_kernels.py ``build``) make a block's
+    successors for an owner from its columns, their parents ascending, in the piece's pages, and the next level's
+    map expands a piece without transposing it.
     Without the compiled kernels the winners are made by runs of equal actions (``Search.apply``) and put in the
     same order: the files are the same either way.
     Records: the partition's record of level ``job.level`` (cached) and the owners that sent winners; out: a
@@ -1117,25 +1129,28 @@ def _materialize_task(job, index, records):
         keys, places = keys[order], places[order]
         actions = (keys & ACTION_MASK).astype(np.uint16)
         stages.lap("materialize: parents")
-        columns = (_built if search.compiled is not None else _applied)(search, blocks, block_end, bounds, at,
-                                                                        actions)
+        n_owners, runs = len(owners), np.diff(bounds).reshape(len(blocks), len(owners))
+        start = np.cumsum(runs, axis=0) - runs          # where a block's run starts in its owner's piece
+        pieces = [_PieceFile(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", int(runs[:, o].sum()),
+                             len(spec.layout.names)) for o, p in enumerate(owners)]
+        (_built if search.compiled is not None else _applied)(search, blocks, block_end, bounds, at, actions,
+                                                              [piece.columns for piece in pieces], start)
         stages.lap("materialize: apply")
-        runs = [(r // len(owners), r % len(owners)) for r in range(bounds.size - 1) if bounds[r] < bounds[r + 1]]
         for name in job.pending:
-            found = [int(keys[bounds[r] + c]) for r, c in (
-                (b * len(owners) + o, _first_violation(search, spec, name, columns[b][o])) for b, o in runs) if c >= 0]
+            found = [int(keys[bounds[b * n_owners + o] + c]) for b, o, c in (
+                (b, o, _first_violation(search, spec, name, pieces[o].columns[:, start[b, o]:start[b, o] + k]))
+                for (b, o), k in np.ndenumerate(runs) if k) if c >= 0]
             if found:
                 violations[name] = min(found)
         stages.lap("materialize: invariants")
         for o, p in enumerate(owners):
-            mine = [(b, bounds[b * len(owners) + o], bounds[b * len(owners) + o + 1]) for b in range(len(blocks))]
-            batches = [columns[b][o] for b, lo, hi in mine if lo < hi]
-            filed += _save_columns(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", batches)
             if job.symmetry:                    # their own fingerprints (the owner has the canonical ones)
-                fps = np.concatenate([search.fingerprint.full(np.ascontiguousarray(rows)) for rows in batches])
-                filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}", fps)
+                filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}",
+                                     search.fingerprint.full(pieces[o].columns))
+            filed += pieces[o].close()
             filed += _save_array(job.workdir, job.level + 1, p, f"places-from-{index:05d}",
-                                 np.concatenate([places[lo:hi] for _, lo, hi in mine]))
+                                 np.concatenate([places[bounds[b * n_owners + o]:bounds[b * n_owners + o + 1]]
+                                                 for b in range(len(blocks))]))
         stages.lap("materialize: piece files")
     _maybe_fail(job, "materialize", index)
     _report(job, (job.level, "materialize", index), stages, violations=violations, successor_file_bytes=filed)
@@ -1143,37 +1158,37 @@ def _materialize_task(job, index, records):
         yield p, index
 
 
-def _built(search, blocks, block_end, bounds, at, actions):
-    """``columns[block][owner]``: the successors of each run (``bounds``: by block, then owner) made by the
-    compiled kernels from their parents' columns (``at``: the parents' indices into the blocks put end to end,
-    ascending in a run), column-major."""
-    n_owners = (len(bounds) - 1) // len(blocks)
-    columns = []
+def _built(search, blocks, block_end, bounds, at, actions, pieces, start):
+    """The successors of each run (``bounds``: by block, then owner) made by the compiled kernels from their
+    parents' columns (``at``: the parents' indices into the blocks put end to end, ascending in a run), straight
+    into their owner's piece (``pieces[owner]``, width x n, from its column ``start[block, owner]``)."""
+    n_owners = len(pieces)
     for b, (rows, _, _) in enumerate(blocks):
-        lo, hi = bounds[b * n_owners], bounds[(b + 1) * n_owners]
-        if lo == hi:
-            columns.append([None] * n_owners)
+        if bounds[b * n_owners] == bounds[(b + 1) * n_owners]:
             continue
-        m = hi - lo
-        built, _, _, _ = search.compiled.build(_columns(rows), np.ones(m, dtype=np.uint8), np.zeros(m, np.uint64),
-                                               None, (at[lo:hi] - (block_end[b] - rows.shape[0])).astype(np.uint32),
-                                               actions[lo:hi], m)
-        columns.append([built[:, bounds[r] - lo:bounds[r + 1] - lo] for r in range(b * n_owners, (b + 1) * n_owners)])
-    return columns
+        source, first = _columns(rows), block_end[b] - rows.shape[0]
+        for o, piece in enumerate(pieces):
+            lo, hi = bounds[b * n_owners + o], bounds[b * n_owners + o + 1]
+            if lo < hi:
+                search.compiled.build(source, np.ones(hi - lo, dtype=np.uint8), None, None,
+                                      (at[lo:hi] - first).astype(np.uint32), actions[lo:hi], hi - lo,
+                                      out=piece[:, start[b, o]:start[b, o] + hi - lo])
 
 
-def _applied(search, blocks, block_end, bounds, at, actions):
+def _applied(search, blocks, block_end, bounds, at, actions, pieces, start):
     """``_built`` without the compiled kernels: the parents' rows gathered by runs of equal actions, one kernel call
-    per run (``Search.apply``), then put back in order."""
-    n_owners = (len(bounds) - 1) // len(blocks)
+    per run (``Search.apply``), then put in order into the pieces."""
+    n_owners = len(pieces)
     by_action = np.argsort(actions, kind="stable")          # a radix sort of 16-bit values
     picks = at[by_action]
     batch = _transpose(_gather_rows([b[0] for b in blocks], picks))
     search.apply(batch, _gather_rows([b[1] for b in blocks], picks), actions[by_action])
     made = np.empty_like(batch)
     made[:, by_action] = batch
-    return [[made[:, bounds[r]:bounds[r + 1]] for r in range(b * n_owners, (b + 1) * n_owners)]
-            for b in range(len(blocks))]
+    for b in range(len(blocks)):
+        for o, piece in enumerate(pieces):
+            lo, hi = bounds[b * n_owners + o], bounds[b * n_owners + o + 1]
+            piece[:, start[b, o]:start[b, o] + hi - lo] = made[:, lo:hi]
 
 
 def _first_violation(search, spec, name, columns):
