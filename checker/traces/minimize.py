@@ -31,8 +31,7 @@ The steps of a round:
 1. search the trace's neighbourhood: breadth-first again, expanding only
    the states within d steps of a state of the trace, for d = 1, 2, ... up to
    ``SHORTCUT_DEPTH`` while a search stays within ``SHORTCUT_STEPS``
-   transitions, and until a depth finds nothing shorter than the one before.
-   A state reached that equals a later state of the trace, or
+   transitions. A state reached that equals a later state of the trace, or
    that already violates the invariant, cuts out everything in between: this
    reorders steps and replaces a stretch of the trace by a different, shorter
    one, which dropping steps cannot do;
@@ -316,8 +315,6 @@ def _search(spec, backend, inv, ids, deadline, clock=time.monotonic, scale=1):
                         return best
                     break                           # the cap: a deeper search would only hit it sooner
                 got = rp.run(found, repair=False)
-                if not better(got, best) and depth > 1:
-                    break                           # a step further off brought nothing shorter: stop widening
                 if better(got, best):
                     best = got
             near[key] = best
