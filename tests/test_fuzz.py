@@ -19,7 +19,7 @@ import pytest
 from isrcheck.checker.exhaustive.bfs import search
 from isrcheck.checker.engine.budget import Budget
 from isrcheck.checker.engine.result import Result
-from isrcheck.checker.fuzzing.fuzz import BLOCK, _Choices, _Fuzzer, _pick
+from isrcheck.checker.fuzzing.fuzz import _Fuzzer, _pick
 from isrcheck.checker.fuzzing.fuzzer import fuzz
 from isrcheck.checker.fuzzing.fuzz_cells import Cells
 from isrcheck.checker.traces.trace import from_steps, replay
@@ -388,47 +388,3 @@ def test_the_fuzz_command_budgets_cpu_time(tmp_path):
     assert report["budget_hit"] == "CPU time limit 2s"
     # two workers, each searching for 2 CPU seconds: the report counts the CPU time of every fuzzing process
     assert 4 <= report["seconds"] < 8, report["seconds"]
-
-
-class _Bytes:
-    """Stands in for Hypothesis's ``data``: every draw is the next ``BLOCK`` bytes of a seeded stream, the first
-    block's byte ``at`` set to ``start`` (the low byte of a run's start choice)."""
-
-    def __init__(self, seed, at, start):
-        self.rng, self.at, self.start = random.Random(seed), at, start
-
-    def draw(self, _strategy):
-        block = bytearray(self.rng.randbytes(BLOCK))
-        if self.at is not None:
-            block[self.at], self.at = self.start, None
-        return bytes(block)
-
-
-def test_thrifty_runs_withhold_what_raised_a_counter_and_repeat_under_a_seed():
-    spec = SPECS["kip-101"](replicas=3)
-
-    def searched():
-        fz = _Fuzzer(spec, ["no-committed-loss"], 60, 3, 40, True, None, 60, None, "compiled")
-        fz.search()
-        return fz
-
-    fz, again = searched(), searched()
-    assert (fz.spends, fz.transitions, len(fz.archives[2][0])) == \
-        (again.spends, again.transitions, len(again.archives[2][0]))       # the learning repeats under a seed
-    lay = spec.layout
-    assert fz.counters == [lay.base[f] for f in ("q_epoch", "crashes", "next_record")]
-    epoch = 0
-    raising = [i for i, b in enumerate(fz.spends) if b >> epoch & 1]
-    assert raising and {spec.actions[i].name for i in raising} <= {"elect_leader", "controller_shrink_isr", "controller_offline"}, \
-        {spec.actions[i].name for i in raising}
-    # bit 0 set: from an archived cell; bits 2 and 3 clear: thrifty, for the whole run; bits 4..5: the counter
-    fired = {True: 0, False: 0}
-    for k in range(60):
-        for thrifty in (True, False):
-            start = 1 | (epoch << 4) | (0 if thrifty else 4)
-            archive, s, path, _, broken, _ = fz._run(_Choices(_Bytes(k, fz._swarm_bytes, start), fz._block),
-                                                    256, [0] * len(fz.targets))
-            assert s is not None
-            own = path[len(archive.paths[s]):]
-            fired[thrifty] += sum(i in raising for i in own)
-    assert fired[True] == 0 and fired[False] > 0, fired

@@ -54,15 +54,6 @@ resources (epochs, records, crashes) that a uniform walk spends in its first
 steps. An instance's weight is its kind's times its replica's; each step draws
 one enabled instance in proportion to it.
 
-Thrift. The spec's bounded counters are its scalar integer fields that are not replica ids (ghosts
-included: an epoch, the crashes so far, the next record), each limited by its declared bound, and a
-run that spends one early has none left for the step that needs it. The fuzzer learns which action
-instances raise each counter (``spends``, from the runs that passed, so replays stay exact) and
-makes some runs thrifty with one counter, drawn from bits of the run's start choice
-(``_Fuzzer._thrift``): half the runs continued from an archived cell withhold the instances that
-raised it for the whole run, a quarter of those from the initial state for their first half. Such a
-run spends the other bounds and reaches cells that still hold this one for a later run to spend.
-
 Where runs start (Go-Explore). Every state a run reaches falls in a *cell* of a
 coarse, replica-symmetric picture of the state (checker/fuzzing/fuzz_cells.py: who leads,
 which offsets and epochs stand above which, who is up, what was acknowledged;
@@ -276,15 +267,6 @@ def shrink_seconds(budget_s, given):
     return min(10.0, max(2.0, budget_s / 10)) if given is None else given
 
 
-def _counters(spec):
-    """The columns of the spec's bounded counters: its scalar integer fields that are not replica ids (ghosts
-    included), e.g. an epoch, the crashes so far, the next record; a declared bound (the field's ``hi``) limits
-    each, so a run that spends one early has none left for the step that needs it. At most 8."""
-    lay = spec.layout
-    return [lay.base[f.name] for f in lay.fields.values()
-            if f.shape == () and not f.boolean and f.values != "replica"][:8]
-
-
 def _replica_params(spec):
     """Per action instance, (its replica parameters in order (the first is the replica acting), the replicas it
     chooses).
@@ -495,8 +477,6 @@ class _Fuzzer:
         self.failure_class = {n: type(f"Broken_{n.replace('-', '_')}", (_InvariantBroken,), {})
                               for n in self.names}
         self.targets = _targets(spec)
-        self.counters = _counters(spec)
-        self.spends = bytearray(len(spec.actions))   # per instance: the counters it was seen to raise (bit k: k-th)
         self.last_progress = 0.0
         self.shrink_deadline = None
         from hypothesis import strategies as st
@@ -589,20 +569,6 @@ class _Fuzzer:
             eager.append(bool(w) and any(not speed[x] for x in reps[1:]))
         return out, eager, active
 
-    def _thrift(self, start, weight, steps, continued):
-        """Whether a run is thrifty, from bits 2..5 of its start choice: None, or (the weights with the instances
-        seen to raise one counter withheld, the step from which they may fire again).
-
-        Half the runs continued from an archived cell are, withholding for the whole run; a quarter of those
-        from the initial state, for their first half. The counter is bits 4..5's (modulo the counters). The run
-        spends the other bounds, so the cells it reaches keep this one for a later run to spend where it
-        counts."""
-        if (start >> 2) & (1 if continued else 3) or not self.counters:
-            return None
-        bit = 1 << ((start >> 4) & 3) % len(self.counters)
-        spends = self.spends
-        return [0 if spends[i] & bit else w for i, w in enumerate(weight)], steps if continued else steps // 2
-
     def _archive(self, active):
         """(archive, cell function, enabled function) of the runs in which the first ``active`` replicas act."""
         made = self.archives.get(active)
@@ -632,17 +598,15 @@ class _Fuzzer:
         choices = _Choices(data, self._block)
         for _ in range(self.EPISODE_RUNS):
             self.runs += 1
-            archive, s, path, visits, broken, spent = self._run(choices, left, counts)
+            archive, s, path, visits, broken = self._run(choices, left, counts)
             if broken:
                 self._broken(broken, path)          # raises
-            passed.append((archive, s, path, visits, spent))
+            passed.append((archive, s, path, visits))
             left -= len(visits)
             if left <= 0:
                 break
         if searching:
-            for archive, s, path, visits, spent in passed:
-                for i, bit in spent:
-                    self.spends[i] |= bit
+            for archive, s, path, visits in passed:
                 if s is not None:
                     archive.pick(s)
                 for key, group, state, n in visits:
@@ -666,19 +630,13 @@ class _Fuzzer:
         else:
             path, r, steps = [], self.model.initial, self.max_steps
         began = len(path)
-        full, thrift = weight, self._thrift(start, weight, min(steps, most), s is not None)
-        if thrift:
-            weight = thrift[0]
         eager_left = self.EAGER_STEPS * self.replicas if any(eager) else 0
         step, checks = self.model.step, self.active
         hashes, targets = self.hashes, self.targets
         visits = []
         block, pos = choices.block, choices.pos
         broken = [n for n, fn in checks if not fn(r)] if s is None else []
-        counters, spent = self.counters, []
-        for t in range(min(steps, most) if not broken else 0):
-            if thrift and t == thrift[1]:
-                weight = full                   # late in the run: the withheld instances may fire again
+        for _ in range(min(steps, most) if not broken else 0):
             en = [i for i in enabled(r) if weight[i]]
             if not en:
                 break
@@ -694,9 +652,6 @@ class _Fuzzer:
                 i = en[0]
             before, r = r, step(r, i)
             path.append(i)
-            for k, c in enumerate(counters):
-                if r[c] > before[c]:
-                    spent.append((i, 1 << k))
             hashes.append(hash(r))
             if targets:
                 _count_targets(targets, before, r, counts)
@@ -709,7 +664,7 @@ class _Fuzzer:
             visits.append((hash(c), hash(c[0]), r, len(path)))
         choices.pos = pos
         self._account(path, began)
-        return archive, s, path, visits, broken, spent
+        return archive, s, path, visits, broken
 
     def _account(self, path, began):
         """Count a run's steps (``path[began:]`` are this run's own) and the action kinds that fired."""
