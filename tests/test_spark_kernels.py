@@ -1,10 +1,11 @@
-"""The Spark engine's least-tag loop and its column-major piece files, against the plain numpy they replace."""
+"""The Spark engine's compiled loops (least tags, routing, winners' parents), its column-major piece files and its
+records read into one array, against the plain numpy they replace."""
 import numpy as np
 import pytest
 
 from isrcheck.checker.exhaustive.bfs import Search
 from isrcheck.checker.spark import spark_engine
-from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint, route
+from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint, route, winners_by_block
 
 
 def _records(seed, n=20_000, distinct=8_000):
@@ -55,3 +56,50 @@ def test_a_piece_is_saved_as_its_batches_put_end_to_end(tmp_path):
         assert a.read() == b.read()
     rows = np.load(path)
     assert size == rows.nbytes and rows.shape == (337, 66) and np.shares_memory(spark_engine._columns(rows), rows)
+
+
+@pytest.mark.parametrize("pieces", [False, True])
+def test_winners_by_block_is_searchsorted_then_a_stable_sort(pieces):
+    """Parents found among a partition's ranks (each owner's keys ascending, one owner's not: found all the same),
+    mapped to blocks (one whole block, or three pieces whose places interleave), ordered by block then owner."""
+    rng = np.random.default_rng(6 + pieces)
+    level_start, n = 1_000, 5_000
+    ranks = np.sort(rng.choice(40_000, n, replace=False)).astype(np.int64)
+    lists = [np.sort((ranks[rng.integers(0, n, k)] + level_start).astype(np.uint64) << np.uint64(16)
+                     | rng.integers(0, 60, k).astype(np.uint64)) for k in (3_000, 0, 2_000)]
+    lists[2] = lists[2][::-1].copy()
+    keys, sizes = np.concatenate(lists), np.array([w.size for w in lists], dtype=np.int64)
+    if pieces:
+        block = rng.integers(0, 3, n)
+        block_end = np.cumsum(np.bincount(block, minlength=3))
+        into = np.empty(n, dtype=np.int64)
+        for b, end in enumerate(block_end):
+            their = np.flatnonzero(block == b)
+            into[their] = np.arange(end - their.size, end)
+    else:
+        into, block_end = None, np.array([n])
+    at, order, bounds = winners_by_block(keys, sizes, level_start, ranks, into, block_end, 16)
+    want = np.searchsorted(ranks, (keys >> np.uint64(16)).astype(np.int64) - level_start)
+    want = want if into is None else into[want]
+    run = np.searchsorted(block_end, want, side="right") * 3 + np.repeat(np.arange(3), sizes)
+    by = np.argsort(run, kind="stable")
+    assert np.array_equal(order, by) and np.array_equal(at, want[by])
+    assert np.array_equal(bounds, np.searchsorted(run[by], np.arange(block_end.size * 3 + 1)))
+    stranger = keys.copy()
+    stranger[7] = np.uint64(level_start + 40_001) << np.uint64(16)          # a parent the partition lacks
+    assert winners_by_block(stranger, sizes, level_start, ranks, into, block_end, 16) is None
+
+
+def test_records_are_read_into_one_array_each(tmp_path):
+    """Successor files of (fingerprint, tag) batches read into one array of each, sources beside them."""
+    rng = np.random.default_rng(8)
+    files, want = [], []
+    for q, counts in ((2, (5, 0, 300)), (0, ()), (1, (70,))):
+        out = spark_engine._SuccessorFiles(str(tmp_path), 4, q)
+        for k in counts:
+            batch = rng.integers(0, 1 << 63, (2, k), dtype=np.uint64)
+            out.add(0, batch[0], batch[1])
+            want.append((batch[0], batch[1], np.full(k, q, dtype=np.int32)))
+        files += [(path, q) for path in out.close().values()]
+    got = spark_engine._read_records(files)
+    assert all(np.array_equal(g, np.concatenate([w[k] for w in want])) for k, g in enumerate(got))

@@ -23,8 +23,9 @@ is a job of three stages:
   (fingerprint, tag) record, the tag being ``parent number << 16 | action``
   (routed in one pass: ``checker.spark.spark_kernels``;
   ``frontier-files/part-P/level-L-successors-from-Q.npy``, atomic).
-- decide (level L+1, partition p): from every map task's records keep the
-  smallest tag per fingerprint (one sort and one pass:
+- decide (level L+1, partition p): from every map task's records (read
+  straight into one array each) keep the smallest tag per fingerprint (one
+  sort and one pass:
   ``checker.spark.spark_kernels``), add those fingerprints to p's visited
   table in that order: the ones it lacked are the new states, and a winner's tag
   is its key. Write the level's (fingerprint, parent, action) to
@@ -167,6 +168,7 @@ task summaries come back through an accumulator.
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import inspect
 import os
@@ -294,7 +296,8 @@ _WORKER_CACHE = {}
 
 
 def _worker_search(job):
-    """The spec and a Search over it, built once per Python worker process (after the task's workdir check)."""
+    """The spec and a Search over it, built once per Python worker process (after the task's workdir check); what
+    the worker holds then is frozen out of the cyclic garbage collector's view (``gc.freeze``)."""
     _check_workdir(job.workdir, job.run)
     # by name: a spec class pickled by value (a user's file) is a new object in every task
     key = (job.spec_class.__module__, job.spec_class.__qualname__, job.bounds, job.symmetry, job.chunk, job.kernels)
@@ -311,6 +314,10 @@ def _worker_search(job):
     if job.records_only and not job.symmetry:
         # and its compiled kernels (model/c_kernels.py) for a level decided on records, where they are used
         search._choose_compiled(job.level_size, 0)
+    # what the worker holds now (modules, numba's dispatchers and types, the spec, the kernels) leaves the cyclic
+    # collector's view: a reused Python worker runs a full collection after every task (pyspark.daemon), which
+    # otherwise walks those ~150K objects each time, some 70 ms a task; a later task's garbage is collected as before
+    gc.freeze()
     return found
 
 
@@ -532,6 +539,53 @@ def _read_successors(path, arrays):
         size = os.fstat(fh.fileno()).st_size
         while fh.tell() < size:
             yield tuple(np.load(fh) for _ in range(arrays))
+
+
+def _read_records(files):
+    """The (fingerprint, tag) records of successor files ``[(path, source partition)]`` (batches of two uint64
+    arrays of equal length: ``_SuccessorFiles``), read straight into one array of each, and each record's source:
+    (fps, tags, sources). A first pass reads the arrays' headers only, for their lengths; nothing is copied after
+    the read."""
+    sizes = []
+    for path, _ in files:
+        n = 0
+        with open(path, "rb") as fh:
+            end = os.fstat(fh.fileno()).st_size
+            while fh.tell() < end:
+                k = _record_array(fh)
+                fh.seek(8 * k, os.SEEK_CUR)
+                n += k
+        sizes.append(n // 2)
+    fps, tags = np.empty(sum(sizes), dtype=np.uint64), np.empty(sum(sizes), dtype=np.uint64)
+    sources = np.repeat(np.array([q for _, q in files], dtype=np.int32), sizes)
+    at = 0
+    for (path, _), size in zip(files, sizes):
+        with open(path, "rb") as fh:
+            end = at + size
+            while at < end:
+                k = _record_array(fh)
+                _read_into(fh, fps[at:at + k])
+                if _record_array(fh) != k:
+                    raise RuntimeError(f"internal error: {path}: a batch's tags are not as many as its fingerprints")
+                _read_into(fh, tags[at:at + k])
+                at += k
+    return fps, tags, sources
+
+
+def _record_array(fh):
+    """The length of the .npy array (uint64, one dimension) whose header ``fh`` is at, read up to its data."""
+    from numpy.lib import format as npy
+    version = npy.read_magic(fh)
+    shape, _, dtype = (npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0)(fh)
+    if dtype != np.uint64 or len(shape) != 1:
+        raise RuntimeError(f"internal error: {fh.name} is not a file of (fingerprint, tag) records")
+    return shape[0]
+
+
+def _read_into(fh, into):
+    """Fill ``into`` (contiguous) from ``fh``."""
+    if fh.readinto(memoryview(into).cast("B")) != into.nbytes:
+        raise RuntimeError(f"internal error: {fh.name} ends inside an array")
 
 
 def _drop_frontiers(workdir, partitions, below):
@@ -836,33 +890,39 @@ def _gather_rows(batches, picks):
 
 class _Inputs:
     """What a reduce-side task of level ``job.level + 1`` reads: the partition's previous record (chained
-    levels), its map task's statistics, and every map task's successor batches for it, by array."""
+    levels), its map task's statistics, and every map task's successor batches for it, by array; or, ``joined``
+    (a level decided on records), their (fingerprint, tag) records read straight into one array each, with each
+    record's source partition (``records``: ``_read_records``)."""
 
-    def __init__(self, records, arrays, stages):
-        self.prev, self.batches, self.sources = None, [[] for _ in range(arrays)], []
+    def __init__(self, records, arrays, stages, joined=False):
+        self.prev, self.batches, self.records = None, [[] for _ in range(arrays)], None
         self.counts, self.fired, self.moved, self.kernels = None, None, 0, None
         self.filed, self.map_stages, self.numbered = 0, {}, None
+        files = []
         for _, v in records:
             stages.lap("reduce: read records")
             if isinstance(v, _Part):
                 self.prev = v
                 self.moved += _nbytes(v.rows, v.fps, v.keys)
+            elif v[0] == "f" and joined:
+                files.append((v[1], v[2]))
             elif v[0] == "f":
                 for batch in _read_successors(v[1], arrays):
                     for into, a in zip(self.batches, batch):
                         into.append(a)
-                    self.sources.append(np.full(batch[0].size, v[2], dtype=np.int32))
                 stages.lap("reduce: successor files")
             else:
                 self.counts, self.fired, self.kernels, self.filed, self.map_stages, self.numbered = (
                     v[1], v[2], v[4], v[5], v[6], v[7])
                 self.moved += v[3] + _nbytes(self.counts, self.fired)
         stages.lap("reduce: read records")
+        if joined:                              # (fingerprint, tag) records: read into one array each
+            self.records = _read_records(files)
+            stages.lap("reduce: successor files")
 
     def joined(self, k):
-        """The ``k``-th array of every batch, concatenated (fingerprints, tags, sources)."""
-        parts = self.sources if k == "sources" else self.batches[k]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32 if k == "sources" else np.uint64)
+        """The ``k``-th array of every batch, concatenated (fingerprints, tags)."""
+        return np.concatenate(self.batches[k]) if self.batches[k] else np.zeros(0, dtype=np.uint64)
 
 
 def _new_states(job, index, fp, tag, stages):
@@ -980,10 +1040,9 @@ def _decide_task(job, index, records):
     stages = _Stages()
     _worker_search(job)
     stages.lap("worker setup")
-    inputs = _Inputs(records, 2, stages)
-    fp, tag, source = inputs.joined(0), inputs.joined(1), inputs.joined("sources")
-    inputs.batches = inputs.sources = None      # their copies are joined: a level's records are held once
-    stages.lap("reduce: concatenate")
+    inputs = _Inputs(records, 2, stages, joined=True)
+    fp, tag, source = inputs.records
+    inputs.records = None                       # held once, here
     win, n_visited = _new_states(job, index, fp, tag, stages)
     keys, source = tag[win], source[win]
     _write_level(job.workdir, job.level + 1, index, fp[win], keys)
@@ -1030,6 +1089,7 @@ def _materialize_task(job, index, records):
     owners.sort()
     stages = _Stages()
     spec, search, _ = _worker_search(job)
+    from isrcheck.checker.spark.spark_kernels import winners_by_block
     stages.lap("worker setup")
     violations, filed = {}, 0
     if owners:
@@ -1041,31 +1101,26 @@ def _materialize_task(job, index, records):
         blocks, _ = _frontier_blocks(job.workdir, job.level, index, part, mapped=search.compiled is not None)
         ranks = np.load(_frontier_path(job.workdir, job.level, index, "ranks"))
         stages.lap("materialize: files")
-        parent = (keys >> np.uint64(ACTION_BITS)).astype(np.int64) - part.level_start
-        at = np.searchsorted(ranks, parent)
-        if at.size and (at[-1] >= ranks.size or not np.array_equal(ranks[np.minimum(at, ranks.size - 1)], parent)):
-            raise RuntimeError(f"internal error: partition {index} is not the parent of its winners of level "
-                               f"{job.level + 1}")
-        # the parents' places in key order -> indices into the blocks put end to end
+        # the parents' indices into the blocks put end to end, by parent block, then owner, each run in key order
         block_end = np.cumsum([b[0].shape[0] for b in blocks])
-        if blocks[0][2] is not None:
+        into = None
+        if blocks[0][2] is not None:            # pieces: the parents' places in key order -> indices into them
             into = np.empty(ranks.size, dtype=np.int64)
             for (_, _, their), end in zip(blocks, block_end):
                 into[their] = np.arange(end - their.size, end)
-            at = into[at]
-        block_of = np.searchsorted(block_end, at, side="right")
-        # by parent block, then owner (a stable radix sort of small integers): each run keeps its key order
-        n_runs = len(blocks) * len(owners)
-        run = block_of * len(owners) + np.repeat(np.arange(len(owners)), [w.size for w in lists])
-        order = np.argsort(run.astype(np.int16 if n_runs < 1 << 15 else np.int64), kind="stable")
-        at, keys, places = at[order], keys[order], places[order]
-        bounds = np.searchsorted(run[order], np.arange(n_runs + 1))
+        found = winners_by_block(keys, np.array([w.size for w in lists], dtype=np.int64), part.level_start, ranks,
+                                 into, block_end, ACTION_BITS)
+        if found is None:
+            raise RuntimeError(f"internal error: partition {index} is not the parent of its winners of level "
+                               f"{job.level + 1}")
+        at, order, bounds = found
+        keys, places = keys[order], places[order]
         actions = (keys & ACTION_MASK).astype(np.uint16)
         stages.lap("materialize: parents")
         columns = (_built if search.compiled is not None else _applied)(search, blocks, block_end, bounds, at,
                                                                         actions)
         stages.lap("materialize: apply")
-        runs = [(r // len(owners), r % len(owners)) for r in range(n_runs) if bounds[r] < bounds[r + 1]]
+        runs = [(r // len(owners), r % len(owners)) for r in range(bounds.size - 1) if bounds[r] < bounds[r + 1]]
         for name in job.pending:
             found = [int(keys[bounds[r] + c]) for r, c in (
                 (b * len(owners) + o, _first_violation(search, spec, name, columns[b][o])) for b, o in runs) if c >= 0]

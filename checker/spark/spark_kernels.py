@@ -1,5 +1,5 @@
-"""The Spark engine's compiled loops (numba): the least tag of each fingerprint among a task's records, and
-records routed to their owners.
+"""The Spark engine's compiled loops (numba): the least tag of each fingerprint among a task's records, records
+routed to their owners, and the winners' parents found in their blocks and ordered for ``build``.
 
 Imported by the tasks that need it, after ``checker.exhaustive.kernels`` (which sets up numba's import), so that
 the driver never imports numba.
@@ -124,3 +124,82 @@ def _route(fps, parents, actions, prefix, partitions, out_fps, out_tags, ends):
         out_fps[at[q]] = fps[i]
         out_tags[at[q]] = (prefix[np.int64(parents[i])] << np.uint64(16)) | np.uint64(actions[i])
         at[q] += 1
+
+
+def winners_by_block(keys, sizes, level_start, ranks, into, block_end, action_bits):
+    """A partition's winners (``keys``: each owner's list of their keys, ``sizes`` long, put end to end, each in key
+    order) found among its states of the level they come from and ordered for ``build``: (``at``, their parents'
+    indices into the blocks put end to end; ``keys`` and ``order``, how they are reordered; ``bounds``, where each
+    run starts), by parent block, then owner, each run in key order (a stable counting sort). ``ranks``: the
+    partition's states' numbers less ``level_start``, ascending (in key order); ``into``: each of those states'
+    index into the blocks, or None when the blocks are one, in key order. None when a winner's parent is not among
+    ``ranks``."""
+    n_owners, n_blocks = sizes.size, block_end.size
+    at = np.empty(keys.size, dtype=np.int64)
+    run = np.empty(keys.size, dtype=np.int64)
+    bounds = np.zeros(n_blocks * n_owners + 1, dtype=np.int64)
+    identity = into is None
+    ok = _find_parents(keys, sizes, np.uint64(level_start), ranks, np.arange(0) if identity else into, identity,
+                       block_end, np.uint64(action_bits), at, run, bounds)
+    if not ok:
+        return None
+    order = np.empty(keys.size, dtype=np.int64)
+    out_at = np.empty(keys.size, dtype=np.int64)
+    _counting_sort(run, at, bounds, order, out_at)
+    return out_at, order, bounds
+
+
+@numba.njit(nogil=True, cache=True)
+def _find_parents(keys, sizes, level_start, ranks, into, identity, block_end, action_bits, at, run, bounds):
+    """``at``: each winner's parent's index into the blocks, ``run``: its (block, owner) run, ``bounds[r + 1]``: the
+    count of run r. A walk along ``ranks`` per owner (its keys ascend), a binary search where one does not."""
+    n = ranks.size
+    i = 0
+    for o in range(sizes.size):
+        r = 0
+        for _ in range(sizes[o]):
+            p = np.int64((keys[i] >> action_bits) - level_start)
+            if r < n and ranks[r] > p:          # not ascending: from the start
+                r = 0
+            if r < n and ranks[r] < p:          # the first rank >= p after r: a galloping search
+                lo, hi, step = r + 1, r + 1, 1
+                while hi < n and ranks[hi] < p:
+                    lo = hi + 1
+                    step *= 2
+                    hi = r + step
+                hi = min(hi, n)
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if ranks[mid] < p:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                r = lo
+            if r >= n or ranks[r] != p:
+                return False
+            g = r if identity else into[r]
+            b, hi = 0, block_end.size - 1       # the block holding g: the first ending after it
+            while b < hi:
+                mid = (b + hi) >> 1
+                if block_end[mid] <= g:
+                    b = mid + 1
+                else:
+                    hi = mid
+            at[i] = g
+            run[i] = b * sizes.size + o
+            bounds[run[i] + 1] += 1
+            i += 1
+    return True
+
+
+@numba.njit(nogil=True, cache=True)
+def _counting_sort(run, at, bounds, order, out_at):
+    """``order``: the winners by run, stable; ``out_at``: ``at`` in that order; ``bounds``: the runs' starts."""
+    for r in range(bounds.size - 1):
+        bounds[r + 1] += bounds[r]
+    fill = bounds[:-1].copy()
+    for i in range(run.size):
+        d = fill[run[i]]
+        order[d] = i
+        out_at[d] = at[i]
+        fill[run[i]] += 1
