@@ -2,7 +2,7 @@
 
     python benchmarks/fuzz_reach.py [--replicas 5] [--budget 60] [--seeds 5] [--first-seed 1] [--jobs 1]
                                     [--workers 1] [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...]
-                                    [--json FILE]
+                                    [--find-only] [--json FILE]
 
 For every spec in ``specs.SPECS`` and every invariant it expects "violated",
 fuzzes that invariant alone (``checker.fuzzing.fuzzer.fuzz``, ``--workers`` processes) with each of
@@ -22,7 +22,8 @@ Hypothesis's shrinking, after ``checker.traces.minimize``) and the CPU seconds t
 took in all (search, shrinking, minimizing, every seed). "bfs" is the exhaustive
 engine's shortest counterexample at the spec's default bounds (counterexamples/),
 for scale only (the fuzzer never reads it); "÷ bfs" is the median minimized
-length over it. Prints a markdown table and the load average; ``--json`` also
+length over it. ``--find-only`` neither shrinks nor minimizes a find (the time to find is the same,
+the row's CPU seconds far fewer; the lengths after the first are then "—"). Prints a markdown table and the load average; ``--json`` also
 writes one object per fuzz.
 """
 from __future__ import annotations
@@ -58,18 +59,18 @@ def _shortest(spec_name, invariant):
 
 
 def _one(task):
-    spec_name, invariant, bounds, budget, seed, workers = task
+    spec_name, invariant, bounds, budget, seed, workers, find_only = task
     from isrcheck.checker.fuzzing.fuzzer import fuzz
     from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
     cpu0, wall0 = time.process_time(), time.monotonic()
-    row = {"spec": spec_name, "invariant": invariant, "bounds": bounds, "seed": seed}
+    row = {"spec": spec_name, "invariant": invariant, "bounds": bounds, "seed": seed, "find_only": find_only}
     try:
         spec = SPECS[spec_name](**bounds)
     except Exception as e:                      # noqa: BLE001 — a spec that does not load is a row, not a crash
         return {**row, "verdict": f"error: {e}"}
     result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, derandomize=True, clock=time.process_time,
-                  workers=workers)
+                  workers=workers, **({"shrink_budget_s": 0.0, "minimize_steps": False} if find_only else {}))
     workers_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)            # the worker processes, if any
     row.update(verdict=result.verdicts[invariant], runs=result.runs, transitions=result.transitions,
                cpu_seconds=round(time.process_time() - cpu0 + workers_cpu.ru_utime + workers_cpu.ru_stime, 2),
@@ -107,11 +108,12 @@ def table(done, rows, budget):
             (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
         shown = f"> {budget:g}" if median == float("inf") else f"{median:.1f}"
         worst = f"> {budget:g}" if missed else f"{max(times):.1f}"
-        lengths = "—" if not hits else (f"{_median_length(hits, 'found_length')} → "
-                                        f"{_median_length(hits, 'hypothesis_length')} → "
-                                        f"{_median_length(hits, 'minimized_length')}")
-        ratio = "—" if not hits or not bfs else \
-            f"{statistics.median(r['minimized_length'] for r in hits) / bfs:.2f}"
+        shrunk = [r for r in hits if not r.get("find_only")]
+        lengths = "—" if not hits else f"{_median_length(hits, 'found_length')} → " + (
+            "— → —" if not shrunk else f"{_median_length(shrunk, 'hypothesis_length')} → "
+                                       f"{_median_length(shrunk, 'minimized_length')}")
+        ratio = "—" if not shrunk or not bfs else \
+            f"{statistics.median(r['minimized_length'] for r in shrunk) / bfs:.2f}"
         print(f"| {name} | {inv} | {changed} | {len(hits)}/{len(runs)} | {shown} / {worst} | {lengths} | {bfs} | "
               f"{ratio} | {sum(r['cpu_seconds'] for r in runs):.0f} |")
     print(f"\nfound by every seed: {found_rows} of {len(rows)} violations")
@@ -128,6 +130,9 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=1, help="worker processes of each fuzz")
     p.add_argument("--bound", action="append", default=[], help="NAME=VALUE, raised where the default is lower")
     p.add_argument("--only", action="append", default=[], help="SPEC or SPEC/INVARIANT")
+    p.add_argument("--find-only", action="store_true",
+                   help="neither shrink nor minimize what is found (the time to find is the same; lengths are the "
+                        "first failing run's)")
     p.add_argument("--json", help="also write every fuzz to this file (JSON lines)")
     p.add_argument("--table", nargs="+", metavar="FILE",
                    help="fuzz nothing: print the table of the fuzzes in these files (--json's, or the JSON lines "
@@ -149,7 +154,7 @@ def main(argv=None):
                 continue
             rows.append((name, inv, _bounds(cls, args.replicas, raised)))
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    tasks = [(name, inv, bounds, args.budget, seed, args.workers) for name, inv, bounds in rows for seed in seeds]
+    tasks = [(name, inv, bounds, args.budget, seed, args.workers, args.find_only) for name, inv, bounds in rows for seed in seeds]
     start = time.monotonic()
     done = []
     with ProcessPoolExecutor(max_workers=args.jobs, max_tasks_per_child=1) as pool:
