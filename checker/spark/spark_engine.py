@@ -1234,8 +1234,9 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 
 #: what the JVM prints on stderr as it starts (Spark 4 resolves an incubator module): nothing for the user
 _JVM_START_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
-#: set once a search is over: what the JVM prints as its context stops (stack traces of running tasks' dropped
-#: connections) is not for the user, whose run ends with its report or one line
+#: set once a search is over or its jobs are cancelled (a stop request, the time limit): what the JVM and its Python
+#: workers print as their tasks are cancelled and the context stops (stack traces of dropped connections, a worker's
+#: broken pipe) is not for the user, whose run ends with its report or one line
 _JVM_DONE = threading.Event()
 
 
@@ -1425,6 +1426,7 @@ def spark_search(spec, invariants, master="local[*]", partitions=None, symmetry=
             if stopping.reason():                       # a signal to the process group ended the JVM's start
                 raise _Stopped from None
             raise
+        _JVM_DONE.clear()                               # a reused context: an earlier search's cancel set it
         if stopping.reason():                           # asked to stop while Spark was starting
             raise _Stopped
         if created:
@@ -1687,6 +1689,7 @@ def _run_job(sc, rdd, start, time_limit):
         # on a thread of its own: a stop request can come from a signal handler on the main thread, which is
         # inside this job's py4j call, and a py4j call made there would re-enter its connection
         cancelled.set()
+        _JVM_DONE.set()
         threading.Thread(target=_quietly, args=(sc.cancelAllJobs if group is None else
                                                 lambda: sc.cancelJobGroup(group),), daemon=True).start()
 
