@@ -391,11 +391,10 @@ def _write_level(workdir, level, index, fps, keys):
     import pyarrow as pa
     import pyarrow.parquet as pq
     path = _level_path(workdir, level, index)
-    spark_visited.make_dirs(workdir, os.path.dirname(path))
+    tmp = _temporary(workdir, path)
     table = pa.table({"fingerprint": pa.array(fps, type=pa.uint64()),
                       "parent": pa.array(keys >> np.uint64(ACTION_BITS), type=pa.uint64()),
                       "action": pa.array((keys & ACTION_MASK).astype(np.uint16), type=pa.uint16())})
-    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
     pq.write_table(table, tmp, compression="none", use_dictionary=False, write_statistics=False)
     os.replace(tmp, path)
 
@@ -419,11 +418,17 @@ def _frontier_path(workdir, level, index, name):
     return os.path.join(workdir, "frontier-files", f"part-{index:05d}", f"level-{level:05d}-{name}.npy")
 
 
+def _temporary(workdir, path):
+    """A temporary path beside ``path`` in the workdir, its directory made: a file is written there and moved to
+    ``path`` once whole (atomic)."""
+    spark_visited.make_dirs(workdir, os.path.dirname(path))
+    return f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+
+
 def _save_array(workdir, level, index, name, array):
     """One of a partition's files of a level, beside the tasks (atomic, deterministic); its size in bytes."""
     path = _frontier_path(workdir, level, index, name)
-    spark_visited.make_dirs(workdir, os.path.dirname(path))
-    tmp = f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+    tmp = _temporary(workdir, path)
     with open(tmp, "wb") as fh:
         np.save(fh, array)
     os.replace(tmp, path)
@@ -440,8 +445,7 @@ class _PieceFile:
     def __init__(self, workdir, level, index, name, n, width):
         from numpy.lib import format as npy
         self.path = _frontier_path(workdir, level, index, name)
-        spark_visited.make_dirs(workdir, os.path.dirname(self.path))
-        self.tmp = f"{self.path}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
+        self.tmp = _temporary(workdir, self.path)
         self.nbytes = n * width
         with open(self.tmp, "wb+") as fh:
             npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(np.dtype(np.int8)), "fortran_order": True,
@@ -527,9 +531,8 @@ class _SuccessorFiles:
         """Append one batch for ``owner``; its bytes."""
         fh = self.open.get(owner)
         if fh is None:
-            path = _successor_path(self.workdir, self.level, owner, self.index)
-            spark_visited.make_dirs(self.workdir, os.path.dirname(path))
-            fh = self.open[owner] = open(f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex}", "wb")
+            fh = self.open[owner] = open(
+                _temporary(self.workdir, _successor_path(self.workdir, self.level, owner, self.index)), "wb")
         for a in arrays:
             np.save(fh, a)
         return _nbytes(*arrays)
