@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -58,9 +59,15 @@ def _wait_for(predicate, what, timeout=120):
 #: RFC 2544's benchmarking range: addresses of this machine's own test hosts, routed nowhere
 TEST_NET = "198.18"
 #: what runs in a worker's namespaces first: its own /tmp, a home in it (not a mount over the real home, which may
-#: hold the Python installation), then the worker
-PRIVATE = ('mount -t tmpfs -o size=8g,mode=1777 isrcheck-private /tmp && mkdir -m 700 /tmp/home && '
-           'HOME=/tmp/home exec "$@"')
+#: hold the Python installation), the installation's paths that lie under /tmp (``ISRCHECK_KEEP``, colon-separated:
+#: a checkout and its venv made with ``mktemp -d``) bound back into it, then the worker
+PRIVATE = ('mkdir -p /run/isrcheck-tmp && mount --bind /tmp /run/isrcheck-tmp && '
+           'mount -t tmpfs -o size=8g,mode=1777 isrcheck-private /tmp && mkdir -m 700 /tmp/home && '
+           'IFS=: && for p in $ISRCHECK_KEEP; do mkdir -p "$p" && mount --bind "/run/isrcheck-tmp${p#/tmp}" "$p" '
+           '|| exit 1; done && HOME=/tmp/home exec "$@"')
+#: the paths the workers need that a private /tmp would hide
+KEEP = ":".join(sorted({os.path.realpath(p) for p in (sys.prefix, os.path.dirname(os.path.dirname(__file__)))
+                        if os.path.realpath(p).startswith("/tmp/")}))
 
 
 class IsolatedCluster:
@@ -119,7 +126,8 @@ class IsolatedCluster:
                 ["ip", "netns", "exec", self.spaces[w], "unshare", "--mount", "--propagation", "private", "--", "sh",
                  "-c", PRIVATE, "sh", self.spark_class, "org.apache.spark.deploy.worker.Worker", self.url, "--host", ip,
                  "--cores", "1", "--memory", "1g", "--webui-port", "0", "--work-dir", "/tmp/work"],
-                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "SPARK_LOCAL_IP": ip})
+                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, "SPARK_LOCAL_IP": ip, "ISRCHECK_KEEP": KEEP})
         _wait_for(lambda: "Successfully registered with master" in log.read_text()[mark:] or worker.poll() is not None,
                   f"worker {w}")
         assert worker.poll() is None, log.read_text()[mark:][-3000:]
