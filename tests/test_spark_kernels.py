@@ -7,7 +7,7 @@ import pytest
 
 from isrcheck.checker.exhaustive.bfs import Search
 from isrcheck.checker.spark import spark_engine
-from isrcheck.checker.spark.spark_kernels import least_tag_per_fingerprint, route, winners_by_block
+from isrcheck.checker.spark.spark_kernels import RecentSuccessors, least_tag_per_fingerprint, route, winners_by_block
 
 
 def _records(seed, n=20_000, distinct=8_000):
@@ -114,3 +114,27 @@ def test_records_are_read_into_one_array_each(tmp_path):
         files += [(path, q) for path in out.close().values()]
     got = spark_engine._read_records(files)
     assert all(np.array_equal(g, np.concatenate([w[k] for w in want])) for k, g in enumerate(got))
+
+
+def test_recent_successors_keep_each_fingerprints_least_tag():
+    """Records routed through a small table of recent successors (chunk by chunk, then drained) are fewer, each a
+    record of its fingerprint, and keep every fingerprint with its least tag: the owners' winners are unchanged."""
+    fps, _ = _records(9)
+    parents = (np.arange(fps.size) // 4).astype(np.uint32)                # four successors each: unique tags
+    actions = (np.arange(fps.size) % 4).astype(np.uint16)
+    prefix = np.random.default_rng(10).permutation(1 << 20)[:5_000].astype(np.uint64)
+    tags = (prefix[parents] << np.uint64(16)) | actions.astype(np.uint64)
+    recent = RecentSuccessors(bits=10)
+    sent = [route(fps[lo:lo + 7_000], parents[lo:lo + 7_000], actions[lo:lo + 7_000], prefix, 3, recent)
+            for lo in range(0, fps.size, 7_000)] + [recent.drain(3)]
+    assert not recent.used.any()
+    got_fps = np.concatenate([f[lo:hi] for f, _, ends in sent for lo, hi in zip(np.append(0, ends[:-1]), ends)])
+    got_tags = np.concatenate([t[lo:hi] for _, t, ends in sent for lo, hi in zip(np.append(0, ends[:-1]), ends)])
+    for f, _, ends in sent:                             # by owner
+        assert all((f[lo:hi] % np.uint64(3) == q).all() for q, (lo, hi) in enumerate(zip(np.append(0, ends[:-1]),
+                                                                                          ends)))
+    assert fps.size // 2 < got_fps.size < fps.size
+    record = dict(zip(tags.tolist(), fps.tolist()))
+    assert all(record[t] == f for t, f in zip(got_tags.tolist(), got_fps.tolist()))   # each a record of its own
+    want, got = least_tag_per_fingerprint(fps, tags), least_tag_per_fingerprint(got_fps, got_tags)
+    assert np.array_equal(fps[want], got_fps[got]) and np.array_equal(tags[want], got_tags[got])

@@ -1,5 +1,6 @@
 """The Spark engine's compiled loops (numba): the least tag of each fingerprint among a task's records, records
-routed to their owners, and the winners' parents found in their blocks and ordered for ``build``.
+routed to their owners (a map task's repeats of a recent fingerprint merged first), and the winners' parents found
+in their blocks and ordered for ``build``.
 
 Imported by the tasks that need it, after ``checker.exhaustive.kernels`` (which sets up numba's import), so that
 the driver never imports numba.
@@ -99,18 +100,72 @@ def _least_tags(packed, bits, fps, tags, out):
     return k
 
 
-def route(fps, parents, actions, prefix, partitions):
+class RecentSuccessors:
+    """A map task's recent successors' records, held back in a direct-mapped table of ``2**bits`` slots (16 bytes
+    each: 1 MB at the default, a core's cache) keyed by fingerprint: a record whose fingerprint is in its slot
+    only lowers that slot's tag; one that finds another fingerprint there sends that one on (``route``), and
+    ``drain`` sends what is left. A fingerprint then reaches its owner with tags among its own, the least of all
+    of them among them: the owner's least tag is unchanged, on about a quarter fewer records."""
+
+    def __init__(self, bits=16):
+        self.fps = np.zeros(1 << bits, dtype=np.uint64)
+        self.tags = np.zeros(1 << bits, dtype=np.uint64)
+        self.used = np.zeros(1 << bits, dtype=np.bool_)
+        self.shift = np.uint64(64 - bits)
+
+    def drain(self, partitions):
+        """The records still held, by owner (as ``route`` gives them); the table is empty after."""
+        held = np.flatnonzero(self.used)
+        self.used[:] = False
+        return _by_owner(self.fps[held], self.tags[held], partitions)
+
+
+def route(fps, parents, actions, prefix, partitions, recent=None):
     """Successors' records by owner (a fingerprint modulo ``partitions``), each owner's in their order (a counting
     sort: stable), as (fingerprints, tags, ends): owner q's are ``[ends[q - 1], ends[q])``. A successor's tag is
-    ``prefix[parent] << 16 | action`` (``prefix``: its parents' numbers or keys, uint64)."""
+    ``prefix[parent] << 16 | action`` (``prefix``: its parents' numbers or keys, uint64). Through ``recent``
+    (``RecentSuccessors``), the records it sends on instead."""
+    if recent is None:
+        tags = (prefix[parents] << np.uint64(16)) | actions.astype(np.uint64)
+    else:
+        sent_fps, tags = np.empty(fps.size, dtype=np.uint64), np.empty(fps.size, dtype=np.uint64)
+        n = _through(fps, parents, actions, prefix, recent.fps, recent.tags, recent.used, recent.shift, sent_fps, tags)
+        fps, tags = sent_fps[:n], tags[:n]
+    return _by_owner(fps, tags, partitions)
+
+
+@numba.njit(nogil=True, cache=True)
+def _through(fps, parents, actions, prefix, slot_fps, slot_tags, used, shift, out_fps, out_tags):
+    """Each successor into its slot of the table (a Fibonacci hash of its fingerprint); ``out``: the records it
+    evicts; returns how many."""
+    k = 0
+    for i in range(fps.size):
+        f = fps[i]
+        t = (prefix[np.int64(parents[i])] << np.uint64(16)) | np.uint64(actions[i])
+        s = np.int64((f * np.uint64(0x9E3779B97F4A7C15)) >> shift)
+        if used[s]:
+            if slot_fps[s] == f:
+                if t < slot_tags[s]:
+                    slot_tags[s] = t
+                continue
+            out_fps[k] = slot_fps[s]
+            out_tags[k] = slot_tags[s]
+            k += 1
+        used[s] = True
+        slot_fps[s] = f
+        slot_tags[s] = t
+    return k
+
+
+def _by_owner(fps, tags, partitions):
     out_fps, out_tags = np.empty(fps.size, dtype=np.uint64), np.empty(fps.size, dtype=np.uint64)
     ends = np.zeros(partitions, dtype=np.int64)
-    _route(fps, parents, actions, prefix, np.uint64(partitions), out_fps, out_tags, ends)
+    _route(fps, tags, np.uint64(partitions), out_fps, out_tags, ends)
     return out_fps, out_tags, ends
 
 
 @numba.njit(nogil=True, cache=True)
-def _route(fps, parents, actions, prefix, partitions, out_fps, out_tags, ends):
+def _route(fps, tags, partitions, out_fps, out_tags, ends):
     for i in range(fps.size):
         ends[np.int64(fps[i] % partitions)] += 1
     at = np.empty(ends.size, dtype=np.int64)
@@ -122,7 +177,7 @@ def _route(fps, parents, actions, prefix, partitions, out_fps, out_tags, ends):
     for i in range(fps.size):
         q = np.int64(fps[i] % partitions)
         out_fps[at[q]] = fps[i]
-        out_tags[at[q]] = (prefix[np.int64(parents[i])] << np.uint64(16)) | np.uint64(actions[i])
+        out_tags[at[q]] = tags[i]
         at[q] += 1
 
 
