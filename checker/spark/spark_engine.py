@@ -53,7 +53,7 @@ the numpy or numba kernels do the same work (``Search.apply``, one call per run
 of equal actions) and the files are the same.
 
 So only a winner's row is materialized, where its parent's row is, and written
-once; a successor that loses costs 16 bytes. The job's last stage counts the
+once; a successor that loses costs 16 bytes at most. The job's last stage counts the
 pieces' paths in the JVM; ``R_{L+1}``, made from them, is computed by the next
 job's first stage.
 
