@@ -46,16 +46,16 @@ def test_route_is_by_owner_in_the_records_order(partitions):
         assert np.array_equal(out_fps[lo:hi], fps[mine]) and np.array_equal(out_tags[lo:hi], tags[mine])
 
 
-def test_a_piece_written_in_runs_is_the_file_np_save_makes(tmp_path):
-    """Column batches written at their places in a piece file (a strided view among them) make the very file
-    np.save makes of their concatenation's transpose; an empty piece is an empty array."""
+def test_a_piece_built_in_place_is_the_file_np_save_makes(tmp_path):
+    """Column batches put into a piece file's mapped columns make the very file np.save makes of their
+    concatenation's transpose; an empty piece is an empty array."""
     rng = np.random.default_rng(4)
     whole = rng.integers(-5, 5, (66, 900), dtype=np.int8)
     batches = [whole[:, 100:400], rng.integers(-5, 5, (66, 37), dtype=np.int8)]
     piece = spark_engine._PieceFile(str(tmp_path), 3, 1, "rows-from-00000", 337, 66)
     path = spark_engine._frontier_path(str(tmp_path), 3, 1, "rows-from-00000")
-    piece.write(300, batches[1])
-    piece.write(0, batches[0])
+    piece.columns[:, 300:] = batches[1]
+    piece.columns[:, :300] = batches[0]
     assert not os.path.exists(path)
     size = piece.close()
     spark_engine._save_array(str(tmp_path), 3, 1, "whole", np.concatenate(batches, axis=1).T)

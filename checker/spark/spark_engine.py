@@ -46,10 +46,9 @@ is a job of three stages:
 A level decided on records runs on the local engine's compiled kernels
 (``model/c_kernels.py``) where a worker has them, as the local engine does: the
 map's expand gives every successor as flat arrays, and the materialize task
-builds a block's winners for an owner from their parents' columns
-(``build``), parents ascending, a tile at a time into one array the task reuses,
-written from there to the owner's piece file (``pwrite``, no array of all the
-rows); without them (no C compiler, symmetry, ``kernels="numpy"``)
+builds a block's winners for an owner from their parents' columns in one call
+(``build``), parents ascending, straight into the owner's piece file mapped in
+memory (no array of the rows, no copy to write); without them (no C compiler, symmetry, ``kernels="numpy"``)
 the numpy or numba kernels do the same work (``Search.apply``, one call per run
 of equal actions) and the files are the same.
 
@@ -439,33 +438,28 @@ def _save_array(workdir, level, index, name, array):
 
 
 class _PieceFile:
-    """A state-per-row int8 array (n x width) saved as ``_save_array`` saves one stored column-major, written in
-    place: ``write`` puts a run of states' columns (width x k, as the kernels make them, in a tile the task
-    reuses) at their place in each column with ``pwrite``; the page cache's pages are filled by the system in
-    the write, where building the rows in the file mapped in memory faulted each page in on its first write
-    (several times the CPU under memory pressure). ``close`` puts the file at its path (atomic), returning the
-    size of its data in bytes."""
+    """A state-per-row int8 array (n x width) saved as ``_save_array`` saves one stored column-major, made in place:
+    ``columns`` (width x n, a cell's states contiguous) is the file's data mapped from the page cache, where the
+    rows are built (no array of them, no write() copying them; each page faults in as it is first written, where
+    the rows go next: faulting them all in at once first cost more at 87M states); ``close`` unmaps it and puts
+    the file at its path (atomic), returning its size in bytes. Views of ``columns`` must be gone by then."""
 
     def __init__(self, workdir, level, index, name, n, width):
         from numpy.lib import format as npy
         self.path = _frontier_path(workdir, level, index, name)
         self.tmp = _temporary(workdir, self.path)
-        self.n, self.nbytes = n, n * width
+        self.nbytes = n * width
         with open(self.tmp, "wb+") as fh:
             npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(np.dtype(np.int8)), "fortran_order": True,
                                             "shape": (n, width)})
-            self.start = fh.tell()
-            fh.truncate(self.start + self.nbytes)
-        self.fd = os.open(self.tmp, os.O_WRONLY)
-
-    def write(self, at, columns):
-        """States ``at`` to ``at + k`` of the piece: ``columns``, width x k (each row contiguous)."""
-        for c, column in enumerate(columns):
-            if os.pwrite(self.fd, column, self.start + c * self.n + at) != column.size:
-                raise OSError(f"{self.tmp}: a short write")
+            start = fh.tell()
+            fh.truncate(start + self.nbytes)
+            self.map = mmap.mmap(fh.fileno(), start + self.nbytes)
+        self.columns = np.frombuffer(self.map, dtype=np.int8, count=self.nbytes, offset=start).reshape(width, n)
 
     def close(self):
-        os.close(self.fd)
+        self.columns = None
+        self.map.close()
         os.replace(self.tmp, self.path)
         return self.nbytes
 
@@ -1109,8 +1103,8 @@ def _materialize_task(job, index, records):
     A piece holds its states by block of their parents (this partition's share of level ``job.level``: its
     frontier file, or its pieces), in key order within a block, and its rows column-major (saved as the transpose
     of a state-per-row array, ``_PieceFile``): the compiled kernels (model/c_kernels.py ``build``) make a block's
-    successors for an owner from its columns, their parents ascending, a tile at a time (checked, then written
-    to the piece), and the next level's map expands a piece without transposing it.
+    successors for an owner from its columns, their parents ascending, in the piece's pages, and the next level's
+    map expands a piece without transposing it.
     Without the compiled kernels the winners are made by runs of equal actions (``Search.apply``) and put in the
     same order: the files are the same either way.
     Records: the partition's record of level ``job.level`` (cached) and the owners that sent winners; out: a
@@ -1156,29 +1150,20 @@ def _materialize_task(job, index, records):
         start = np.cumsum(runs, axis=0) - runs          # where a block's run starts in its owner's piece
         pieces = [_PieceFile(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", int(runs[:, o].sum()),
                              len(spec.layout.names)) for o, p in enumerate(owners)]
-        own_fps = [np.empty(piece.n, dtype=np.uint64) for piece in pieces] if job.symmetry else None
-        found = {name: [] for name in job.pending}
-
-        def made(b, o, at, columns):
-            """States ``at`` on of run (block ``b``, owner ``o``), made: checked, fingerprinted under symmetry,
-            written to their owner's piece."""
-            first = bounds[b * n_owners + o] + at
-            for name in job.pending:
-                c = _first_violation(search, spec, name, columns)
-                if c >= 0:
-                    found[name].append(int(keys[first + c]))
-            place = start[b, o] + at
-            if own_fps is not None:             # their own fingerprints (the owner has the canonical ones)
-                own_fps[o][place:place + columns.shape[1]] = search.fingerprint.full(columns)
-            pieces[o].write(place, columns)
-
         (_built if search.compiled is not None else _applied)(search, blocks, block_end, bounds, at, actions,
-                                                              n_owners, len(spec.layout.names), made)
-        violations = {name: min(keys_found) for name, keys_found in found.items() if keys_found}
+                                                              [piece.columns for piece in pieces], start)
         stages.lap("materialize: apply")
+        for name in job.pending:
+            found = [int(keys[bounds[b * n_owners + o] + c]) for b, o, c in (
+                (b, o, _first_violation(search, spec, name, pieces[o].columns[:, start[b, o]:start[b, o] + k]))
+                for (b, o), k in np.ndenumerate(runs) if k) if c >= 0]
+            if found:
+                violations[name] = min(found)
+        stages.lap("materialize: invariants")
         for o, p in enumerate(owners):
-            if own_fps is not None:
-                filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}", own_fps[o])
+            if job.symmetry:                    # their own fingerprints (the owner has the canonical ones)
+                filed += _save_array(job.workdir, job.level + 1, p, f"fps-from-{index:05d}",
+                                     search.fingerprint.full(pieces[o].columns))
             filed += pieces[o].close()
             filed += _save_array(job.workdir, job.level + 1, p, f"places-from-{index:05d}",
                                  np.concatenate([places[bounds[b * n_owners + o]:bounds[b * n_owners + o + 1]]
@@ -1190,39 +1175,37 @@ def _materialize_task(job, index, records):
         yield p, index
 
 
-def _built(search, blocks, block_end, bounds, at, actions, n_owners, width, made, tile=1 << 15):
+def _built(search, blocks, block_end, bounds, at, actions, pieces, start):
     """The successors of each run (``bounds``: by block, then owner) made by the compiled kernels from their
-    parents' columns (``at``: the parents' indices into the blocks put end to end, ascending in a run), a tile of
-    ``tile`` states at a time into one array (width x tile) reused, each tile passed to ``made(block, owner,
-    offset in the run, columns)``."""
-    out = np.empty((width, tile), dtype=np.int8)
+    parents' columns (``at``: the parents' indices into the blocks put end to end, ascending in a run), straight
+    into their owner's piece (``pieces[owner]``, width x n, from its column ``start[block, owner]``)."""
+    n_owners = len(pieces)
     for b, (rows, _, _) in enumerate(blocks):
         if bounds[b * n_owners] == bounds[(b + 1) * n_owners]:
             continue
         source, first = _columns(rows), block_end[b] - rows.shape[0]
-        for o in range(n_owners):
+        for o, piece in enumerate(pieces):
             lo, hi = bounds[b * n_owners + o], bounds[b * n_owners + o + 1]
-            for s in range(lo, hi, tile):
-                k = min(tile, hi - s)
-                search.compiled.build(source, np.ones(k, dtype=np.uint8), None, None,
-                                      (at[s:s + k] - first).astype(np.uint32), actions[s:s + k], k, out=out[:, :k])
-                made(b, o, s - lo, out[:, :k])
+            if lo < hi:
+                search.compiled.build(source, np.ones(hi - lo, dtype=np.uint8), None, None,
+                                      (at[lo:hi] - first).astype(np.uint32), actions[lo:hi], hi - lo,
+                                      out=piece[:, start[b, o]:start[b, o] + hi - lo])
 
 
-def _applied(search, blocks, block_end, bounds, at, actions, n_owners, width, made):
+def _applied(search, blocks, block_end, bounds, at, actions, pieces, start):
     """``_built`` without the compiled kernels: the parents' rows gathered by runs of equal actions, one kernel call
-    per run (``Search.apply``), then each run passed to ``made`` whole."""
+    per run (``Search.apply``), then put in order into the pieces."""
+    n_owners = len(pieces)
     by_action = np.argsort(actions, kind="stable")          # a radix sort of 16-bit values
     picks = at[by_action]
     batch = _transpose(_gather_rows([b[0] for b in blocks], picks))
     search.apply(batch, _gather_rows([b[1] for b in blocks], picks), actions[by_action])
-    states = np.empty_like(batch)
-    states[:, by_action] = batch
+    made = np.empty_like(batch)
+    made[:, by_action] = batch
     for b in range(len(blocks)):
-        for o in range(n_owners):
+        for o, piece in enumerate(pieces):
             lo, hi = bounds[b * n_owners + o], bounds[b * n_owners + o + 1]
-            if lo < hi:
-                made(b, o, 0, states[:, lo:hi])
+            piece[:, start[b, o]:start[b, o] + hi - lo] = made[:, lo:hi]
 
 
 def _first_violation(search, spec, name, columns):
