@@ -7,7 +7,8 @@ import pytest
 
 from isrcheck.checker.exhaustive.bfs import Search
 from isrcheck.checker.spark import spark_engine
-from isrcheck.checker.spark.spark_kernels import RecentSuccessors, least_tag_per_fingerprint, route, winners_by_block
+from isrcheck.checker.spark.spark_kernels import (RecentSuccessors, _by_owner, least_tag_per_fingerprint, route,
+                                                   winners_by_block)
 
 
 def _records(seed, n=20_000, distinct=8_000):
@@ -32,14 +33,9 @@ def test_least_tag_per_fingerprint_is_group_then_least_per_group(seed):
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
-def test_route_is_by_owner_in_the_records_order(partitions):
-    fps, _ = _records(3)
-    rng = np.random.default_rng(5)
-    parents = np.sort(rng.integers(0, 5_000, fps.size)).astype(np.uint32)
-    actions = rng.integers(0, 60, fps.size).astype(np.uint16)
-    prefix = rng.integers(0, 1 << 40, 5_000).astype(np.uint64)
-    tags = (prefix[parents] << np.uint64(16)) | actions.astype(np.uint64)
-    out_fps, out_tags, ends = route(fps, parents, actions, prefix, partitions)
+def test_records_by_owner_in_their_order(partitions):
+    fps, tags = _records(3)
+    out_fps, out_tags, ends = _by_owner(fps, tags, partitions)
     assert ends[-1] == fps.size
     for q, (lo, hi) in enumerate(zip(np.append(0, ends[:-1]), ends)):
         mine = fps % np.uint64(partitions) == np.uint64(q)

@@ -120,18 +120,12 @@ class RecentSuccessors:
         return _by_owner(self.fps[held], self.tags[held], partitions)
 
 
-def route(fps, parents, actions, prefix, partitions, recent=None):
-    """Successors' records by owner (a fingerprint modulo ``partitions``), each owner's in their order (a counting
-    sort: stable), as (fingerprints, tags, ends): owner q's are ``[ends[q - 1], ends[q])``. A successor's tag is
-    ``prefix[parent] << 16 | action`` (``prefix``: its parents' numbers or keys, uint64). Through ``recent``
-    (``RecentSuccessors``), the records it sends on instead."""
-    if recent is None:
-        tags = (prefix[parents] << np.uint64(16)) | actions.astype(np.uint64)
-    else:
-        sent_fps, tags = np.empty(fps.size, dtype=np.uint64), np.empty(fps.size, dtype=np.uint64)
-        n = _through(fps, parents, actions, prefix, recent.fps, recent.tags, recent.used, recent.shift, sent_fps, tags)
-        fps, tags = sent_fps[:n], tags[:n]
-    return _by_owner(fps, tags, partitions)
+def route(fps, parents, actions, prefix, partitions, recent):
+    """Successors' records put through ``recent`` (``RecentSuccessors``): the ones it sends on, by owner
+    (``_by_owner``). A successor's tag is ``prefix[parent] << 16 | action`` (``prefix``: its parents' numbers or keys, uint64)."""
+    sent_fps, tags = np.empty(fps.size, dtype=np.uint64), np.empty(fps.size, dtype=np.uint64)
+    n = _through(fps, parents, actions, prefix, recent.fps, recent.tags, recent.used, recent.shift, sent_fps, tags)
+    return _by_owner(sent_fps[:n], tags[:n], partitions)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -158,6 +152,8 @@ def _through(fps, parents, actions, prefix, slot_fps, slot_tags, used, shift, ou
 
 
 def _by_owner(fps, tags, partitions):
+    """Records by owner (a fingerprint modulo ``partitions``), each owner's in their order (a counting sort:
+    stable), as (fingerprints, tags, ends): owner q's are ``[ends[q - 1], ends[q])``."""
     out_fps, out_tags = np.empty(fps.size, dtype=np.uint64), np.empty(fps.size, dtype=np.uint64)
     ends = np.zeros(partitions, dtype=np.int64)
     _route(fps, tags, np.uint64(partitions), out_fps, out_tags, ends)
