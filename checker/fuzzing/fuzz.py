@@ -76,6 +76,23 @@ reach many new cells and many of the events the spec declares as its
 nothing, and the archive is frozen while a failure is shrunk, so Hypothesis's
 replays stay exact.
 
+Hints from the exhaustive search at small bounds (checker/fuzzing/fuzz_hints.py). The fuzzer
+takes hints: when its first session (``SESSION_EXAMPLES`` runs) has not broken every requested
+invariant, it runs the exhaustive engine on the spec at small bounds (every bound lowered to its
+default, the options as given; symmetry on, one thread, at most ``fuzz_hints.HINT_STATES`` states,
+which costs about a CPU second) and keeps, for each invariant still unbroken that the search breaks
+there, its shortest counterexample. From then on one run in ``GUIDED`` follows a hint: it starts
+from the initial state, the hint's replicas mapped onto a random choice of the active ones, and
+whenever the hint's next step is enabled it takes it with probability ``FOLLOW``/256 (otherwise it
+steps as any run does; the passive replicas, keep-up and eager steps are unchanged), its cursor
+moving on as the hinted steps fire. The other runs, the archive and the targets are as without
+hints, and so is every run of the first session: what is found there is found exactly as without
+hints, at no cost. A bug that shows at small bounds is thus found at large ones along the same
+steps (docs/benchmarks/fuzzer.md measures both); a bug that does not show at small bounds gets no
+hint, and the fuzz is then the unguided one.
+``fuzz(..., hints=False)`` fuzzes without hints. The hints depend on the spec and the invariants
+alone, so a fuzz stays reproducible from its seed and number of workers.
+
 The choices come from Hypothesis as one bytes draw per ``BLOCK`` steps (two
 bytes a step): measured against one draw per step or per 16 steps, this finds
 bugs several times sooner, because Hypothesis's span mutations and prefix reuse
@@ -436,7 +453,7 @@ class _Fuzzer:
     """
 
     def __init__(self, spec, invariants, budget_s, seed, max_steps, derandomize, progress,
-                 max_examples, shrink_budget_s, backend, clock=time.monotonic, on_violation=None,
+                 max_examples, shrink_budget_s, backend, clock=time.monotonic, on_violation=None, hints=True,
                  worker=0, board=None, report=None, start=None):
         self.spec = spec
         self.on_violation = on_violation
@@ -480,7 +497,8 @@ class _Fuzzer:
         self.targets = _targets(spec)
         self.last_progress = 0.0
         self.shrink_deadline = None
-        self.hints = None                  # {invariant: steps at small bounds} once asked for (fuzz_hints.py)
+        self.take_hints = hints
+        self.hints = None                  # (small spec, {invariant: its steps there}) once taken (fuzz_hints.py)
         self.guides = {}                   # (invariant, replicas mapped onto) -> the hint's instance ids here
         from hypothesis import strategies as st
         self._swarm_bytes = (2 * len(self.kinds) + 2 * self.replicas + 8 + 7) // 8
@@ -762,7 +780,7 @@ class _Fuzzer:
             self.run_once(data)
 
         fuzz_run = seed(self.base_seed + k + (self.worker << 32))(fuzz_run)
-        if k == self.HINT_SESSION:
+        if k == self.HINT_SESSION and self.take_hints:
             self._take_hints()
         self.shrink_deadline = None
         self.active = [(n, fn) for n, fn in self.checks if n in self.pending]

@@ -14,7 +14,7 @@ declarations): the fuzzer stays free of Kafka names.
 """
 from __future__ import annotations
 
-HINT_STATES = 2_000_000      # most distinct states of the search at small bounds
+HINT_STATES = 1_500_000      # most distinct states of the search at small bounds
 
 
 def small_instance(spec):
