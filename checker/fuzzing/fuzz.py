@@ -80,7 +80,7 @@ Hints from the exhaustive search at small bounds (checker/fuzzing/fuzz_hints.py)
 takes hints: when its first session (``SESSION_EXAMPLES`` runs) has not broken every requested
 invariant, it runs the exhaustive engine on the spec at small bounds (every bound lowered to its
 default, the options as given; symmetry on, one thread, at most ``fuzz_hints.HINT_STATES`` states,
-which costs about a CPU second) and keeps, for each invariant still unbroken that the search breaks
+a CPU second or two and a few hundred MB) and keeps, for each invariant still unbroken that the search breaks
 there, its shortest counterexample. From then on one run in ``GUIDED`` follows a hint: it starts
 from the initial state, the hint's replicas mapped onto a random choice of the active ones, and
 whenever the hint's next step is enabled it takes it with probability ``FOLLOW``/256 (otherwise it
