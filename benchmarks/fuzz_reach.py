@@ -2,7 +2,7 @@
 
     python benchmarks/fuzz_reach.py [--replicas 5] [--budget 60] [--seeds 5] [--first-seed 1] [--jobs 1]
                                     [--workers 1] [--bound max_epochs=8 ...] [--only SPEC[/INVARIANT] ...]
-                                    [--find-only] [--json FILE]
+                                    [--find-only] [--hints on|off|both] [--json FILE]
 
 For every spec in ``specs.SPECS`` and every invariant it expects "violated",
 fuzzes that invariant alone (``checker.fuzzing.fuzzer.fuzz``, ``--workers`` processes) with each of
@@ -23,7 +23,9 @@ took in all (search, shrinking, minimizing, every seed). "bfs" is the exhaustive
 engine's shortest counterexample at the spec's default bounds (counterexamples/),
 for scale only (the fuzzer never reads it); "÷ bfs" is the median minimized
 length over it. ``--find-only`` neither shrinks nor minimizes a find (the time to find is the same,
-the row's CPU seconds far fewer; the lengths after the first are then "—"). Prints a markdown table and the load average; ``--json`` also
+the row's CPU seconds far fewer; the lengths after the first are then "—"). ``--hints off`` fuzzes without the
+hints of the exhaustive search at small bounds (``fuzz(..., hints=False)``); ``--hints both`` runs every fuzz
+with and without them, alternating, and gives each its row. Prints a markdown table and the load average; ``--json`` also
 writes one object per fuzz.
 """
 from __future__ import annotations
@@ -59,18 +61,19 @@ def _shortest(spec_name, invariant):
 
 
 def _one(task):
-    spec_name, invariant, bounds, budget, seed, workers, find_only = task
+    spec_name, invariant, bounds, budget, seed, workers, find_only, hints = task
     from isrcheck.checker.fuzzing.fuzzer import fuzz
     from isrcheck.checker.engine.budget import Budget
     from isrcheck.specs import SPECS
     cpu0, wall0 = time.process_time(), time.monotonic()
-    row = {"spec": spec_name, "invariant": invariant, "bounds": bounds, "seed": seed, "find_only": find_only}
+    row = {"spec": spec_name, "invariant": invariant, "bounds": bounds, "seed": seed, "find_only": find_only,
+           "hints": hints}
     try:
         spec = SPECS[spec_name](**bounds)
     except Exception as e:                      # noqa: BLE001 — a spec that does not load is a row, not a crash
         return {**row, "verdict": f"error: {e}"}
     result = fuzz(spec, [invariant], Budget(seconds=budget), seed=seed, derandomize=True, clock=time.process_time,
-                  workers=workers, **({"shrink_budget_s": 0.0, "minimize_steps": False} if find_only else {}))
+                  workers=workers, hints=hints, **({"shrink_budget_s": 0.0, "minimize_steps": False} if find_only else {}))
     workers_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)            # the worker processes, if any
     row.update(verdict=result.verdicts[invariant], runs=result.runs, transitions=result.transitions,
                cpu_seconds=round(time.process_time() - cpu0 + workers_cpu.ru_utime + workers_cpu.ru_stime, 2),
@@ -86,17 +89,17 @@ def _median_length(found, key):
 
 
 def table(done, rows, budget):
-    """Print the markdown table of the fuzzes ``done`` for ``rows`` ((spec, invariant, bounds) each)."""
+    """Print the markdown table of the fuzzes ``done`` for ``rows`` ((spec, invariant, bounds, hints) each)."""
     print("| spec | invariant | bounds | found | CPU s to find: median / worst | length first → Hypothesis → "
           "minimized (median) | bfs | ÷ bfs | row CPU s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     found_rows = 0
-    for name, inv, bounds in rows:
-        runs = [r for r in done if (r["spec"], r["invariant"]) == (name, inv)]
+    for name, inv, bounds, hints in rows:
+        runs = [r for r in done if (r["spec"], r["invariant"], r.get("hints", True)) == (name, inv, hints)]
         errors = [r["verdict"] for r in runs if r["verdict"].startswith("error")]
         hits = [r for r in runs if r["verdict"] == "violated"]
         found_rows += len(hits) == len(runs)
-        changed = ", ".join(f"{k}={v}" for k, v in bounds.items()) or "defaults"
+        changed = (", ".join(f"{k}={v}" for k, v in bounds.items()) or "defaults") + ("" if hints else ", no hints")
         bfs = _shortest(name, inv)
         if errors:
             print(f"| {name} | {inv} | {changed} | {errors[0]} | — | — | {bfs} | — | — |")
@@ -133,6 +136,8 @@ def main(argv=None):
     p.add_argument("--find-only", action="store_true",
                    help="neither shrink nor minimize what is found (the time to find is the same; lengths are the "
                         "first failing run's)")
+    p.add_argument("--hints", choices=["on", "off", "both"], default="on",
+                   help="fuzz with the exhaustive search's hints at small bounds, without, or both (alternating)")
     p.add_argument("--json", help="also write every fuzz to this file (JSON lines)")
     p.add_argument("--table", nargs="+", metavar="FILE",
                    help="fuzz nothing: print the table of the fuzzes in these files (--json's, or the JSON lines "
@@ -141,8 +146,8 @@ def main(argv=None):
     if args.table:
         done = [json.loads(line) for f in args.table for line in Path(f).read_text().splitlines()
                 if line.startswith("{")]
-        rows = {(r["spec"], r["invariant"]): r["bounds"] for r in reversed(done)}
-        table(done, [(name, inv, bounds) for (name, inv), bounds in reversed(rows.items())], args.budget)
+        rows = {(r["spec"], r["invariant"], r.get("hints", True)): r["bounds"] for r in reversed(done)}
+        table(done, [(name, inv, bounds, hints) for (name, inv, hints), bounds in reversed(rows.items())], args.budget)
         return
     raised = {k: int(v) for k, v in (b.split("=", 1) for b in args.bound)}
     rows = []
@@ -153,8 +158,10 @@ def main(argv=None):
             if args.only and not any(o in (name, f"{name}/{inv}") for o in args.only):
                 continue
             rows.append((name, inv, _bounds(cls, args.replicas, raised)))
+    modes = {"on": [True], "off": [False], "both": [True, False]}[args.hints]
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    tasks = [(name, inv, bounds, args.budget, seed, args.workers, args.find_only) for name, inv, bounds in rows for seed in seeds]
+    tasks = [(name, inv, bounds, args.budget, seed, args.workers, args.find_only, hints)
+             for name, inv, bounds in rows for seed in seeds for hints in modes]      # with and without, alternating
     start = time.monotonic()
     done = []
     with ProcessPoolExecutor(max_workers=args.jobs, max_tasks_per_child=1) as pool:
@@ -169,7 +176,7 @@ def main(argv=None):
           f"{args.jobs} job(s) of {args.workers} worker(s); {time.monotonic() - start:.0f} s in all; load average at the end "
           f"{os.getloadavg()[0]:.2f}")
     print()
-    table(done, rows, args.budget)
+    table(done, [(name, inv, bounds, hints) for name, inv, bounds in rows for hints in modes], args.budget)
 
 
 if __name__ == "__main__":

@@ -743,7 +743,10 @@ def parse_budget(text):
 @ITF_FORM
 @click.option("--no-progress", is_flag=True)
 def fuzz(spec_name, invariants, every, budget, seed, max_steps, workers, out_dir, fmt, itf, no_progress, **kw):
-    """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk."""
+    """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk.
+
+    After its first thousand runs, a quarter of the runs follow hints: the shortest counterexamples the
+    exhaustive search finds at the spec's small (default) bounds, replayed on some of the replicas."""
     stop.polled()
     from isrcheck.checker.fuzzing.fuzzer import fuzz as run_fuzz
     spec = make_spec(spec_name, collect_bounds(kw))

@@ -76,6 +76,23 @@ reach many new cells and many of the events the spec declares as its
 nothing, and the archive is frozen while a failure is shrunk, so Hypothesis's
 replays stay exact.
 
+Hints from the exhaustive search at small bounds (checker/fuzzing/fuzz_hints.py). The fuzzer
+takes hints: when its first session (``SESSION_EXAMPLES`` runs) has not broken every requested
+invariant, it runs the exhaustive engine on the spec at small bounds (every bound lowered to its
+default, the options as given; symmetry on, one thread, at most ``fuzz_hints.HINT_STATES`` states,
+a CPU second or two and a few hundred MB) and keeps, for each invariant still unbroken that the search breaks
+there, its shortest counterexample. From then on one run in ``GUIDED`` follows a hint: it starts
+from the initial state, the hint's replicas mapped onto a random choice of the active ones, and
+whenever the hint's next step is enabled it takes it with probability ``FOLLOW``/256 (otherwise it
+steps as any run does; the passive replicas, keep-up and eager steps are unchanged), its cursor
+moving on as the hinted steps fire. The other runs, the archive and the targets are as without
+hints, and so is every run of the first session: what is found there is found exactly as without
+hints, at no cost. A bug that shows at small bounds is thus found at large ones along the same
+steps (docs/benchmarks/fuzzer.md measures both); a bug that does not show at small bounds gets no
+hint, and the fuzz is then the unguided one.
+``fuzz(..., hints=False)`` fuzzes without hints. The hints depend on the spec and the invariants
+alone, so a fuzz stays reproducible from its seed and number of workers.
+
 The choices come from Hypothesis as one bytes draw per ``BLOCK`` steps (two
 bytes a step): measured against one draw per step or per 16 steps, this finds
 bugs several times sooner, because Hypothesis's span mutations and prefix reuse
@@ -135,6 +152,7 @@ import numpy as np
 
 from isrcheck.checker.engine import stop
 from isrcheck.checker.exhaustive.bfs import peak_memory
+from isrcheck.checker.fuzzing import fuzz_hints
 from isrcheck.checker.fuzzing.fuzz_cells import Cells
 from isrcheck.checker.traces.minimize import minimize
 from isrcheck.checker.engine.result import Result, Violation
@@ -435,7 +453,7 @@ class _Fuzzer:
     """
 
     def __init__(self, spec, invariants, budget_s, seed, max_steps, derandomize, progress,
-                 max_examples, shrink_budget_s, backend, clock=time.monotonic, on_violation=None,
+                 max_examples, shrink_budget_s, backend, clock=time.monotonic, on_violation=None, hints=True,
                  worker=0, board=None, report=None, start=None):
         self.spec = spec
         self.on_violation = on_violation
@@ -479,6 +497,9 @@ class _Fuzzer:
         self.targets = _targets(spec)
         self.last_progress = 0.0
         self.shrink_deadline = None
+        self.take_hints = hints
+        self.hints = None                  # (small spec, {invariant: its steps there}) once taken (fuzz_hints.py)
+        self.guides = {}                   # (invariant, replicas mapped onto) -> the hint's instance ids here
         from hypothesis import strategies as st
         self._swarm_bytes = (2 * len(self.kinds) + 2 * self.replicas + 8 + 7) // 8
         self._block = st.binary(min_size=BLOCK, max_size=BLOCK)
@@ -623,7 +644,8 @@ class _Fuzzer:
         started from or None, path, [(cell, group, state, steps to it)] of the states it reached, broken invariants)."""
         weight, eager, active = self._swarm(choices.take(self._swarm_bytes))
         archive, cell, enabled = self._archive(active)
-        start = choices.take(5)
+        guide = self._guide(choices.take(4), active) if self.hints else None
+        start = 0 if guide is not None else choices.take(5)
         s = archive.choose(start >> 8) if start & 3 and len(archive) else None
         if s is not None:
             path, r, steps = archive.paths[s].tolist(), tuple(archive.states[s]), self.CONTINUE
@@ -636,11 +658,21 @@ class _Fuzzer:
         visits = []
         block, pos = choices.block, choices.pos
         broken = [n for n, fn in checks if not fn(r)] if s is None else []
+        cursor = 0
         for _ in range(min(steps, most) if not broken else 0):
-            en = [i for i in enabled(r) if weight[i]]
-            if not en:
+            got = enabled(r)
+            en = [i for i in got if weight[i]]
+            hinted = guide is not None and cursor < len(guide) and guide[cursor] in got
+            if hinted:
+                if pos + 1 > BLOCK:
+                    block, pos = choices.refill(), 0
+                hinted = block[pos] < self.FOLLOW
+                pos += 1
+            if hinted:
+                i = guide[cursor]
+            elif not en:
                 break
-            if eager_left and any(eager[i] for i in en):
+            elif eager_left and any(eager[i] for i in en):
                 i = next(i for i in en if eager[i])
                 eager_left -= 1
             elif len(en) > 1:
@@ -650,6 +682,8 @@ class _Fuzzer:
                 pos += 2
             else:
                 i = en[0]
+            if guide is not None and cursor < len(guide) and i == guide[cursor]:
+                cursor += 1
             before, r = r, step(r, i)
             path.append(i)
             hashes.append(hash(r))
@@ -665,6 +699,38 @@ class _Fuzzer:
         choices.pos = pos
         self._account(path, began)
         return archive, s, path, visits, broken
+
+    GUIDED = 4            # one run in GUIDED follows a hint, once hints are taken
+    FOLLOW = 192          # of 256: how often a guided run takes the hinted step when it is enabled
+    HINT_SESSION = 1      # the session from which on runs take hints (the first runs without: no cost)
+
+    def _guide(self, bits, active):
+        """The hint a run follows (its instance ids here), chosen by the 32-bit ``bits`` (None: the run follows
+        none): in one run in ``GUIDED``, a hint of an invariant not yet broken, its replicas mapped onto a random
+        choice of the ``active`` ones."""
+        small, steps = self.hints
+        names = [n for n in self.pending if n in steps]
+        n_small = len(getattr(small, small.replica_domain))
+        if bits % self.GUIDED or not names or active < n_small:
+            return None
+        bits //= self.GUIDED
+        name = names[bits % len(names)]
+        bits //= len(names)
+        pool, onto = list(range(active)), []
+        for _ in range(n_small):
+            j, bits = bits % len(pool), bits // len(pool)
+            onto.append(pool.pop(j))
+        key = (name, tuple(onto))
+        guide = self.guides.get(key)
+        if guide is None:
+            guide = self.guides[key] = fuzz_hints.mapped(small, self.spec, steps[name], self.instances, onto)
+        return guide
+
+    def _take_hints(self):
+        """Ask the exhaustive search at small bounds for hints (once, from session ``HINT_SESSION`` on)."""
+        small, steps = fuzz_hints.hints(self.spec, self.pending)
+        self.hints = (small, steps) if steps else None
+        self.instances = fuzz_hints.instance_index(self.spec)
 
     def _account(self, path, began):
         """Count a run's steps (``path[began:]`` are this run's own) and the action kinds that fired."""
@@ -714,6 +780,8 @@ class _Fuzzer:
             self.run_once(data)
 
         fuzz_run = seed(self.base_seed + k + (self.worker << 32))(fuzz_run)
+        if k == self.HINT_SESSION and self.take_hints:
+            self._take_hints()
         self.shrink_deadline = None
         self.active = [(n, fn) for n, fn in self.checks if n in self.pending]
         try:

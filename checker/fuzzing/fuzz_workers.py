@@ -80,9 +80,9 @@ def _work(args, worker, max_runs, start, board, out):
         out.put((kind, worker, data))
 
     try:
-        spec, names, budget_s, seed, max_steps, derandomize, _, _, shrink_budget_s, backend, clock, _ = args
+        spec, names, budget_s, seed, max_steps, derandomize, _, _, shrink_budget_s, backend, clock, _, hints = args
         fz = _Fuzzer(spec, names, budget_s, seed, max_steps, derandomize, None, max_runs, shrink_budget_s, backend,
-                     clock, worker=worker, board=board, report=report, start=start)
+                     clock, hints=hints, worker=worker, board=board, report=report, start=start)
         fz.search()
         out.put(("done", worker, {"found": fz.found, "runs": fz.runs, "search_runs": fz.search_runs,
                                   "transitions": fz.transitions, "longest": fz.longest, "fired": fz.fired,
@@ -105,7 +105,7 @@ def _runs_of(max_runs, workers, worker):
 def fuzz_in_workers(args, workers, minimize_steps):
     """``checker.fuzzing.fuzzer.fuzz`` on ``workers`` processes; see the module doc."""
     spec, names, budget_s, seed, max_steps, derandomize, progress, max_runs, shrink_budget_s, backend, clock, \
-        on_violation = args
+        on_violation, _ = args
     if "fork" not in mp.get_all_start_methods():
         fz = _Fuzzer(*args)
         fz.search()
@@ -213,7 +213,7 @@ class _Parent:
         return found
 
     def result(self, args, minimize_steps):
-        spec, names, budget_s, seed, _, _, _, max_runs, shrink_budget_s, backend, clock, _ = args
+        spec, names, budget_s, seed, _, _, _, max_runs, shrink_budget_s, backend, clock, _, _ = args
         found = self._found()
         pending = [n for n in names if n not in found]
         budget_hit = None

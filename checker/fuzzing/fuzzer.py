@@ -2,7 +2,7 @@
 
     fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, *,
          shrink_budget_s=None, backend="compiled", minimize_steps=True, clock=time.monotonic,
-         on_violation=None, workers=1) -> Result
+         on_violation=None, workers=1, hints=True) -> Result
 
 One process runs checker/fuzzing/fuzz.py's search; several, checker/fuzzing/fuzz_workers.py's workers.
 """
@@ -17,7 +17,8 @@ from isrcheck.checker.fuzzing.fuzz_workers import fuzz_in_workers
 
 
 def fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, *, shrink_budget_s=None,
-         backend="compiled", minimize_steps=True, clock=time.monotonic, on_violation=None, workers=1):
+         backend="compiled", minimize_steps=True, clock=time.monotonic, on_violation=None, workers=1,
+         hints=True):
     """Fuzz ``spec`` for the named invariants for about ``budget.seconds`` seconds; see checker/fuzzing/fuzz.py's module doc.
 
     ``budget`` (checker/engine/budget.py): ``seconds`` (required), ``max_steps`` (the longest execution;
@@ -28,7 +29,8 @@ def fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, 
     ``on_violation(violation)`` as soon as an invariant is first broken (not yet
     minimized). A stop request (:mod:`checker.engine.stop`) ends the run like the budget,
     and the traces found are then kept unminimized. ``workers``: processes searching
-    at once (checker/fuzzing/fuzz_workers.py; 1: this process alone).
+    at once (checker/fuzzing/fuzz_workers.py; 1: this process alone). ``hints``: whether runs may follow the
+    shortest counterexamples the exhaustive search finds at small bounds (checker/fuzzing/fuzz_hints.py).
     """
     unknown = [n for n in invariants if n not in spec.invariants]
     if unknown:
@@ -38,7 +40,7 @@ def fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, 
     if seed is None:
         seed = 0 if derandomize else random.getrandbits(32)
     args = (spec, invariants, budget.seconds, seed, budget.max_steps or DEFAULT_MAX_STEPS, derandomize, progress,
-            budget.max_runs, shrink_budget_s, backend, clock, on_violation)
+            budget.max_runs, shrink_budget_s, backend, clock, on_violation, hints)
     if workers > 1:
         return fuzz_in_workers(args, workers, minimize_steps)
     fz = _Fuzzer(*args)

@@ -1,0 +1,65 @@
+"""The fuzzer's hints: shortest counterexamples at small bounds, mapped onto the replicas a run lets act."""
+from __future__ import annotations
+
+from isrcheck.checker.fuzzing import fuzz_hints
+from isrcheck.checker.fuzzing.fuzz import _Fuzzer
+from isrcheck.model import backends
+from isrcheck.specs import SPECS
+
+
+def test_the_small_instance_lowers_the_bounds_and_keeps_the_options():
+    spec = SPECS["kafka-3.9"](replicas=5, max_epochs=8, max_crashes=3, unclean=1)
+    small = fuzz_hints.small_instance(spec)
+    assert (small.bounds["replicas"], small.bounds["max_epochs"], small.bounds["max_crashes"]) == (2, 3, 1)
+    assert small.bounds["unclean"] == 1                      # an option is the spec's, not the default
+    assert fuzz_hints.small_instance(SPECS["kafka-3.9"]()) is None      # nothing smaller than the defaults
+
+
+def _replay(spec, ids):
+    model = backends.compiled(spec)
+    r = model.initial
+    for i in ids:
+        assert i in model.enabled(r), spec.actions[i].label
+        r = model.step(r, i)
+    return model, r
+
+
+def test_a_hint_is_a_shortest_counterexample_at_small_bounds_under_any_renaming_of_its_replicas():
+    spec = SPECS["kip-101"](replicas=4)
+    small, steps = fuzz_hints.hints(spec, ["no-committed-loss", "hw-monotonic"])
+    assert set(steps) == {"no-committed-loss", "hw-monotonic"}
+    assert len(steps["no-committed-loss"]) == 15             # as the exhaustive engine's saved trace
+    index = fuzz_hints.instance_index(small)
+    for onto in ([0, 1], [1, 0]):
+        ids = fuzz_hints.mapped(small, small, steps["no-committed-loss"], index, onto)
+        assert len(ids) == 15
+        model, r = _replay(small, ids)
+        assert not model.holds(r, "no-committed-loss")
+    big = fuzz_hints.mapped(small, spec, steps["no-committed-loss"], fuzz_hints.instance_index(spec), [3, 1])
+    named = {x for i in big for p, x in spec.actions[i].params.items()
+             if spec.actions[i].fn.__isrcheck_action__[p] == spec.replica_domain}
+    assert len(big) == 15 and {1, 3} <= named and not named & {0, 2}
+
+
+def test_a_choice_of_no_replica_stays_none_at_more_replicas():
+    small, spec = SPECS["kafka-3.5"](), SPECS["kafka-3.5"](replicas=5)
+    step = ("controlled_shutdown", {"r": 0, "l": small.NONE})
+    (i,) = fuzz_hints.mapped(small, spec, [step], fuzz_hints.instance_index(spec), [3, 1])
+    assert spec.actions[i].params == {"r": 3, "l": spec.NONE}
+
+
+def _fuzz(guided, seed=7):
+    fz = _Fuzzer(SPECS["kafka-3.9"](replicas=3), ["no-committed-loss"], 60, seed, 120, True, None, 30, 0.0, "compiled")
+    if guided:
+        fz.HINT_SESSION, fz.GUIDED = 0, 1          # every run follows a hint, from the first session on
+    fz.search()
+    return fz
+
+
+def test_runs_that_follow_a_hint_find_its_violation_at_more_replicas_and_repeat_under_a_seed():
+    a, b = _fuzz(True), _fuzz(True)
+    rec = a.found["no-committed-loss"]
+    assert rec["runs"] <= 30 and "no-committed-loss" not in _fuzz(False).found   # unguided: hundreds of runs
+    assert (a.runs, a.transitions, rec["first"]) == (b.runs, b.transitions, b.found["no-committed-loss"]["first"])
+    model, r = _replay(a.spec, rec["first"])
+    assert not model.holds(r, "no-committed-loss")
