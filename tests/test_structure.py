@@ -28,11 +28,13 @@ from isrcheck.specs.tla.present import TlaPresentation
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "isrcheck.checker.command_line.cli"]
 ENGINES = ["exhaustive/bfs", "spark/spark_engine", "symbolic/bmc", "symbolic/cnf", "symbolic/induction",
-           "symbolic/unrolling", "symbolic/strengthen", "fuzzing/fuzz", "traces/minimize", "traces/shortcuts", "traces/trace",
+           "symbolic/unrolling", "symbolic/strengthen", "fuzzing/fuzz", "traces/minimize",
+           "traces/shortcuts", "traces/trace",
            "gating/gate", "gating/gate_changes", "gating/gate_run", "gating/gate_results", "gating/gate_formats",
            "engine/result", "command_line/cli", "traces/show", "traces/export", "command_line/report",
            "exhaustive/fingerprint", "exhaustive/visited", "exhaustive/coverage", "traces/itf_types",
-           "command_line/settings"]
+           "command_line/settings", "fuzzing/fuzz_hints", "fuzzing/fuzz_cells", "fuzzing/fuzz_workers",
+           "fuzzing/fuzzer", "spark/spark_kernels", "spark/spark_visited"]
 EVERY_OPTION = dict(controller_failover=1, async_isr=1, elr=1, fetch_response_loss=1, proof_ghosts=1,
                     eligibility_lag=1, fetch_responses=1)
 
