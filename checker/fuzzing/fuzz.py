@@ -498,7 +498,8 @@ class _Fuzzer:
         self.last_progress = 0.0
         self.shrink_deadline = None
         self.take_hints = hints
-        self.hints = None                  # (small spec, {invariant: its steps there}) once taken (fuzz_hints.py)
+        self.hints = {}                    # invariant -> the steps its guided runs follow, once taken (fuzz_hints.py)
+        self.hint_replicas = 0             # replicas the hints name (the first ones)
         self.guides = {}                   # (invariant, replicas mapped onto) -> the hint's instance ids here
         from hypothesis import strategies as st
         self._swarm_bytes = (2 * len(self.kinds) + 2 * self.replicas + 8 + 7) // 8
@@ -578,6 +579,12 @@ class _Fuzzer:
                 bits >>= 1
             bits >>= 1
         speed = [self.SPEEDS[(bits >> (2 * r)) & 3] if r < active else 0 for r in range(self.replicas)]
+        out, eager = self._instances(weight, speed)
+        return out, eager, active
+
+    def _instances(self, weight, speed):
+        """(weight per instance (0: not allowed), eager flag per instance) for a weight per kind and a speed per
+        replica (0: passive); see :meth:`_swarm`."""
         out, eager = [], []
         for k, (reps, chosen) in zip(self.kind_of, self.replica_params):
             if reps and not speed[reps[0]]:           # a passive replica acts: only to keep up, at once
@@ -588,7 +595,7 @@ class _Fuzzer:
             w = weight[k] * (speed[reps[0]] if reps else 1) * all(speed[x] for x in chosen)
             out.append(w)
             eager.append(bool(w) and any(not speed[x] for x in reps[1:]))
-        return out, eager, active
+        return out, eager
 
     def _archive(self, active):
         """(archive, cell function, enabled function) of the runs in which the first ``active`` replicas act."""
@@ -707,30 +714,41 @@ class _Fuzzer:
     def _guide(self, bits, active):
         """The hint a run follows (its instance ids here), chosen by the 32-bit ``bits`` (None: the run follows
         none): in one run in ``GUIDED``, a hint of an invariant not yet broken, its replicas mapped onto a random
-        choice of the ``active`` ones."""
-        small, steps = self.hints
-        names = [n for n in self.pending if n in steps]
-        n_small = len(getattr(small, small.replica_domain))
-        if bits % self.GUIDED or not names or active < n_small:
+        choice of the ``active`` ones (the other replicas, in order, onto the rest)."""
+        names = [n for n in self.pending if n in self.hints]
+        if bits % self.GUIDED or not names or active < self.hint_replicas:
             return None
         bits //= self.GUIDED
         name = names[bits % len(names)]
         bits //= len(names)
         pool, onto = list(range(active)), []
-        for _ in range(n_small):
+        for _ in range(self.hint_replicas):
             j, bits = bits % len(pool), bits // len(pool)
             onto.append(pool.pop(j))
+        onto += [r for r in range(self.replicas) if r not in onto]
         key = (name, tuple(onto))
         guide = self.guides.get(key)
         if guide is None:
-            guide = self.guides[key] = fuzz_hints.mapped(small, self.spec, steps[name], self.instances, onto)
+            guide = self.guides[key] = fuzz_hints.mapped(self.spec, self.spec, self.hints[name], self.instances, onto)
         return guide
 
     def _take_hints(self):
-        """Ask the exhaustive search at small bounds for hints (once, from session ``HINT_SESSION`` on)."""
+        """Ask the exhaustive search at small bounds for hints (once, from session ``HINT_SESSION`` on) and lift each
+        to this spec's bounds (fuzz_hints.lift: its replicas the first ones, the others passive); ``self.hints``:
+        invariant -> the lifted path's steps as (action name, params). A hint the lift does not carry is dropped."""
         small, steps = fuzz_hints.hints(self.spec, self.pending)
-        self.hints = (small, steps) if steps else None
         self.instances = fuzz_hints.instance_index(self.spec)
+        if not steps:
+            return
+        self.hint_replicas = len(getattr(small, small.replica_domain))
+        active = min(self.hint_replicas, self.replicas)
+        allowed, eager = self._instances([1] * len(self.kinds), [1] * active + [0] * (self.replicas - active))
+        enabled = self._archive(active)[2]
+        for name, hint in steps.items():
+            ids = fuzz_hints.mapped(small, self.spec, hint, self.instances, list(range(self.hint_replicas)))
+            path = fuzz_hints.lift(self.model, enabled, allowed, eager, ids, self.model.invariant(name), self.max_steps)
+            if path is not None:
+                self.hints[name] = [(a.name, dict(a.params)) for a in (self.spec.actions[i] for i in path)]
 
     def _account(self, path, began):
         """Count a run's steps (``path[began:]`` are this run's own) and the action kinds that fired."""
