@@ -81,15 +81,21 @@ takes hints: when its first session (``SESSION_EXAMPLES`` runs) has not broken e
 invariant, it runs the exhaustive engine on the spec at small bounds (every bound lowered to its
 default, the options as given; symmetry on, one thread, at most ``fuzz_hints.HINT_STATES`` states,
 a CPU second or two and a few hundred MB) and keeps, for each invariant still unbroken that the search breaks
-there, its shortest counterexample. From then on one run in ``GUIDED`` follows a hint: it starts
-from the initial state, the hint's replicas mapped onto a random choice of the active ones, and
-whenever the hint's next step is enabled it takes it with probability ``FOLLOW``/256 (otherwise it
-steps as any run does; the passive replicas, keep-up and eager steps are unchanged), its cursor
-moving on as the hinted steps fire. The other runs, the archive and the targets are as without
-hints, and so is every run of the first session: what is found there is found exactly as without
-hints, at no cost. A bug that shows at small bounds is thus found at large ones along the same
-steps (docs/benchmarks/fuzzer.md measures both); a bug that does not show at small bounds gets no
-hint, and the fuzz is then the unguided one.
+there, its shortest counterexample. Each is then *lifted* to the fuzz's bounds (``fuzz_hints.lift``): the
+hint's replicas the first ones and the others passive, as in a run where only they act, a small search
+(at most ``fuzz_hints.LIFT_NODES`` nodes, a CPU second or so) finds a path that breaks the invariant here,
+made of the hint's steps, the eager and keep-up steps a run takes anyway, and as few other steps as it can
+(at more replicas the extra ones must leave the way first: a leader drops them from its ISR before the
+hint's loss can happen); a hint the lift does not carry is dropped. From then on one run in ``GUIDED``
+follows a lifted path: it starts from the initial state, the path's hint replicas mapped onto a random
+choice of the active ones (the others, in order, onto the rest), and whenever the path's next step is
+enabled it takes it with probability ``FOLLOW``/256 (otherwise it steps as any run does; the passive
+replicas, keep-up and eager steps are unchanged), its cursor moving on as the path's steps fire. The other
+runs, the archive and the targets are as without hints, and so is every run of the first session: what is
+found there is found exactly as without hints, at no cost. A bug that shows at small bounds is thus found at
+large ones along the same steps plus the few the extra replicas need (docs/benchmarks/fuzzer.md measures
+both); a bug that does not show at small bounds, or shows at large ones only by other steps, gets no hint,
+and the fuzz is then the unguided one.
 ``fuzz(..., hints=False)`` fuzzes without hints. The hints depend on the spec and the invariants
 alone, so a fuzz stays reproducible from its seed and number of workers.
 
@@ -707,14 +713,14 @@ class _Fuzzer:
         self._account(path, began)
         return archive, s, path, visits, broken
 
-    GUIDED = 4            # one run in GUIDED follows a hint, once hints are taken
-    FOLLOW = 192          # of 256: how often a guided run takes the hinted step when it is enabled
+    GUIDED = 4            # one run in GUIDED follows a lifted hint, once hints are taken
+    FOLLOW = 192          # of 256: how often a guided run takes the path's next step when it is enabled
     HINT_SESSION = 1      # the session from which on runs take hints (the first runs without: no cost)
 
     def _guide(self, bits, active):
-        """The hint a run follows (its instance ids here), chosen by the 32-bit ``bits`` (None: the run follows
-        none): in one run in ``GUIDED``, a hint of an invariant not yet broken, its replicas mapped onto a random
-        choice of the ``active`` ones (the other replicas, in order, onto the rest)."""
+        """The lifted hint a run follows (its instance ids here), chosen by the 32-bit ``bits`` (None: the run
+        follows none): in one run in ``GUIDED``, the path of an invariant not yet broken, its hint's replicas mapped
+        onto a random choice of the ``active`` ones (the other replicas, in order, onto the rest)."""
         names = [n for n in self.pending if n in self.hints]
         if bits % self.GUIDED or not names or active < self.hint_replicas:
             return None
