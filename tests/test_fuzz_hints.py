@@ -92,3 +92,15 @@ def test_a_hint_that_stalls_at_more_replicas_is_lifted_there_by_the_steps_that_c
     assert found[name]["runs"] <= 5
     monkeypatch.setattr(fuzz_hints, "lift", lambda model, enabled, allowed, eager, hint, holds, max_steps: hint)
     assert name not in _guided(spec, name, 30).found
+
+
+def test_a_hint_the_lift_cannot_carry_is_dropped_and_a_lifted_one_breaks_its_invariant():
+    # kafka-3.5's loss at 2 replicas spends all 4 leader epochs; at 5, every ISR shrink that keeps the leader
+    # costs another, so no path along the hint clears the three extra replicas within the bound
+    spec = SPECS["kafka-3.5"](replicas=5)
+    fz = _Fuzzer(spec, ["no-committed-loss", "consistent-reads"], 60, 3, 120, True, None, 30, 0.0, "compiled")
+    fz._take_hints()
+    assert set(fz.hints) == {"consistent-reads"}
+    ids = fuzz_hints.mapped(spec, spec, fz.hints["consistent-reads"], fz.instances, list(range(5)))
+    model, r = _replay(spec, ids)
+    assert not model.holds(r, "consistent-reads")
