@@ -63,3 +63,44 @@ def test_runs_that_follow_a_hint_find_its_violation_at_more_replicas_and_repeat_
     assert (a.runs, a.transitions, rec["first"]) == (b.runs, b.transitions, b.found["no-committed-loss"]["first"])
     model, r = _replay(a.spec, rec["first"])
     assert not model.holds(r, "no-committed-loss")
+
+
+def _guided(spec, name, runs):
+    fz = _Fuzzer(spec, [name], 60, 3, 120, True, None, runs, 0.0, "compiled")
+    fz.HINT_SESSION, fz.GUIDED = 0, 1              # every run follows a hint, from the first session on
+    fz.search()
+    return fz
+
+
+def test_a_hint_that_stalls_at_more_replicas_is_lifted_there_by_the_steps_that_clear_the_extra_replica(monkeypatch):
+    spec, name = SPECS["kafka-14617"](replicas=3), "consistent-reads"
+    small, steps = fuzz_hints.hints(spec, [name])
+    monkeypatch.setattr(fuzz_hints, "hints", lambda spec, names: (small, steps))      # the same search, once
+    hint = fuzz_hints.mapped(small, spec, steps[name], fuzz_hints.instance_index(spec), [0, 1])
+    fz = _Fuzzer(spec, [name], 60, 3, 120, True, None, 30, 0.0, "compiled")
+    allowed, eager = fz._instances([1] * len(fz.kinds), [1, 1, 0])
+    model = fz.model
+    path = fuzz_hints.lift(model, fz._archive(2)[2], allowed, eager, hint, model.invariant(name), 120)
+    _, r = _replay(spec, path)
+    assert not model.holds(r, name)
+    rest = iter(path)
+    assert all(i in rest for i in hint)                        # the hint's steps, in order, among others
+    extra = [spec.actions[i] for i in path if not eager[i]]
+    assert len(extra) > len(hint)                              # steps of replicas 0 and 1 the hint does not have
+    # runs that follow the hint as it is do not break the invariant; runs that follow the lifted path do
+    found = _guided(spec, name, 30).found
+    assert found[name]["runs"] <= 5
+    monkeypatch.setattr(fuzz_hints, "lift", lambda model, enabled, allowed, eager, hint, holds, max_steps: hint)
+    assert name not in _guided(spec, name, 30).found
+
+
+def test_a_hint_the_lift_cannot_carry_is_dropped_and_a_lifted_one_breaks_its_invariant():
+    # kafka-3.5's loss at 2 replicas spends all 4 leader epochs; at 5, every ISR shrink that keeps the leader
+    # costs another, so no path along the hint clears the three extra replicas within the bound
+    spec = SPECS["kafka-3.5"](replicas=5)
+    fz = _Fuzzer(spec, ["no-committed-loss", "consistent-reads"], 60, 3, 120, True, None, 30, 0.0, "compiled")
+    fz._take_hints()
+    assert set(fz.hints) == {"consistent-reads"}
+    ids = fuzz_hints.mapped(spec, spec, fz.hints["consistent-reads"], fz.instances, list(range(5)))
+    model, r = _replay(spec, ids)
+    assert not model.holds(r, "consistent-reads")

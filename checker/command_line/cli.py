@@ -746,7 +746,8 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, workers, out_dir
     """Random long executions with Hypothesis at bounds beyond exhaustive reach; failures are shrunk.
 
     After its first thousand runs, a quarter of the runs follow hints: the shortest counterexamples the
-    exhaustive search finds at the spec's small (default) bounds, replayed on some of the replicas."""
+    exhaustive search finds at the spec's small (default) bounds, each carried to the bounds given by a small
+    search (the steps that take the extra replicas out of the way), replayed on some of the replicas."""
     stop.polled()
     from isrcheck.checker.fuzzing.fuzzer import fuzz as run_fuzz
     spec = make_spec(spec_name, collect_bounds(kw))

@@ -81,15 +81,21 @@ takes hints: when its first session (``SESSION_EXAMPLES`` runs) has not broken e
 invariant, it runs the exhaustive engine on the spec at small bounds (every bound lowered to its
 default, the options as given; symmetry on, one thread, at most ``fuzz_hints.HINT_STATES`` states,
 a CPU second or two and a few hundred MB) and keeps, for each invariant still unbroken that the search breaks
-there, its shortest counterexample. From then on one run in ``GUIDED`` follows a hint: it starts
-from the initial state, the hint's replicas mapped onto a random choice of the active ones, and
-whenever the hint's next step is enabled it takes it with probability ``FOLLOW``/256 (otherwise it
-steps as any run does; the passive replicas, keep-up and eager steps are unchanged), its cursor
-moving on as the hinted steps fire. The other runs, the archive and the targets are as without
-hints, and so is every run of the first session: what is found there is found exactly as without
-hints, at no cost. A bug that shows at small bounds is thus found at large ones along the same
-steps (docs/benchmarks/fuzzer.md measures both); a bug that does not show at small bounds gets no
-hint, and the fuzz is then the unguided one.
+there, its shortest counterexample. Each is then *lifted* to the fuzz's bounds (``fuzz_hints.lift``): the
+hint's replicas the first ones and the others passive, as in a run where only they act, a small search
+(at most ``fuzz_hints.LIFT_NODES`` nodes, a CPU second or so) finds a path that breaks the invariant here,
+made of the hint's steps, the eager and keep-up steps a run takes anyway, and as few other steps as it can
+(at more replicas the extra ones must leave the way first: a leader drops them from its ISR before the
+hint's loss can happen); a hint the lift does not carry is dropped. From then on one run in ``GUIDED``
+follows a lifted path: it starts from the initial state, the path's hint replicas mapped onto a random
+choice of the active ones (the others, in order, onto the rest), and whenever the path's next step is
+enabled it takes it with probability ``FOLLOW``/256 (otherwise it steps as any run does; the passive
+replicas, keep-up and eager steps are unchanged), its cursor moving on as the path's steps fire. The other
+runs, the archive and the targets are as without hints, and so is every run of the first session: what is
+found there is found exactly as without hints, at no cost. A bug that shows at small bounds is thus found at
+large ones along the same steps plus the few the extra replicas need (docs/benchmarks/fuzzer.md measures
+both); a bug that does not show at small bounds, or shows at large ones only by other steps, gets no hint,
+and the fuzz is then the unguided one.
 ``fuzz(..., hints=False)`` fuzzes without hints. The hints depend on the spec and the invariants
 alone, so a fuzz stays reproducible from its seed and number of workers.
 
@@ -498,7 +504,8 @@ class _Fuzzer:
         self.last_progress = 0.0
         self.shrink_deadline = None
         self.take_hints = hints
-        self.hints = None                  # (small spec, {invariant: its steps there}) once taken (fuzz_hints.py)
+        self.hints = {}                    # invariant -> the steps its guided runs follow, once taken (fuzz_hints.py)
+        self.hint_replicas = 0             # replicas the hints name (the first ones)
         self.guides = {}                   # (invariant, replicas mapped onto) -> the hint's instance ids here
         from hypothesis import strategies as st
         self._swarm_bytes = (2 * len(self.kinds) + 2 * self.replicas + 8 + 7) // 8
@@ -578,6 +585,12 @@ class _Fuzzer:
                 bits >>= 1
             bits >>= 1
         speed = [self.SPEEDS[(bits >> (2 * r)) & 3] if r < active else 0 for r in range(self.replicas)]
+        out, eager = self._instances(weight, speed)
+        return out, eager, active
+
+    def _instances(self, weight, speed):
+        """(weight per instance (0: not allowed), eager flag per instance) for a weight per kind and a speed per
+        replica (0: passive); see :meth:`_swarm`."""
         out, eager = [], []
         for k, (reps, chosen) in zip(self.kind_of, self.replica_params):
             if reps and not speed[reps[0]]:           # a passive replica acts: only to keep up, at once
@@ -588,7 +601,7 @@ class _Fuzzer:
             w = weight[k] * (speed[reps[0]] if reps else 1) * all(speed[x] for x in chosen)
             out.append(w)
             eager.append(bool(w) and any(not speed[x] for x in reps[1:]))
-        return out, eager, active
+        return out, eager
 
     def _archive(self, active):
         """(archive, cell function, enabled function) of the runs in which the first ``active`` replicas act."""
@@ -700,37 +713,48 @@ class _Fuzzer:
         self._account(path, began)
         return archive, s, path, visits, broken
 
-    GUIDED = 4            # one run in GUIDED follows a hint, once hints are taken
-    FOLLOW = 192          # of 256: how often a guided run takes the hinted step when it is enabled
+    GUIDED = 4            # one run in GUIDED follows a lifted hint, once hints are taken
+    FOLLOW = 192          # of 256: how often a guided run takes the path's next step when it is enabled
     HINT_SESSION = 1      # the session from which on runs take hints (the first runs without: no cost)
 
     def _guide(self, bits, active):
-        """The hint a run follows (its instance ids here), chosen by the 32-bit ``bits`` (None: the run follows
-        none): in one run in ``GUIDED``, a hint of an invariant not yet broken, its replicas mapped onto a random
-        choice of the ``active`` ones."""
-        small, steps = self.hints
-        names = [n for n in self.pending if n in steps]
-        n_small = len(getattr(small, small.replica_domain))
-        if bits % self.GUIDED or not names or active < n_small:
+        """The lifted hint a run follows (its instance ids here), chosen by the 32-bit ``bits`` (None: the run
+        follows none): in one run in ``GUIDED``, the path of an invariant not yet broken, its hint's replicas mapped
+        onto a random choice of the ``active`` ones (the other replicas, in order, onto the rest)."""
+        names = [n for n in self.pending if n in self.hints]
+        if bits % self.GUIDED or not names or active < self.hint_replicas:
             return None
         bits //= self.GUIDED
         name = names[bits % len(names)]
         bits //= len(names)
         pool, onto = list(range(active)), []
-        for _ in range(n_small):
+        for _ in range(self.hint_replicas):
             j, bits = bits % len(pool), bits // len(pool)
             onto.append(pool.pop(j))
+        onto += [r for r in range(self.replicas) if r not in onto]
         key = (name, tuple(onto))
         guide = self.guides.get(key)
         if guide is None:
-            guide = self.guides[key] = fuzz_hints.mapped(small, self.spec, steps[name], self.instances, onto)
+            guide = self.guides[key] = fuzz_hints.mapped(self.spec, self.spec, self.hints[name], self.instances, onto)
         return guide
 
     def _take_hints(self):
-        """Ask the exhaustive search at small bounds for hints (once, from session ``HINT_SESSION`` on)."""
+        """Ask the exhaustive search at small bounds for hints (once, from session ``HINT_SESSION`` on) and lift each
+        to this spec's bounds (fuzz_hints.lift: its replicas the first ones, the others passive); ``self.hints``:
+        invariant -> the lifted path's steps as (action name, params). A hint the lift does not carry is dropped."""
         small, steps = fuzz_hints.hints(self.spec, self.pending)
-        self.hints = (small, steps) if steps else None
         self.instances = fuzz_hints.instance_index(self.spec)
+        if not steps:
+            return
+        self.hint_replicas = len(getattr(small, small.replica_domain))
+        active = min(self.hint_replicas, self.replicas)
+        allowed, eager = self._instances([1] * len(self.kinds), [1] * active + [0] * (self.replicas - active))
+        enabled = self._archive(active)[2]
+        for name, hint in steps.items():
+            ids = fuzz_hints.mapped(small, self.spec, hint, self.instances, list(range(self.hint_replicas)))
+            path = fuzz_hints.lift(self.model, enabled, allowed, eager, ids, self.model.invariant(name), self.max_steps)
+            if path is not None:
+                self.hints[name] = [(a.name, dict(a.params)) for a in (self.spec.actions[i] for i in path)]
 
     def _account(self, path, began):
         """Count a run's steps (``path[began:]`` are this run's own) and the action kinds that fired."""

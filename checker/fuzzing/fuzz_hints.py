@@ -9,12 +9,24 @@ them, are the same for the same seed whatever the machine's load. For each reque
 there, the hint is the counterexample's steps as (action name, parameters), the replicas in them mapped
 later onto the replicas a run lets act (:func:`mapped`).
 
+A hint from small bounds may need a few more steps at the fuzz's bounds: the extra replicas must leave the
+way first (a leader drops them from its ISR, say), and where that is a step of its own the hint alone stalls.
+:func:`lift` finds those steps by a small search at the fuzz's bounds, seeded from the hint: the hint's steps
+cost nothing, the steps the runs take eagerly (an active replica acting on a passive one, a passive replica
+keeping up) are taken first and cost nothing, and any other step a run may take costs one; the search goes
+level by level in that cost and ends at the first path that breaks the invariant, or after ``LIFT_NODES``
+nodes (a count: the same lift, and fuzz, whatever the machine's load). The runs then follow the lifted path;
+a hint the lift does not carry to the fuzz's bounds is dropped (a bug that shows there by other steps is left
+to the unguided runs).
+
 What the hints name comes from the spec alone (its actions, their parameter domains, its bound
 declarations): the fuzzer stays free of Kafka names.
 """
 from __future__ import annotations
 
 HINT_STATES = 1_500_000      # most distinct states of the search at small bounds
+LIFT_NODES = 20_000          # most nodes the lift of one hint expands (a CPU second or so)
+LIFT_CLOSURE = 64            # most eager steps taken in a row before a node is expanded
 
 
 def small_instance(spec):
@@ -72,3 +84,59 @@ def mapped(small, spec, steps, index, onto):
         if i is not None:
             out.append(i)
     return out
+
+
+def lift(model, enabled, allowed, eager, hint, holds, max_steps, max_nodes=LIFT_NODES):
+    """A path of instance ids from ``model``'s initial state that breaks the invariant ``holds`` (a function of a
+    state: False where broken), built on the ``hint`` (instance ids in ``model``) with few other steps (paths
+    are searched in order of their number of other steps), or None when none of at most ``max_steps`` steps is found within ``max_nodes`` expanded nodes.
+
+    ``enabled(state)`` lists the instances a run may consider, ``allowed[i]`` whether a run may take instance
+    ``i`` at all, ``eager[i]`` whether a run takes it as soon as it is enabled: before any other step, the
+    enabled eager instances are taken, lowest id first (free). Then the hint's next step, when enabled, costs
+    nothing and moves the hint on; any other allowed step costs one. Nodes are (state, position in the hint),
+    each expanded once, those of one cost depth first before any of the next.
+    """
+    step = model.step
+
+    def settle(r, path):
+        for _ in range(LIFT_CLOSURE):
+            i = next((i for i in enabled(r) if eager[i]), None)
+            if i is None:
+                break
+            r = step(r, i)
+            path = path + [i]
+            if not holds(r):
+                return r, path, True
+        return r, path, False
+
+    seen = {(model.initial, 0)}
+    level, nodes = [(model.initial, 0, [])], 0
+    if not holds(model.initial):
+        return []
+    while level and nodes < max_nodes:
+        later, stack = [], level
+        while stack:
+            r, at, path = stack.pop()
+            nodes += 1
+            if nodes > max_nodes:
+                return None
+            r, path, broken = settle(r, path)
+            if broken and len(path) <= max_steps:
+                return path
+            if broken or len(path) >= max_steps:
+                continue
+            for i in enabled(r):
+                if not allowed[i] or eager[i]:
+                    continue
+                nxt = step(r, i)
+                follows = at < len(hint) and i == hint[at]
+                key = (nxt, at + follows)
+                if key in seen:
+                    continue
+                seen.add(key)
+                if not holds(nxt):
+                    return path + [i]
+                (stack if follows else later).append((nxt, at + follows, path + [i]))
+        level = later
+    return None

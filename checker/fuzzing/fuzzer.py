@@ -30,7 +30,8 @@ def fuzz(spec, invariants, budget, seed=None, derandomize=False, progress=None, 
     minimized). A stop request (:mod:`checker.engine.stop`) ends the run like the budget,
     and the traces found are then kept unminimized. ``workers``: processes searching
     at once (checker/fuzzing/fuzz_workers.py; 1: this process alone). ``hints``: whether runs may follow the
-    shortest counterexamples the exhaustive search finds at small bounds (checker/fuzzing/fuzz_hints.py).
+    shortest counterexamples the exhaustive search finds at small bounds, lifted to ``spec``'s bounds
+    (checker/fuzzing/fuzz_hints.py).
     """
     unknown = [n for n in invariants if n not in spec.invariants]
     if unknown:
