@@ -48,7 +48,7 @@ def test_a_piece_built_in_place_is_the_file_np_save_makes(tmp_path):
     rng = np.random.default_rng(4)
     whole = rng.integers(-5, 5, (66, 900), dtype=np.int8)
     batches = [whole[:, 100:400], rng.integers(-5, 5, (66, 37), dtype=np.int8)]
-    piece = spark_engine._PieceFile(str(tmp_path), 3, 1, "rows-from-00000", 337, 66)
+    piece = spark_engine._PieceFile(str(tmp_path), 3, 1, "rows-from-00000", 337, 66, 0)
     path = spark_engine._frontier_path(str(tmp_path), 3, 1, "rows-from-00000")
     piece.columns[:, 300:] = batches[1]
     piece.columns[:, :300] = batches[0]
@@ -59,10 +59,45 @@ def test_a_piece_built_in_place_is_the_file_np_save_makes(tmp_path):
         assert a.read() == b.read()
     rows = np.load(path)
     assert size == rows.nbytes and rows.shape == (337, 66) and np.shares_memory(spark_engine._columns(rows), rows)
-    empty = spark_engine._PieceFile(str(tmp_path), 3, 2, "rows-from-00000", 0, 66)
+    empty = spark_engine._PieceFile(str(tmp_path), 3, 2, "rows-from-00000", 0, 66, 0)
     assert empty.close() == 0
     assert np.load(spark_engine._frontier_path(str(tmp_path), 3, 2, "rows-from-00000")).shape == (0, 66)
     assert sorted(os.listdir(os.path.dirname(path))) == ["level-00003-rows-from-00000.npy", "level-00003-whole.npy"]
+
+
+def test_spare_files_are_written_over_whole(tmp_path):
+    """Dropped pieces of rows and successor files become their writers' spares (the largest few kept, other files
+    removed, newer levels left); a piece or a successor file written over one is byte for byte what a new file
+    would be (the spare's bytes beyond it cut), in the spare's place on disk."""
+    workdir, rng = str(tmp_path), np.random.default_rng(5)
+    for level, name, size in ((2, "rows-from-00000", 9_000), (2, "successors-from-00000", 700), (2, "keys", 80),
+                              (3, "rows-from-00000", 500), (1, "rows-from-00000", 200), (1, "rows-from-00001", 300)):
+        path = spark_engine._frontier_path(workdir, level, 0, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(rng.bytes(size))
+    spark_engine._drop_frontiers(workdir, 1, below=3)      # one partition: each writer's largest spare is kept
+    rows, successors = (spark_engine._spares(spark_engine._spares_dir(workdir, 0, kind))
+                        for kind in ("rows", "successors"))
+    assert [size for _, size in rows] == [9_000] and [size for _, size in successors] == [700]
+    assert len(spark_engine._spares(spark_engine._spares_dir(workdir, 1, "rows"))) == 1
+    assert sorted(os.listdir(os.path.dirname(spark_engine._frontier_path(workdir, 3, 0, "x")))) == [
+        "level-00003-rows-from-00000.npy"]
+    spare, spare_successors = os.stat(rows[0][0]).st_ino, os.stat(successors[0][0]).st_ino
+    columns = rng.integers(-5, 5, (66, 40), dtype=np.int8)
+    piece = spark_engine._PieceFile(workdir, 4, 1, "rows-from-00000", 40, 66, 0)
+    piece.columns[:] = columns
+    piece.close()
+    path = spark_engine._frontier_path(workdir, 4, 1, "rows-from-00000")
+    assert os.stat(path).st_ino == spare and not spark_engine._spares(spark_engine._spares_dir(workdir, 0, "rows"))
+    assert np.array_equal(np.load(path), columns.T)
+    files = spark_engine._SuccessorFiles(workdir, 4, 0)
+    fps, tags = rng.integers(0, 1 << 60, 9, dtype=np.uint64), rng.integers(0, 1 << 60, 9, dtype=np.uint64)
+    files.add(1, fps, tags)
+    written = files.close()[1]
+    assert os.stat(written).st_ino == spare_successors
+    assert [a.tolist() for b in spark_engine._read_successors(written, 2) for a in b] == [fps.tolist(), tags.tolist()]
+    assert os.path.getsize(written) < 700
 
 
 @pytest.mark.parametrize("pieces", [False, True])

@@ -75,7 +75,10 @@ only paths and counts. A partition's share of a level is in its frontier files
 above; atomic, deterministic) and the record that stands for it has no arrays,
 so the cache holds no states and the next map task reads them from the files;
 files older than the newest reliable checkpoint of the level RDD are deleted by
-the driver (a recomputation after a lost executor starts there at the earliest).
+the driver (a recomputation after a lost executor starts there at the earliest),
+but for the pieces of rows and the successor files: those become spares that
+their writers write later ones over (``_spare``), the pages of a file the page
+cache holds costing less to write again than a new file's.
 A level of ``CHECKPOINT_FROM`` states or more is checkpointed at once (its
 records are a few bytes), so the frontier files of about two levels are kept at
 the widest. Each
@@ -442,14 +445,16 @@ class _PieceFile:
     ``columns`` (width x n, a cell's states contiguous) is the file's data mapped from the page cache, where the
     rows are built (no array of them, no write() copying them; each page faults in as it is first written, where
     the rows go next: faulting them all in at once first cost more at 87M states); ``close`` unmaps it and puts
-    the file at its path (atomic), returning its size in bytes. Views of ``columns`` must be gone by then."""
+    the file at its path (atomic), returning its size in bytes. Views of ``columns`` must be gone by then.
 
-    def __init__(self, workdir, level, index, name, n, width):
+    The file is one of its writer's spares (``_spare``) when there is one: every byte of it is written again."""
+
+    def __init__(self, workdir, level, index, name, n, width, writer):
         from numpy.lib import format as npy
         self.path = _frontier_path(workdir, level, index, name)
         self.tmp = _temporary(workdir, self.path)
         self.nbytes = n * width
-        with open(self.tmp, "wb+") as fh:
+        with open(self.tmp, "r+b" if _spare(workdir, writer, "rows", self.tmp, self.nbytes) else "wb+") as fh:
             npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(np.dtype(np.int8)), "fortran_order": True,
                                             "shape": (n, width)})
             start = fh.tell()
@@ -532,9 +537,9 @@ class _SuccessorFiles:
     def add(self, owner, *arrays):
         """Append one batch for ``owner``; its bytes."""
         fh = self.open.get(owner)
-        if fh is None:
-            fh = self.open[owner] = open(
-                _temporary(self.workdir, _successor_path(self.workdir, self.level, owner, self.index)), "wb")
+        if fh is None:                          # a spare file is written from its start, and cut where it ends
+            tmp = _temporary(self.workdir, _successor_path(self.workdir, self.level, owner, self.index))
+            fh = self.open[owner] = open(tmp, "r+b" if _spare(self.workdir, self.index, "successors", tmp) else "wb")
         for a in arrays:
             np.save(fh, a)
         return _nbytes(*arrays)
@@ -543,6 +548,7 @@ class _SuccessorFiles:
         """{owner: path} of the files written."""
         done = {}
         for owner, fh in sorted(self.open.items()):
+            fh.truncate()
             fh.close()
             done[owner] = _successor_path(self.workdir, self.level, owner, self.index)
             os.replace(fh.name, done[owner])
@@ -606,16 +612,64 @@ def _read_into(fh, into):
 
 def _drop_frontiers(workdir, partitions, below):
     """Remove the frontier and successor files of levels before ``below`` (no recomputation can read them: they
-    are older than the newest reliable checkpoint of the level RDD)."""
+    are older than the newest reliable checkpoint of the level RDD); their pieces of rows and successor files
+    become their writers' spares (``_spare``), the ``partitions`` largest of each kind and writer kept."""
+    pools = set()
     for index in range(partitions):
         d = os.path.dirname(_frontier_path(workdir, 0, index, "rows"))
         for name in os.listdir(d) if os.path.isdir(d) else ():
-            m = re.fullmatch(r"level-(\d+)-[\w-]+\.npy", name)
-            if m and int(m.group(1)) < below:
-                try:
+            m = re.fullmatch(r"level-(\d+)-(?:(rows|successors)-from-(\d+)|[\w-]+)\.npy", name)
+            if not m or int(m.group(1)) >= below:
+                continue
+            try:
+                if m.group(2) is None:
                     os.remove(os.path.join(d, name))
-                except FileNotFoundError:
-                    pass
+                    continue
+                pool = _spares_dir(workdir, int(m.group(3)), m.group(2))
+                spark_visited.make_dirs(workdir, pool)
+                os.replace(os.path.join(d, name), os.path.join(pool, f"{uuid.uuid4().hex}.npy"))
+                pools.add(pool)
+            except FileNotFoundError:
+                pass
+    for pool in pools:
+        for path, _ in sorted(_spares(pool), key=lambda p: -p[1])[partitions:]:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+
+
+def _spares_dir(workdir, writer, kind):
+    return os.path.join(workdir, "frontier-files", "spares", f"part-{writer:05d}", kind)
+
+
+def _spares(pool):
+    """[(path, size)] of the files in ``pool``."""
+    found = []
+    for name in os.listdir(pool) if os.path.isdir(pool) else ():
+        try:
+            found.append((os.path.join(pool, name), os.stat(os.path.join(pool, name)).st_size))
+        except FileNotFoundError:
+            pass
+    return found
+
+
+def _spare(workdir, writer, kind, path, nbytes=None):
+    """Move one of partition ``writer``'s spare files of ``kind`` (``rows``, ``successors``) to ``path``: the
+    smallest that holds ``nbytes``, else the largest; False when there is none (a task running beside its
+    speculative twin may find one taken: the next is tried).
+
+    A spare is a file of an earlier level, its pages likely still in the page cache: written again in place, it
+    costs a copy into pages that are there, where a new file's pages are each found, cleared and given blocks
+    first, and a removed file's are each freed."""
+    spares = sorted(_spares(_spares_dir(workdir, writer, kind)), key=lambda p: p[1])
+    for spare, _ in [p for p in spares if nbytes is not None and p[1] >= nbytes] or spares[::-1]:
+        try:
+            os.replace(spare, path)
+            return True
+        except FileNotFoundError:
+            continue
+    return False
 
 
 def _parquet_keys(path):
@@ -1149,7 +1203,7 @@ def _materialize_task(job, index, records):
         n_owners, runs = len(owners), np.diff(bounds).reshape(len(blocks), len(owners))
         start = np.cumsum(runs, axis=0) - runs          # where a block's run starts in its owner's piece
         pieces = [_PieceFile(job.workdir, job.level + 1, p, f"rows-from-{index:05d}", int(runs[:, o].sum()),
-                             len(spec.layout.names)) for o, p in enumerate(owners)]
+                             len(spec.layout.names), index) for o, p in enumerate(owners)]
         (_built if search.compiled is not None else _applied)(search, blocks, block_end, bounds, at, actions,
                                                               [piece.columns for piece in pieces], start)
         stages.lap("materialize: apply")
