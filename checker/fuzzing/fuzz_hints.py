@@ -89,7 +89,8 @@ def mapped(small, spec, steps, index, onto):
 def lift(model, enabled, allowed, eager, hint, holds, max_steps, max_nodes=LIFT_NODES):
     """A path of instance ids from ``model``'s initial state that breaks the invariant ``holds`` (a function of a
     state: False where broken), built on the ``hint`` (instance ids in ``model``) with few other steps (paths
-    are searched in order of their number of other steps), or None when none of at most ``max_steps`` steps is found within ``max_nodes`` expanded nodes.
+    are searched in order of their number of other steps), or None when none of at most ``max_steps`` steps is
+    found within ``max_nodes`` expanded nodes.
 
     ``enabled(state)`` lists the instances a run may consider, ``allowed[i]`` whether a run may take instance
     ``i`` at all, ``eager[i]`` whether a run takes it as soon as it is enabled: before any other step, the
