@@ -72,6 +72,14 @@ def assert_same(local, spark):
             assert np.array_equal(row, row2), name
 
 
+def test_python_workers_keep_the_memory_their_tasks_free(sc):
+    """The context's Python workers run with glibc's allocator set to serve every array from a heap it never
+    trims (the settings the engine gives the executors' environment)."""
+    seen = sc.parallelize(range(4), 2).map(
+        lambda _: (os.environ.get("MALLOC_MMAP_MAX_"), os.environ.get("MALLOC_TRIM_THRESHOLD_"))).collect()
+    assert set(seen) == {("0", str(1 << 62))}
+
+
 # each partition count once per case (2 is also every test below): 1, the single owner, and 3, not a power of two
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_violation_same_as_local(sc, partitions, tmp_path):

@@ -1387,6 +1387,8 @@ def spark_context(master="local[*]", partitions=None, conf=None, log_dir=None):
     if parallelism:
         settings["spark.default.parallelism"] = str(parallelism)
         settings["spark.sql.shuffle.partitions"] = str(parallelism)
+    for name, value in _WORKER_MALLOC.items():
+        settings[f"spark.executorEnv.{name}"] = value
     settings.update(conf or {})
     log4j = None
     if "spark.driver.extraJavaOptions" not in settings:
@@ -1424,6 +1426,14 @@ def spark_context(master="local[*]", partitions=None, conf=None, log_dir=None):
         # on their PATH; spark.pyspark.python or PYSPARK_PYTHON name another one (a cluster's own path)
         sc.pythonExec = settings.get("spark.pyspark.python", sys.executable)
     return sc, True
+
+
+# The Python workers' allocator (glibc's tunables): every array from the worker's heap, which is never trimmed, so
+# that the memory a task frees serves the worker's next task. Otherwise a large array gets memory of its own from
+# the system and gives it back when freed, and the next task's is faulted in and cleared again page by page (on a
+# virtual machine that returns free memory to its host, at about a nanosecond a byte). A worker then holds what its
+# largest task needed until it ends.
+_WORKER_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 62)}
 
 
 # ---------------------------------------------------------------------------------------------
