@@ -443,9 +443,9 @@ def _save_array(workdir, level, index, name, array):
 class _PieceFile:
     """A state-per-row int8 array (n x width) saved as ``_save_array`` saves one stored column-major, made in place:
     ``columns`` (width x n, a cell's states contiguous) is the file's data mapped from the page cache, where the
-    rows are built (no array of them, no write() copying them; each page faults in as it is first written, where
-    the rows go next: faulting them all in at once first cost more at 87M states); ``close`` unmaps it and puts
-    the file at its path (atomic), returning its size in bytes. Views of ``columns`` must be gone by then.
+    rows are built (no array of them; a new file's bytes are written as zeros first, ``spark_visited.fill_to``,
+    then each page is written once more where the rows go next); ``close`` unmaps it and puts the file at its
+    path (atomic), returning its size in bytes. Views of ``columns`` must be gone by then.
 
     The file is one of its writer's spares (``_spare``) when there is one: every byte of it is written again."""
 
@@ -458,7 +458,7 @@ class _PieceFile:
             npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(np.dtype(np.int8)), "fortran_order": True,
                                             "shape": (n, width)})
             start = fh.tell()
-            fh.truncate(start + self.nbytes)
+            spark_visited.fill_to(fh, start + self.nbytes)
             self.map = mmap.mmap(fh.fileno(), start + self.nbytes)
         self.columns = np.frombuffer(self.map, dtype=np.int8, count=self.nbytes, offset=start).reshape(width, n)
 
