@@ -10,7 +10,7 @@ N partitions), whose answers must be the local engine's. An executor's share is 
 
 - its processes: the executor JVM and every process under it (Spark's Python daemon and workers), resident
   memory (RSS: private and mapped file pages alike), once a second;
-- the page cache its partition's files hold (the visited table, the frontier and successor files, the Parquet
+- the page cache its partition's files hold (the visited table, the frontier and successor files and its spares, the Parquet
   files: partition K is executor K's, as the search's partitions are its executors), counted page by page
   with ``mincore`` every few seconds;
 - their sum at each sample. A process's pages of its partition's files that it has mapped are counted once, with
@@ -69,11 +69,13 @@ def resident_bytes(path):
 
 
 def partition_files(workdir, p):
-    """Partition ``p``'s files in a Spark workdir: its visited table, frontier directory, and Parquet files."""
+    """Partition ``p``'s files in a Spark workdir: its visited table, frontier directory, spare files (the pieces
+    and successor files it wrote for levels since dropped, which it writes over), and Parquet files."""
     name = f"part-{p:05d}"
     found = [os.path.join(workdir, "visited", f"{name}.table")]
-    for d, _, files in os.walk(os.path.join(workdir, "frontier-files", name)):
-        found += [os.path.join(d, f) for f in files]
+    for top in (os.path.join(workdir, "frontier-files", name), os.path.join(workdir, "frontier-files", "spares", name)):
+        for d, _, files in os.walk(top):
+            found += [os.path.join(d, f) for f in files]
     levels = os.path.join(workdir, "levels")
     for lv in os.listdir(levels) if os.path.isdir(levels) else ():
         found.append(os.path.join(levels, lv, f"{name}.parquet"))
