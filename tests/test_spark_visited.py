@@ -138,12 +138,12 @@ def test_fill_to_writes_zeros_instead_of_a_hole(tmp_path):
     """A file filled to a size keeps its bytes, is zeros past them, and has blocks for all of them (no hole); a
     longer file is cut to the size."""
     path = tmp_path / "f"
-    with open(path, "wb+") as fh:
+    with open(path, "wb+", buffering=0) as fh:
         fh.write(b"\x07" * 100)
-        sv.fill_to(fh, 3 * sv.ZEROS + 5)
+        sv.fill_to(fh.fileno(), 3 * sv.ZEROS + 5)
     data = path.read_bytes()
     assert data[:100] == b"\x07" * 100 and data[100:] == bytes(3 * sv.ZEROS - 95)
     assert os.stat(path).st_blocks * 512 >= 3 * sv.ZEROS
-    with open(path, "r+b") as fh:
-        sv.fill_to(fh, 50)
+    with open(path, "r+b", buffering=0) as fh:
+        sv.fill_to(fh.fileno(), 50)
     assert path.read_bytes() == b"\x07" * 50

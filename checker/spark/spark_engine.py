@@ -454,11 +454,12 @@ class _PieceFile:
         self.path = _frontier_path(workdir, level, index, name)
         self.tmp = _temporary(workdir, self.path)
         self.nbytes = n * width
-        with open(self.tmp, "r+b" if _spare(workdir, writer, "rows", self.tmp, self.nbytes) else "wb+") as fh:
+        spare = _spare(workdir, writer, "rows", self.tmp, self.nbytes)
+        with open(self.tmp, "r+b" if spare else "wb+", buffering=0) as fh:
             npy.write_array_header_1_0(fh, {"descr": npy.dtype_to_descr(np.dtype(np.int8)), "fortran_order": True,
                                             "shape": (n, width)})
             start = fh.tell()
-            spark_visited.fill_to(fh, start + self.nbytes)
+            spark_visited.fill_to(fh.fileno(), start + self.nbytes)
             self.map = mmap.mmap(fh.fileno(), start + self.nbytes)
         self.columns = np.frombuffer(self.map, dtype=np.int8, count=self.nbytes, offset=start).reshape(width, n)
 

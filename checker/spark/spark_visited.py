@@ -65,18 +65,17 @@ def make_dirs(workdir, directory):
             pass
 
 
-def fill_to(fh, size):
-    """Make the open file ``fh`` ``size`` bytes long, the bytes past its end written as zeros rather than left a
-    hole: a hole's pages, mapped in memory and written, are each read in as zeros, cleared and given blocks one by
-    one, at several times the CPU time of writing the zeros once."""
-    fh.flush()
-    end = os.fstat(fh.fileno()).st_size
+def fill_to(fd, size):
+    """Make the file open as ``fd`` (nothing of it buffered) ``size`` bytes long, the bytes past its end written as
+    zeros rather than left a hole: a hole's pages, mapped in memory and written, are each read in as zeros,
+    cleared and given blocks one by one, at several times the CPU time of writing the zeros once."""
+    end = os.fstat(fd).st_size
     if end >= size:
-        fh.truncate(size)
+        os.ftruncate(fd, size)
         return
     zeros = memoryview(bytes(min(ZEROS, size - end)))
     while end < size:
-        end += os.pwrite(fh.fileno(), zeros[:size - end], end)
+        end += os.pwrite(fd, zeros[:size - end], end)
 
 
 def table_path(workdir, index):
