@@ -165,11 +165,13 @@ class Search:
     ahead of the one being deduplicated (default: every core); the results do not depend on it.
     ``fingerprint``: "64", "96" (wide keys: needs the compiled kernels, so a C compiler, and no symmetry) or
     "auto" (64 until the collision bound could pass ``fingerprint.TARGET``, then wide, on the compiled kernels;
-    see ``fingerprint.widen_now``)."""
+    see ``fingerprint.widen_now``). ``excluded``: ids of action instances the search never takes (the
+    search of a spec without them; not on the compiled kernels)."""
 
     def __init__(self, spec, invariants, symmetry=False, chunk=1 << 18, workers=None, kernels="auto",
-                 fingerprint="auto"):
+                 fingerprint="auto", excluded=()):
         self.spec = spec
+        self.excluded = sorted(set(excluded))
         self.invariants = [spec.invariants[name] for name in invariants]
         self.fingerprint = Fingerprint(spec.layout)
         self.symmetry = Symmetry(spec.layout, self.fingerprint) if symmetry else None
@@ -190,6 +192,8 @@ class Search:
         self._scratch = threading.local()   # each worker's buffers for the compiled kernels
         self.kept_lanes = None
         self.pool = None            # the worker threads while a search runs with several
+        if self.width == "96" and self.excluded:
+            raise ValueError("96-bit fingerprints need the compiled kernels, which take every action")
         if self.width == "96":
             if symmetry or kernels == "numpy":
                 raise ValueError("96-bit fingerprints need the compiled kernels, without --symmetry")
@@ -206,7 +210,8 @@ class Search:
         """Switch to the compiled kernels when the policy says so (they give the numpy kernels' results): not
         under symmetry (its canonical fingerprints are numba's) nor with "numpy"; "native" and wide keys at once,
         "auto" once they are compiled or a level is large enough to pay for compiling them."""
-        if self.compiled is not None or self.compile_failed or self.kernels == "numpy" or self.symmetry is not None:
+        if self.compiled is not None or self.compile_failed or self.kernels == "numpy" or self.symmetry is not None \
+                or self.excluded:
             return
         from isrcheck.model import cbuild
         if cbuild.compiler() is None:
@@ -246,12 +251,17 @@ class Search:
         spec, fp = self.spec, self.fingerprint
         if self.native is not None:
             parts, enabled, fired = self.native.expand(batch, fps, fp.multipliers)
+            if self.excluded:
+                parts = [p for p in parts if p[0] not in self.excluded]
+                enabled[self.excluded] = fired[self.excluded] = 0
             if coverage is not None:
                 coverage.counts[ENABLED] += enabled
                 coverage.counts[FIRED] += fired
             return parts
         parts, guards = [], backends.batch(spec).guards(batch)
         for inst in spec.actions:
+            if inst.id in self.excluded:
+                continue
             rows = np.flatnonzero(guards[inst.id])
             if rows.size == 0:
                 continue
@@ -836,13 +846,13 @@ class Search:
 
 
 def search(spec, invariants, symmetry=False, chunk=1 << 18, budget=UNLIMITED, workers=None, kernels="auto",
-           fingerprint="auto", **options):
+           fingerprint="auto", excluded=(), **options):
     """Run the exhaustive search for the named invariants within ``budget`` (its max_states, max_depth and
     seconds) on ``workers`` threads with ``kernels`` ("auto", "native" or "numpy") and ``fingerprint`` width
     ("auto", "64", "96": see :class:`Search`); ``options`` are :meth:`Search.run`'s others (progress,
     on_violation, checkpoint, ...)."""
     return run_within(Search(spec, invariants, symmetry=symmetry, chunk=chunk, workers=workers, kernels=kernels,
-                             fingerprint=fingerprint), budget, **options)
+                             fingerprint=fingerprint, excluded=excluded), budget, **options)
 
 
 def run_within(searcher, budget, **options):

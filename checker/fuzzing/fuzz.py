@@ -86,9 +86,13 @@ hint's replicas the first ones and the others passive, as in a run where only th
 (at most ``fuzz_hints.LIFT_NODES`` nodes, a CPU second or so) finds a path that breaks the invariant here,
 made of the hint's steps, the eager and keep-up steps a run takes anyway, and as few other steps as it can
 (at more replicas the extra ones must leave the way first: a leader drops them from its ISR before the
-hint's loss can happen); a hint the lift does not carry is dropped. From then on one run in ``GUIDED``
-follows a lifted path: it starts from the initial state, the path's hint replicas mapped onto a random
-choice of the active ones (the others, in order, onto the rest), and whenever the path's next step is
+hint's loss can happen). Where that fails, the lift is tried with every replica acting, the extra ones
+*shadowing* one of the hint's (taking each of its steps after it: fetching when it fetches, falling behind
+when it does), and then on other counterexamples at small bounds: the search's again, without one of the
+hint's actions (the shortest loss at small bounds may go by a step whose cost grows with the replicas, where
+a longer one does not). A hint none of that carries is dropped. From then on one run in ``GUIDED``
+follows a lifted path (of the runs in which at least the replicas it names act): it starts from the initial
+state, the path's replicas mapped onto a random choice of the active ones (the others, in order, onto the rest), and whenever the path's next step is
 enabled it takes it with probability ``FOLLOW``/256 (otherwise it steps as any run does; the passive
 replicas, keep-up and eager steps are unchanged), its cursor moving on as the path's steps fire. The other
 runs, the archive and the targets are as without hints, and so is every run of the first session: what is
@@ -504,8 +508,8 @@ class _Fuzzer:
         self.last_progress = 0.0
         self.shrink_deadline = None
         self.take_hints = hints
-        self.hints = {}                    # invariant -> the steps its guided runs follow, once taken (fuzz_hints.py)
-        self.hint_replicas = 0             # replicas the hints name (the first ones)
+        self.hints = {}                    # invariant -> (the steps its guided runs follow, the replicas they name:
+                                           # the first ones), once taken (fuzz_hints.py)
         self.guides = {}                   # (invariant, replicas mapped onto) -> the hint's instance ids here
         from hypothesis import strategies as st
         self._swarm_bytes = (2 * len(self.kinds) + 2 * self.replicas + 8 + 7) // 8
@@ -721,40 +725,65 @@ class _Fuzzer:
         """The lifted hint a run follows (its instance ids here), chosen by the 32-bit ``bits`` (None: the run
         follows none): in one run in ``GUIDED``, the path of an invariant not yet broken, its hint's replicas mapped
         onto a random choice of the ``active`` ones (the other replicas, in order, onto the rest)."""
-        names = [n for n in self.pending if n in self.hints]
-        if bits % self.GUIDED or not names or active < self.hint_replicas:
+        names = [n for n in self.pending if n in self.hints and self.hints[n][1] <= active]
+        if bits % self.GUIDED or not names:
             return None
         bits //= self.GUIDED
         name = names[bits % len(names)]
         bits //= len(names)
+        steps, named = self.hints[name]
         pool, onto = list(range(active)), []
-        for _ in range(self.hint_replicas):
+        for _ in range(named):
             j, bits = bits % len(pool), bits // len(pool)
             onto.append(pool.pop(j))
         onto += [r for r in range(self.replicas) if r not in onto]
         key = (name, tuple(onto))
         guide = self.guides.get(key)
         if guide is None:
-            guide = self.guides[key] = fuzz_hints.mapped(self.spec, self.spec, self.hints[name], self.instances, onto)
+            guide = self.guides[key] = fuzz_hints.mapped(self.spec, self.spec, steps, self.instances, onto)
         return guide
+
+    ABLATIONS = 8         # most searches at small bounds, each without one more action of a hint that does not lift
 
     def _take_hints(self):
         """Ask the exhaustive search at small bounds for hints (once, from session ``HINT_SESSION`` on) and lift each
-        to this spec's bounds (fuzz_hints.lift: its replicas the first ones, the others passive); ``self.hints``:
-        invariant -> the lifted path's steps as (action name, params). A hint the lift does not carry is dropped."""
+        to this spec's bounds (:meth:`_lift`); ``self.hints``: invariant -> (the lifted path's steps as (action name,
+        params), the replicas it names). A hint that does not lift is replaced by the counterexample the search
+        finds without one of its actions (each action in the order the hint first takes it, at most
+        ``ABLATIONS``), when that one lifts: the shortest counterexample at small bounds is not always the one
+        that shows at large bounds. A hint none of them replaces is dropped."""
         small, steps = fuzz_hints.hints(self.spec, self.pending)
         self.instances = fuzz_hints.instance_index(self.spec)
-        if not steps:
-            return
-        self.hint_replicas = len(getattr(small, small.replica_domain))
-        active = min(self.hint_replicas, self.replicas)
-        allowed, eager = self._instances([1] * len(self.kinds), [1] * active + [0] * (self.replicas - active))
-        enabled = self._archive(active)[2]
         for name, hint in steps.items():
-            ids = fuzz_hints.mapped(small, self.spec, hint, self.instances, list(range(self.hint_replicas)))
-            path = fuzz_hints.lift(self.model, enabled, allowed, eager, ids, self.model.invariant(name), self.max_steps)
+            lifted = self._lift(small, name, hint)
+            for action in list(dict.fromkeys(a for a, _ in hint))[:self.ABLATIONS] if lifted is None else ():
+                other = fuzz_hints.hints(self.spec, [name], fuzz_hints.ABLATION_STATES, excluded=action)[1].get(name)
+                lifted = other and self._lift(small, name, other, again=True)
+                if lifted:
+                    break
+            if lifted:
+                self.hints[name] = lifted
+
+    def _lift(self, small, name, hint, again=False):
+        """(the path's steps, the replicas it names) of ``hint`` (steps at ``small``'s bounds) lifted to this spec's
+        bounds (fuzz_hints.lift), or None. First with the hint's replicas the first ones and the others passive;
+        then with every replica acting, the others shadowing one of the hint's replicas (fuzz_hints.shadowed),
+        each in turn. Each lift but the first of a hint's own (``again`` False) expands at most
+        ``fuzz_hints.RETRY_NODES`` nodes."""
+        n = len(getattr(small, small.replica_domain))
+        ids = fuzz_hints.mapped(small, self.spec, hint, self.instances, list(range(n)))
+        holds = self.model.invariant(name)
+        active = min(n, self.replicas)
+        tries = [(ids, active)] + [(fuzz_hints.shadowed(self.spec, ids, self.instances, h, range(n, self.replicas)),
+                                    self.replicas) for h in range(n) if n < self.replicas]
+        for k, (path_ids, acting) in enumerate(tries):
+            allowed, eager = self._instances([1] * len(self.kinds), [1] * acting + [0] * (self.replicas - acting))
+            nodes = fuzz_hints.RETRY_NODES if again or k else fuzz_hints.LIFT_NODES
+            path = fuzz_hints.lift(self.model, self._archive(acting)[2], allowed, eager, path_ids, holds,
+                                   self.max_steps, nodes)
             if path is not None:
-                self.hints[name] = [(a.name, dict(a.params)) for a in (self.spec.actions[i] for i in path)]
+                return [(a.name, dict(a.params)) for a in (self.spec.actions[i] for i in path)], acting
+        return None
 
     def _account(self, path, began):
         """Count a run's steps (``path[began:]`` are this run's own) and the action kinds that fired."""

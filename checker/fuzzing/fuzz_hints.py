@@ -15,9 +15,15 @@ way first (a leader drops them from its ISR, say), and where that is a step of i
 cost nothing, the steps the runs take eagerly (an active replica acting on a passive one, a passive replica
 keeping up) are taken first and cost nothing, and any other step a run may take costs one; the search goes
 level by level in that cost and ends at the first path that breaks the invariant, or after ``LIFT_NODES``
-nodes (a count: the same lift, and fuzz, whatever the machine's load). The runs then follow the lifted path;
-a hint the lift does not carry to the fuzz's bounds is dropped (a bug that shows there by other steps is left
-to the unguided runs).
+nodes (a count: the same lift, and fuzz, whatever the machine's load). The runs then follow the lifted path.
+
+Where the extra replicas cannot simply leave the way (each step that clears one costs a bound the hint spends
+to the full, say), they may instead act as one of the hint's replicas does: :func:`shadowed` follows each of
+that replica's steps by the same step of each extra one, and the lift is tried on that, every replica acting.
+And the shortest counterexample at small bounds is not always one that shows at large ones: :func:`hints`
+searches again without a given action (``excluded``), for the fuzzer to lift another counterexample when the
+first does not lift (checker/fuzzing/fuzz.py). A bug that shows at large bounds by none of these is left to
+the unguided runs.
 
 What the hints name comes from the spec alone (its actions, their parameter domains, its bound
 declarations): the fuzzer stays free of Kafka names.
@@ -26,6 +32,8 @@ from __future__ import annotations
 
 HINT_STATES = 1_500_000      # most distinct states of the search at small bounds
 LIFT_NODES = 20_000          # most nodes the lift of one hint expands (a CPU second or so)
+RETRY_NODES = 2_000          # most nodes each further lift of a hint that did not lift expands
+ABLATION_STATES = 500_000    # most distinct states of each search for another hint
 LIFT_CLOSURE = 64            # most eager steps taken in a row before a node is expanded
 
 
@@ -44,15 +52,17 @@ def small_instance(spec):
         return None
 
 
-def hints(spec, names, max_states=HINT_STATES):
+def hints(spec, names, max_states=HINT_STATES, excluded=None):
     """(small spec, {invariant: [(action name, params)]}) for each of ``names`` the exhaustive search at small
-    bounds breaks within ``max_states`` states; ({} when the spec has no smaller instance)."""
+    bounds breaks within ``max_states`` states, never taking the action named ``excluded`` (None: taking every
+    one); ({} when the spec has no smaller instance)."""
     from isrcheck.checker.engine.budget import Budget
     from isrcheck.checker.exhaustive.bfs import search
     small = small_instance(spec)
     if small is None:
         return None, {}
-    result = search(small, list(names), symmetry=True, budget=Budget(max_states=max_states), workers=1)
+    result = search(small, list(names), symmetry=True, budget=Budget(max_states=max_states), workers=1,
+                    excluded=[a.id for a in small.actions if a.name == excluded])
     return small, {n: [(a.name, dict(a.params)) for a, _ in v.steps if a is not None]
                    for n, v in result.violations.items()}
 
@@ -60,6 +70,13 @@ def hints(spec, names, max_states=HINT_STATES):
 def instance_index(spec):
     """(action name, parameters as a sorted tuple) -> the instance's id in ``spec``."""
     return {(a.name, tuple(sorted(a.params.items()))): a.id for a in spec.actions}
+
+
+def _names_replicas(spec, domain):
+    """Whether a parameter of ``domain`` names a replica of ``spec``: the replica domain, or a wider one (a
+    replica or none)."""
+    dom = spec.replica_domain
+    return domain == dom or set(getattr(spec, dom)) < set(getattr(spec, domain))
 
 
 def mapped(small, spec, steps, index, onto):
@@ -74,15 +91,29 @@ def mapped(small, spec, steps, index, onto):
     for name, params in steps:
         new = {}
         for p, v in params.items():
-            d = domains[name][p]
-            if d == dom:
-                v = onto[v]
-            elif set(getattr(small, dom)) < set(getattr(small, d)):
+            if _names_replicas(small, domains[name][p]):
                 v = onto[v] if v < n_small else v - n_small + n_big
             new[p] = v
         i = index.get((name, tuple(sorted(new.items()))))
         if i is not None:
             out.append(i)
+    return out
+
+
+def shadowed(spec, ids, index, h, shadows):
+    """A hint's instance ids in ``spec`` with the replicas ``shadows`` shadowing replica ``h``: each step that
+    names ``h`` is followed by the same step naming each of them instead, where ``spec`` has it (replicas that
+    fetch when ``h`` fetches and fall behind when it does, say, so that they leave an ISR with it)."""
+    domains = {a.name: a.fn.__isrcheck_action__ for a in spec.actions}
+    out = []
+    for i in ids:
+        a = spec.actions[i]
+        out.append(i)
+        named = [p for p, v in a.params.items() if v == h and _names_replicas(spec, domains[a.name][p])]
+        for x in shadows if named else ():
+            j = index.get((a.name, tuple(sorted({**a.params, **dict.fromkeys(named, x)}.items()))))
+            if j is not None:
+                out.append(j)
     return out
 
 
