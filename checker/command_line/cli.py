@@ -747,7 +747,9 @@ def fuzz(spec_name, invariants, every, budget, seed, max_steps, workers, out_dir
 
     After its first thousand runs, a quarter of the runs follow hints: the shortest counterexamples the
     exhaustive search finds at the spec's small (default) bounds, each carried to the bounds given by a small
-    search (the steps that take the extra replicas out of the way), replayed on some of the replicas."""
+    search (the steps that take the extra replicas out of the way, or that have them do what one of the hint's
+    replicas does), replayed on some of the replicas; where none carries, a counterexample the search finds
+    without one of the hint's actions."""
     stop.polled()
     from isrcheck.checker.fuzzing.fuzzer import fuzz as run_fuzz
     spec = make_spec(spec_name, collect_bounds(kw))
