@@ -92,9 +92,10 @@ when it does), and then on other counterexamples at small bounds: the search's a
 hint's actions (the shortest loss at small bounds may go by a step whose cost grows with the replicas, where
 a longer one does not). A hint none of that carries is dropped. From then on one run in ``GUIDED``
 follows a lifted path (of the runs in which at least the replicas it names act): it starts from the initial
-state, the path's replicas mapped onto a random choice of the active ones (the others, in order, onto the rest), and whenever the path's next step is
-enabled it takes it with probability ``FOLLOW``/256 (otherwise it steps as any run does; the passive
-replicas, keep-up and eager steps are unchanged), its cursor moving on as the path's steps fire. The other
+state, the path's replicas mapped onto a random choice of the active ones (the others, in order, onto the
+rest), and whenever the path's next step is enabled it takes it with probability ``FOLLOW``/256 (otherwise
+it steps as any run does; the passive replicas, keep-up and eager steps are unchanged), its cursor moving on
+as the path's steps fire. The other
 runs, the archive and the targets are as without hints, and so is every run of the first session: what is
 found there is found exactly as without hints, at no cost. A bug that shows at small bounds is thus found at
 large ones along the same steps plus the few the extra replicas need (docs/benchmarks/fuzzer.md measures
